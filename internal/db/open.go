@@ -1,0 +1,172 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/agentjobs/jobs/migrations"
+)
+
+// BusyTimeout is how long a statement waits for another writer's lock before
+// it fails with "database is locked".
+const BusyTimeout = 10 * time.Second
+
+// ErrTooNew is returned by Open when the database was migrated by a newer
+// version of jobs than this binary knows.
+var ErrTooNew = errors.New("database schema is newer than this version of jobs")
+
+// DB is an open jobs database.
+type DB struct {
+	*sqlx.DB
+	Path string
+
+	// Now returns the current time; tests replace it.
+	Now func() time.Time
+}
+
+// DSN returns the connection string for path. Every pooled connection runs
+// with WAL, foreign keys and the busy timeout, and write transactions begin
+// IMMEDIATE: a deferred transaction that reads and then writes would fail at
+// once with "database is locked" whatever the busy timeout.
+func DSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Open opens the database at path, creating it (mode 0600, in a directory
+// created 0700) when it does not exist, and applies pending migrations.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("open database: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := prepareFile(abs); err != nil {
+		return nil, err
+	}
+	sqldb, err := sql.Open("sqlite", DSN(abs))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now}
+	if err := d.migrate(ctx); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	return d, nil
+}
+
+// prepareFile creates the directory (0700) and an empty database file (0600)
+// before SQLite sees the path: SQLite would create them with the umask's
+// modes, typically 0644. The -wal and -shm files take the main file's mode.
+func prepareFile(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create database directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", path, unwrapPathError(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("open database %s: is a directory", path)
+	}
+	if st.Size() > 0 && st.Size() < 100 {
+		return fmt.Errorf("open database %s: not a jobs database (file is too short to be SQLite)", path)
+	}
+	if st.Size() >= 16 {
+		head := make([]byte, 16)
+		if _, err := f.ReadAt(head, 0); err == nil && string(head) != "SQLite format 3\x00" {
+			return fmt.Errorf("open database %s: not a jobs database (not an SQLite file)", path)
+		}
+	}
+	return nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// migrate applies every pending migration through a goose Provider and
+// refuses a database whose schema is newer than the embedded migrations.
+func (d *DB) migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrations.FS, ".")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, d.DB.DB, sub)
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", cleanSQLiteError(err))
+	}
+	srcs := p.ListSources()
+	if n := len(srcs); n > 0 && current > srcs[n-1].Version {
+		return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", ErrTooNew, current, srcs[n-1].Version)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", cleanSQLiteError(err))
+	}
+	return nil
+}
+
+// SchemaVersion reports the newest migration applied to the database.
+func (d *DB) SchemaVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := d.GetContext(ctx, &v, `SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`)
+	return v, err
+}
+
+// cleanSQLiteError turns driver errors that users meet into plain words.
+func cleanSQLiteError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "file is not a database"), strings.Contains(msg, "(26)"):
+		return errors.New("not a jobs database (not an SQLite file, or corrupt)")
+	}
+	return err
+}
+
+// TimeFormat is how every timestamp is stored: ISO-8601 UTC with
+// milliseconds, which sorts as text and reads well in the sqlite3 shell.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// FormatTime renders t for storage. It drops the monotonic clock reading and
+// the location, which the driver's default formatting would keep.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// ParseTime reads a stored timestamp.
+func ParseTime(s string) (time.Time, error) { return time.Parse(TimeFormat, s) }
