@@ -1,0 +1,38 @@
+package jobs
+
+import "errors"
+
+// Sentinel errors. Every error returned by a Client method that means one of
+// these wraps it, so errors.Is works; the message names the job
+// ("job 7fq2 not found").
+var (
+	// ErrNotFound means no job of the client's scope matches the id,
+	// prefix or name. A job of another scope is not found either.
+	ErrNotFound = errors.New("not found")
+	// ErrAmbiguous means an id prefix matches several jobs; the message
+	// lists them.
+	ErrAmbiguous = errors.New("ambiguous")
+	// ErrNotRunning means the verb needs a running job and the job has
+	// finished.
+	ErrNotRunning = errors.New("not running")
+	// ErrStdinClosed means the job's stdin was closed (or was never a
+	// pipe).
+	ErrStdinClosed = errors.New("stdin is closed")
+	// ErrLimit means starting would pass the running-jobs limit of the
+	// scope or of the database. Nothing is evicted to make room.
+	ErrLimit = errors.New("too many running jobs")
+	// ErrNameTaken means an active job of the scope already has the name.
+	ErrNameTaken = errors.New("name taken")
+	// ErrInvalidTransition means a status change that the job model does
+	// not allow (for instance from a terminal status).
+	ErrInvalidTransition = errors.New("invalid status transition")
+	// ErrNotTmux means the verb works on tmux jobs only.
+	ErrNotTmux = errors.New("not a tmux job")
+	// ErrNoTmux means tmux is not installed.
+	ErrNoTmux = errors.New("tmux is not installed")
+	// ErrClosed means the Client was closed.
+	ErrClosed = errors.New("client is closed")
+	// ErrInvalid means an argument is malformed (bad regex, negative
+	// offset, empty command …).
+	ErrInvalid = errors.New("invalid argument")
+)

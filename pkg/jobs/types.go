@@ -1,0 +1,338 @@
+package jobs
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is where a job is in its life. A job moves
+// starting → running → one of the terminal statuses, and never back.
+type Status string
+
+const (
+	// StatusStarting means the job row exists and its process is being
+	// spawned. A job stays here only for the moment a spawn takes.
+	StatusStarting Status = "starting"
+
+	// StatusRunning means the main process was spawned and has not exited
+	// (or its output pipes are still being drained).
+	StatusRunning Status = "running"
+
+	// StatusDone means the main process exited with status 0.
+	StatusDone Status = "done"
+
+	// StatusFailed means the main process exited non-zero, died of a
+	// signal nobody sent through jobs, or could not be started at all
+	// (Job.Reason says why).
+	StatusFailed Status = "failed"
+
+	// StatusKilled means a kill verb ended the job.
+	StatusKilled Status = "killed"
+
+	// StatusTimedOut means the job ran past its timeout and was ended.
+	StatusTimedOut Status = "timed_out"
+
+	// StatusLost means the supervisor that owned the job died. Output
+	// captured so far stays readable; processes that still run are
+	// counted in Job.Descendants and can still be killed.
+	StatusLost Status = "lost"
+)
+
+// Terminal reports whether s is a final status.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusDone, StatusFailed, StatusKilled, StatusTimedOut, StatusLost:
+		return true
+	}
+	return false
+}
+
+// Mode is how a job's process is attached.
+type Mode string
+
+const (
+	// ModePipe runs the command with stdin, stdout and stderr on pipes.
+	ModePipe Mode = "pipe"
+	// ModeTmux runs the command in its own tmux session; its terminal
+	// output is captured as the stream "pty".
+	ModeTmux Mode = "tmux"
+)
+
+// Stream names an output stream.
+type Stream string
+
+const (
+	// Stdout is the job's standard output.
+	Stdout Stream = "stdout"
+	// Stderr is the job's standard error.
+	Stderr Stream = "stderr"
+	// PTY is the terminal output of a tmux job.
+	PTY Stream = "pty"
+)
+
+// Spec describes a job to start. Zero values mean the documented defaults.
+type Spec struct {
+	// Command is a shell command line, run with /bin/sh -c. Exactly one
+	// of Command and Argv is set.
+	Command string `json:"command,omitempty"`
+	// Argv is a program and its arguments, run directly.
+	Argv []string `json:"argv,omitempty"`
+	// Name is an optional handle, unique among the scope's active jobs;
+	// it works wherever an id does.
+	Name string `json:"name,omitempty"`
+	// Replace ends a running job of the same name before starting.
+	Replace bool `json:"replace,omitempty"`
+	// Label is free text shown by list.
+	Label string `json:"label,omitempty"`
+	// Cwd is the working directory; empty means the caller's.
+	Cwd string `json:"cwd,omitempty"`
+	// Env holds additions to the environment as KEY=VALUE. Only the
+	// names are stored.
+	Env []string `json:"env,omitempty"`
+	// Timeout is the maximum runtime: 0 means DefaultTimeout, negative
+	// means none.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// TTL is how long a finished job is kept after its last access:
+	// 0 means DefaultTTL, negative means forever.
+	TTL time.Duration `json:"ttl,omitempty"`
+	// MaxOutput is how many bytes of output are retained: 0 means
+	// DefaultMaxOutput, negative means no cap.
+	MaxOutput int64 `json:"max_output,omitempty"`
+	// NoStdin gives the job /dev/null as stdin instead of a pipe.
+	NoStdin bool `json:"no_stdin,omitempty"`
+	// Color keeps the environment as it is instead of setting
+	// NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat.
+	Color bool `json:"color,omitempty"`
+	// Tmux runs the job in its own tmux session.
+	Tmux bool `json:"tmux,omitempty"`
+	// KeepTmux leaves a tmux job's session open after the job ends.
+	KeepTmux bool `json:"keep_tmux,omitempty"`
+	// OnExit is a shell command run once when the job reaches a terminal
+	// status, with JOBS_ID, JOBS_NAME, JOBS_STATUS, JOBS_EXIT_CODE,
+	// JOBS_DURATION_MS and JOBS_OUTPUT_TAIL in its environment.
+	OnExit string `json:"on_exit,omitempty"`
+}
+
+// Defaults for Spec fields left zero.
+const (
+	DefaultTimeout   = 30 * time.Minute
+	DefaultTTL       = 30 * time.Minute
+	DefaultMaxOutput = 64 << 20
+)
+
+// Job is everything known about a job.
+type Job struct {
+	ID          string     `json:"id"`
+	Scope       string     `json:"scope"`
+	Name        string     `json:"name,omitempty"`
+	Label       string     `json:"label,omitempty"`
+	Command     string     `json:"command"`
+	Argv        []string   `json:"argv"`
+	Cwd         string     `json:"cwd"`
+	EnvNames    []string   `json:"env_names,omitempty"`
+	Mode        Mode       `json:"mode"`
+	TmuxSession string     `json:"tmux_session,omitempty"`
+	Status      Status     `json:"status"`
+	ExitCode    *int       `json:"exit_code"`
+	Signal      string     `json:"signal,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	PID         int        `json:"pid,omitempty"`
+	PGID        int        `json:"pgid,omitempty"`
+	Supervisor  string     `json:"supervisor,omitempty"`
+	Stdin       string     `json:"stdin"`
+	OnExit      string     `json:"on_exit,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at"`
+	EndedAt     *time.Time `json:"ended_at"`
+	LastAccess  time.Time  `json:"last_access_at"`
+	// Runtime is how long the job has run (until now, or until it ended).
+	Runtime time.Duration `json:"runtime_ms"`
+	Timeout time.Duration `json:"timeout_ms"`
+	TTL     time.Duration `json:"ttl_ms"`
+	// MaxOutput is the output cap in bytes; 0 means none.
+	MaxOutput int64 `json:"max_output"`
+	// OutputBytes is how many bytes the job has written in all.
+	OutputBytes int64 `json:"output_bytes"`
+	// OutputLines is how many newlines the job has written in all.
+	OutputLines int64 `json:"output_lines"`
+	// EvictedBytes counts bytes dropped from the middle by the cap or by
+	// Clear.
+	EvictedBytes int64 `json:"evicted_bytes"`
+	// DroppedBytes counts bytes the database could not take.
+	DroppedBytes int64      `json:"dropped_bytes"`
+	LastOutputAt *time.Time `json:"last_output_at"`
+	// ReadCursor is where the next ReadNew starts.
+	ReadCursor int64         `json:"read_cursor"`
+	UserCPU    time.Duration `json:"user_cpu_ms"`
+	SysCPU     time.Duration `json:"sys_cpu_ms"`
+	MaxRSSKB   int64         `json:"max_rss_kb"`
+
+	// WaitingForInput reports that a process of the job is blocked
+	// reading the job's stdin, as the kernel sees it. Live jobs only.
+	WaitingForInput bool `json:"waiting_for_input"`
+	// Descendants counts processes of the job still alive (its process
+	// group and processes carrying its JOBS_ID), once the main process
+	// has exited or the job is lost.
+	Descendants int `json:"descendants"`
+}
+
+// Event is one row of the audit trail: a status transition or a note.
+type Event struct {
+	// ID is the cursor: events are numbered in the order they happened.
+	ID     int64           `json:"id"`
+	JobID  string          `json:"job_id"`
+	Scope  string          `json:"scope"`
+	At     time.Time       `json:"at"`
+	Kind   string          `json:"kind"`
+	From   Status          `json:"from,omitempty"`
+	To     Status          `json:"to,omitempty"`
+	Detail json.RawMessage `json:"detail,omitempty"`
+}
+
+// Filter selects jobs for List.
+type Filter struct {
+	// Statuses keeps jobs in any of these statuses; empty keeps all.
+	Statuses []Status `json:"statuses,omitempty"`
+	// AllScopes lists every scope's jobs instead of the client's.
+	AllScopes bool `json:"all_scopes,omitempty"`
+	// Limit caps the count (newest first); 0 means no cap.
+	Limit int `json:"limit,omitempty"`
+}
+
+// Range selects part of a job's output for Log. Set at most one of the
+// three selections: a byte range (Offset/Limit), a line range
+// (FromLine/Lines) or a tail (Tail, TailLines). With none set, Log returns
+// the last DefaultTailChars characters.
+type Range struct {
+	// Offset is the absolute byte offset to start at (with Limit).
+	Offset int64 `json:"offset,omitempty"`
+	// Limit is the number of bytes to read from Offset; 0 with Offset set
+	// means DefaultPageBytes.
+	Limit int64 `json:"limit,omitempty"`
+	// FromLine is the first line to read, counted from 1.
+	FromLine int64 `json:"from_line,omitempty"`
+	// Lines is how many lines to read from FromLine.
+	Lines int64 `json:"lines,omitempty"`
+	// Tail is the number of characters to read from the end.
+	Tail int64 `json:"tail,omitempty"`
+	// TailLines is the number of lines to read from the end.
+	TailLines int64 `json:"tail_lines,omitempty"`
+	// Stream keeps one stream only; empty keeps all.
+	Stream Stream `json:"stream,omitempty"`
+	// Grep keeps only lines matching this regular expression.
+	Grep string `json:"grep,omitempty"`
+	// Clean strips escape sequences and collapses carriage-return
+	// overwrites (text for agents).
+	Clean bool `json:"clean,omitempty"`
+	// ByteRange marks Offset/Limit as the selection even when both are 0.
+	ByteRange bool `json:"-"`
+}
+
+// Read defaults.
+const (
+	DefaultTailChars = 500
+	DefaultPageBytes = 64 << 10
+	MaxPageBytes     = 16 << 20
+)
+
+// Output is a page of a job's output and what it left out.
+type Output struct {
+	JobID string `json:"id"`
+	// Text is the output: raw bytes as a string, or cleaned text.
+	Text string `json:"output"`
+	// Start and End are the absolute byte offsets covered, [Start, End).
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	// NextOffset is where to continue reading.
+	NextOffset int64 `json:"next_offset"`
+	// FirstLine is the first line covered (from 1); Lines how many.
+	FirstLine int64 `json:"first_line"`
+	Lines     int64 `json:"lines"`
+	// TotalBytes and TotalLines are the job's whole output so far.
+	TotalBytes int64 `json:"total_bytes"`
+	TotalLines int64 `json:"total_lines"`
+	// OmittedBefore and OmittedAfter count bytes of the job's output
+	// that are outside this page.
+	OmittedBefore int64 `json:"omitted_before"`
+	OmittedAfter  int64 `json:"omitted_after"`
+	// Evicted counts bytes inside this page's range that the output cap
+	// or a clear removed; EvictedTotal counts them in the whole job.
+	Evicted      int64 `json:"evicted"`
+	EvictedTotal int64 `json:"evicted_total"`
+	// Truncated reports that a limit cut this read short.
+	Truncated bool `json:"truncated"`
+}
+
+// PollResult is a job's state plus a cleaned piece of its output.
+type PollResult struct {
+	Job    Job    `json:"job"`
+	Output Output `json:"output"`
+	// RetryIn suggests when to poll next: it grows while nothing changes.
+	RetryIn time.Duration `json:"retry_in_ms"`
+}
+
+// PollOptions shapes Poll and ReadNew.
+type PollOptions struct {
+	// Tail is how many characters of output to return (default
+	// DefaultTailChars).
+	Tail int64
+	// Grep keeps only matching lines (ReadNew).
+	Grep string
+	// Raw returns bytes as they are instead of cleaned text.
+	Raw bool
+}
+
+// KillResult says what a kill did.
+type KillResult struct {
+	JobID string `json:"id"`
+	// Status is the job's status after the kill.
+	Status Status `json:"status"`
+	// Signalled lists the pids that were sent signals.
+	Signalled []int `json:"signalled"`
+	// Survivors lists pids still alive after SIGKILL (should be empty).
+	Survivors []int `json:"survivors"`
+	// Escalated reports that SIGKILL was needed after the grace period.
+	Escalated bool `json:"escalated"`
+	// AlreadyDone reports that the job had finished before the kill.
+	AlreadyDone bool `json:"already_done"`
+}
+
+// WaitOptions shapes Wait.
+type WaitOptions struct {
+	// Any returns when the first job finishes instead of all of them.
+	Any bool
+	// Timeout bounds the wait; 0 means none (the context still applies).
+	Timeout time.Duration
+	// Until returns when the output of a job matches this regular
+	// expression.
+	Until string
+	// Idle returns when no job has produced output for this long.
+	Idle time.Duration
+	// Progress, when set, is called about once a second while waiting.
+	Progress func([]Job)
+}
+
+// WaitReason says why Wait returned.
+type WaitReason string
+
+const (
+	// WaitExited means the awaited jobs finished.
+	WaitExited WaitReason = "exited"
+	// WaitMatched means output matched WaitOptions.Until.
+	WaitMatched WaitReason = "matched"
+	// WaitIdle means output was silent for WaitOptions.Idle.
+	WaitIdle WaitReason = "idle"
+	// WaitTimedOut means WaitOptions.Timeout passed first.
+	WaitTimedOut WaitReason = "timeout"
+)
+
+// WaitResult says why Wait returned and the jobs' states then.
+type WaitResult struct {
+	Reason WaitReason `json:"reason"`
+	// Jobs are the awaited jobs, in the order asked.
+	Jobs []Job `json:"jobs"`
+	// JobID is the job that ended the wait (Any, Until, Idle).
+	JobID string `json:"id,omitempty"`
+	// Match is the matching line for WaitMatched.
+	Match string `json:"match,omitempty"`
+}
