@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func (r *runner) writeCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "write",
+		Usage:     "write to a job's stdin",
+		ArgsUsage: "ID [DATA | -]",
+		Description: "DATA is written as given (add --newline to end it with one, as a prompt needs);\n" +
+			"'-' copies this command's stdin. --eof closes the job's stdin afterwards.",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "eof", Usage: "close the job's stdin after writing"},
+			&ucli.BoolFlag{Name: "newline", Aliases: []string{"n"}, Usage: "append a newline to DATA"},
+		},
+		Action: r.write,
+	}
+}
+
+func (r *runner) write(cc *ucli.Context) error {
+	const verb = "write"
+	a := args(cc)
+	eof := cc.Bool("eof")
+	switch {
+	case len(a) == 0:
+		return usagef(verb, "missing job id or name")
+	case len(a) == 1 && !eof:
+		return usagef(verb, "missing DATA: give the text, '-' for stdin, or --eof")
+	case len(a) > 2:
+		return usagef(verb, "too many arguments: quote DATA as one argument")
+	case a[0] == "":
+		return usagef(verb, "empty job id")
+	}
+	ref := a[0]
+	c, err := r.client(cc)
+	if err != nil {
+		return err
+	}
+	ctx := cc.Context
+	var written int64
+	if len(a) == 2 {
+		if a[1] == "-" {
+			buf := make([]byte, 32<<10)
+			for {
+				n, rerr := r.stdin.Read(buf)
+				if n > 0 {
+					if err := c.Write(ctx, ref, buf[:n]); err != nil {
+						return err
+					}
+					written += int64(n)
+				}
+				if errors.Is(rerr, io.EOF) {
+					break
+				}
+				if rerr != nil {
+					return fmt.Errorf("read stdin: %w", rerr)
+				}
+			}
+			if cc.Bool("newline") {
+				if err := c.Write(ctx, ref, []byte("\n")); err != nil {
+					return err
+				}
+				written++
+			}
+		} else {
+			data := a[1]
+			if cc.Bool("newline") {
+				data += "\n"
+			}
+			if err := c.Write(ctx, ref, []byte(data)); err != nil {
+				return err
+			}
+			written = int64(len(data))
+		}
+	}
+	if eof {
+		if err := c.CloseStdin(ctx, ref); err != nil {
+			return err
+		}
+	}
+	if jsonOut(cc) {
+		return r.printJSON(writeResult{JobID: ref, Bytes: written, EOF: eof})
+	}
+	return nil
+}
+
+// writeResult is the JSON of jobs write.
+type writeResult struct {
+	JobID string `json:"ref"`
+	Bytes int64  `json:"bytes"`
+	EOF   bool   `json:"eof"`
+}
+
+func (r *runner) killCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "kill",
+		Usage:     "end a job's whole process tree, or send it one signal",
+		ArgsUsage: "ID | --all",
+		Description: "Sends SIGTERM to the job's process group and every process carrying its JOBS_ID,\n" +
+			"waits --grace, then SIGKILL. --signal sends one signal instead (INT, HUP, STOP, CONT, USR1 …).\n" +
+			"Killing a finished job is not an error.",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "grace", Usage: "time `DUR` between SIGTERM and SIGKILL (default 2s)"},
+			&ucli.StringFlag{Name: "signal", Aliases: []string{"s"}, Usage: "send signal `NAME` only"},
+			&ucli.BoolFlag{Name: "all", Usage: "end every running job of the scope"},
+		},
+		Action: r.kill,
+	}
+}
+
+func (r *runner) kill(cc *ucli.Context) error {
+	const verb = "kill"
+	a := args(cc)
+	all := cc.Bool("all")
+	switch {
+	case all && len(a) > 0:
+		return usagef(verb, "give a job id or --all, not both")
+	case !all && len(a) == 0:
+		return usagef(verb, "missing job id or name (or --all)")
+	case len(a) > 1:
+		return usagef(verb, "one job at a time: %d ids given", len(a))
+	case !all && a[0] == "":
+		return usagef(verb, "empty job id")
+	}
+	var grace time.Duration
+	if cc.IsSet("grace") {
+		d, err := parseDuration(verb, "grace", cc.String("grace"))
+		if err != nil {
+			return err
+		}
+		grace = d
+		if grace == 0 {
+			grace = time.Nanosecond // 0 means the default to the API; the user asked for none
+		}
+	}
+	sig := ""
+	if cc.IsSet("signal") {
+		s, err := parseSignal(verb, cc.String("signal"))
+		if err != nil {
+			return err
+		}
+		sig = s
+		if all {
+			return usagef(verb, "--signal works on one job, not with --all")
+		}
+		if cc.IsSet("grace") {
+			return usagef(verb, "--grace is for a kill, not for --signal")
+		}
+	}
+	c, err := r.client(cc)
+	if err != nil {
+		return err
+	}
+	ctx := cc.Context
+	if sig != "" {
+		pids, err := c.Signal(ctx, a[0], sig)
+		if err != nil {
+			return err
+		}
+		if jsonOut(cc) {
+			return r.printJSON(signalResult{Ref: a[0], Signal: sig, Signalled: nonNilInts(pids)})
+		}
+		fmt.Fprintf(r.stdout, "sent %s to %s\n", sig, pidList(pids))
+		return nil
+	}
+	var results []jobs.KillResult
+	if all {
+		results, err = c.KillAll(ctx, grace)
+	} else {
+		var res jobs.KillResult
+		res, err = c.Kill(ctx, a[0], grace)
+		results = []jobs.KillResult{res}
+	}
+	if err != nil {
+		return err
+	}
+	for i := range results {
+		results[i].Signalled = nonNilInts(results[i].Signalled)
+		results[i].Survivors = nonNilInts(results[i].Survivors)
+	}
+	if jsonOut(cc) {
+		if all {
+			if err := r.printJSON(results); err != nil {
+				return err
+			}
+		} else if err := r.printJSON(results[0]); err != nil {
+			return err
+		}
+	} else {
+		if all && len(results) == 0 {
+			fmt.Fprintln(r.stdout, "no running jobs")
+		}
+		for _, res := range results {
+			fmt.Fprintln(r.stdout, formatKill(res))
+		}
+	}
+	var survivors []int
+	for _, res := range results {
+		survivors = append(survivors, res.Survivors...)
+	}
+	if len(survivors) > 0 {
+		return &exitError{code: ExitError, msg: fmt.Sprintf("jobs: %s survived SIGKILL: %s", plural(int64(len(survivors)), "process", "processes"), pidList(survivors))}
+	}
+	return nil
+}
+
+// signalResult is the JSON of kill --signal.
+type signalResult struct {
+	Ref       string `json:"ref"`
+	Signal    string `json:"signal"`
+	Signalled []int  `json:"signalled"`
+}
+
+// formatKill says what a kill did, in one line.
+func formatKill(res jobs.KillResult) string {
+	if res.AlreadyDone && len(res.Signalled) == 0 {
+		return fmt.Sprintf("%s had already ended (%s)", res.JobID, res.Status)
+	}
+	s := fmt.Sprintf("%s %s: signalled %s", res.JobID, res.Status, pidList(res.Signalled))
+	if res.Escalated {
+		s += "; needed SIGKILL after the grace period"
+	}
+	return s
+}
+
+func pidList(pids []int) string {
+	if len(pids) == 0 {
+		return "no process"
+	}
+	s := make([]string, len(pids))
+	for i, p := range pids {
+		s[i] = fmt.Sprint(p)
+	}
+	return plural(int64(len(pids)), "process", "processes") + " (" + strings.Join(s, " ") + ")"
+}
+
+func nonNilInts(a []int) []int {
+	if a == nil {
+		return []int{}
+	}
+	return a
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+)
+
+// usageError is a malformed command line: exit status 2. Verb names the
+// command whose help the hint points to ("" for the top level).
+type usageError struct {
+	msg  string
+	verb string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usage error for verb.
+func usagef(verb, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), verb: verb}
+}
+
+// exitError ends the command with a status and, when msg is not empty, one
+// line on stderr. It carries a job's own exit status out of wait.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// hintedError adds a hint to the one error line.
+type hintedError struct {
+	err  error
+	hint string
+}
+
+func (e *hintedError) Error() string { return e.err.Error() }
+func (e *hintedError) Unwrap() error { return e.err }
+
+// withHint wraps err so that its line ends with the hint in parentheses.
+func withHint(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &hintedError{err: err, hint: hint}
+}
+
+// errorLine renders err as the single line printed on stderr and picks the
+// exit status.
+func errorLine(err error) (line string, code int) {
+	var ue *usageError
+	var ee *exitError
+	var he *hintedError
+	hint := ""
+	code = ExitError
+	switch {
+	case errors.As(err, &ue):
+		code = ExitUsage
+		if ue.verb != "" {
+			hint = fmt.Sprintf("run 'jobs help %s'", ue.verb)
+		} else {
+			hint = "run 'jobs help'"
+		}
+	case errors.As(err, &ee):
+		if ee.msg == "" {
+			return "", ee.code
+		}
+		code = ee.code
+	case errors.Is(err, context.Canceled):
+		return "jobs: interrupted", ExitInterrupted
+	case errors.Is(err, jobs.ErrInvalid):
+		code = ExitUsage
+	}
+	if errors.As(err, &he) {
+		hint = he.hint
+	} else if hint == "" {
+		hint = defaultHint(err)
+	}
+	msg := oneLine(err.Error())
+	if hint != "" && !strings.Contains(msg, hint) {
+		msg += " (" + hint + ")"
+	}
+	return "jobs: " + msg, code
+}
+
+// defaultHint suggests the next step for the errors people hit most.
+func defaultHint(err error) string {
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		return "'jobs list' shows this scope's jobs"
+	case errors.Is(err, jobs.ErrAmbiguous):
+		return "use more characters of the id"
+	case errors.Is(err, jobs.ErrNameTaken):
+		return "use --replace to end it and start again"
+	case errors.Is(err, jobs.ErrLimit):
+		return "'jobs kill' or 'jobs wait' some running jobs first"
+	case errors.Is(err, jobs.ErrNoTmux):
+		return "install tmux"
+	}
+	return ""
+}
+
+var spaces = regexp.MustCompile(`\s*\n\s*`)
+
+// oneLine folds a multi-line message into one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return spaces.ReplaceAllString(s, "; ")
+}
+
+// flagErrorPatterns rewrite the errors of Go's flag package into the
+// tool's own words.
+var flagErrorPatterns = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	{regexp.MustCompile(`^flag provided but not defined: -+(.*)$`), "unknown flag --$1"},
+	{regexp.MustCompile(`^flag needs an argument: -+(.*)$`), "flag --$1 needs a value"},
+	{regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -+([^:]*):.*$`), "invalid value \"$1\" for --$2"},
+	{regexp.MustCompile(`^invalid boolean flag -+([^:]*):.*$`), "invalid value for --$1"},
+}
+
+// rewriteFlagError turns a flag parsing error into a usage error for verb.
+func rewriteFlagError(verb string, err error) error {
+	msg := err.Error()
+	for _, p := range flagErrorPatterns {
+		if p.re.MatchString(msg) {
+			msg = p.re.ReplaceAllString(msg, p.repl)
+			break
+		}
+	}
+	// Single-letter flags are spelt with one dash.
+	msg = regexp.MustCompile(`--([a-zA-Z])\b([^-]|$)`).ReplaceAllString(msg, "-$1$2")
+	return &usageError{msg: msg, verb: verb}
+}

@@ -1,0 +1,20 @@
+package cli
+
+// Exit statuses of the jobs command. wait and start --wait/--yield exit
+// with the job's own status instead (see jobExitCode).
+const (
+	// ExitOK means the verb did what was asked.
+	ExitOK = 0
+	// ExitError means the verb failed: unknown job, supervisor unreachable,
+	// survivors after a kill, database problem.
+	ExitError = 1
+	// ExitUsage means the command line was wrong: unknown verb or flag,
+	// missing argument, malformed duration, size, regex or signal.
+	ExitUsage = 2
+	// ExitTimedOut means `jobs wait --timeout` passed while a job was
+	// still running (the same code as timeout(1)).
+	ExitTimedOut = 124
+	// ExitInterrupted means the command was interrupted (SIGINT) while
+	// waiting or following; the job itself keeps running.
+	ExitInterrupted = 130
+)

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	ucli "github.com/urfave/cli/v2"
+)
+
+var allStatuses = []jobs.Status{
+	jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
+	jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost,
+}
+
+func (r *runner) listCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "list",
+		Usage: "list the scope's jobs, newest first",
+		Flags: []ucli.Flag{
+			&ucli.StringSliceFlag{Name: "status", Usage: "only jobs in `STATUS` (repeatable or comma separated; 'active' = starting,running; 'finished' = the rest)"},
+			&ucli.BoolFlag{Name: "all-scopes", Usage: "list every scope's jobs"},
+			&ucli.Int64Flag{Name: "tail", Usage: "show the last `N` lines of each job's output"},
+		},
+		Action: r.list,
+	}
+}
+
+// parseStatuses reads --status values.
+func parseStatuses(verb string, vals []string) ([]jobs.Status, error) {
+	var out []jobs.Status
+	for _, v := range vals {
+		for _, s := range strings.Split(v, ",") {
+			s = strings.ToLower(strings.TrimSpace(s))
+			switch s {
+			case "":
+				continue
+			case "active":
+				out = append(out, jobs.StatusStarting, jobs.StatusRunning)
+				continue
+			case "finished":
+				out = append(out, jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost)
+				continue
+			}
+			ok := false
+			for _, st := range allStatuses {
+				if string(st) == s {
+					ok = true
+				}
+			}
+			if !ok {
+				return nil, usagef(verb, "unknown status %q: want starting, running, done, failed, killed, timed_out, lost, active or finished", s)
+			}
+			out = append(out, jobs.Status(s))
+		}
+	}
+	return out, nil
+}
+
+// listItem is one job in the JSON of list; Tail is set with --tail.
+type listItem struct {
+	jobs.Job
+	Tail *string `json:"tail,omitempty"`
+}
+
+func (r *runner) list(cc *ucli.Context) error {
+	const verb = "list"
+	if cc.Args().Present() {
+		return usagef(verb, "list takes no arguments (did you mean 'jobs status %s'?)", cc.Args().First())
+	}
+	statuses, err := parseStatuses(verb, cc.StringSlice("status"))
+	if err != nil {
+		return err
+	}
+	tail := cc.Int64("tail")
+	if err := nonNegative(verb, "tail", tail); err != nil {
+		return err
+	}
+	c, err := r.client(cc)
+	if err != nil {
+		return err
+	}
+	ctx := cc.Context
+	all := cc.Bool("all-scopes")
+	js, err := c.List(ctx, jobs.Filter{Statuses: statuses, AllScopes: all})
+	if err != nil {
+		return err
+	}
+	items := make([]listItem, len(js))
+	for i, j := range js {
+		items[i].Job = j
+		if tail > 0 {
+			text := ""
+			if j.Scope == c.Scope() {
+				out, err := c.Log(ctx, j.ID, jobs.Range{TailLines: tail, Clean: true})
+				if err != nil {
+					return err
+				}
+				text = out.Text
+			}
+			items[i].Tail = &text
+		}
+	}
+	if jsonOut(cc) {
+		return r.printJSON(items)
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(r.stdout, "no jobs")
+		return nil
+	}
+	fmt.Fprint(r.stdout, formatList(items, time.Now(), r.paint(), all, commandWidth(r.stdoutFile())))
+	return nil
+}
+
+// commandWidth is how much of the command list shows: cut on a terminal,
+// whole when piped (0).
+func commandWidth(f *os.File) int {
+	if isTerminal(f) {
+		return 60
+	}
+	return 0
+}
+
+// formatList renders the job table and, with tails, each job's last lines
+// indented under it.
+func formatList(items []listItem, now time.Time, pt painter, scopes bool, cmdWidth int) string {
+	var t table
+	head := []string{"ID", "NAME", "STATUS", "PID", "RUNTIME", "OUTPUT", "LAST OUTPUT", "COMMAND"}
+	if scopes {
+		head = append([]string{"SCOPE"}, head...)
+	}
+	for i := range head {
+		head[i] = pt.dim(head[i])
+	}
+	t.add(head...)
+	var out strings.Builder
+	for _, it := range items {
+		j := it.Job
+		pid := "-"
+		if j.PID > 0 && !j.Status.Terminal() {
+			pid = fmt.Sprint(j.PID)
+		}
+		last := "-"
+		if j.LastOutputAt != nil {
+			last = formatAge(now, *j.LastOutputAt)
+		}
+		row := []string{
+			j.ID, truncate(jobTitle(j), 24), pt.status(j.Status, statusText(j)), pid,
+			formatDuration(j.Runtime), formatSize(j.OutputBytes), last, truncate(commandText(j), cmdWidth),
+		}
+		if scopes {
+			row = append([]string{j.Scope}, row...)
+		}
+		t.add(row...)
+	}
+	lines := strings.SplitAfter(t.render(), "\n")
+	out.WriteString(lines[0])
+	for i, it := range items {
+		out.WriteString(lines[i+1])
+		if it.Tail != nil && *it.Tail != "" {
+			for _, l := range strings.Split(strings.TrimRight(*it.Tail, "\n"), "\n") {
+				out.WriteString("    " + pt.dim(l) + "\n")
+			}
+		}
+	}
+	return out.String()
+}

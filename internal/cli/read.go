@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	ucli "github.com/urfave/cli/v2"
+)
+
+func (r *runner) pollCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "poll",
+		Usage:     "show a job's status and the cleaned tail of its output",
+		ArgsUsage: "ID",
+		Description: "Shows status, exit code, runtime, output size, whether the job waits for input, and\n" +
+			"the last characters of its output with escape codes stripped and progress bars collapsed.\n" +
+			"The character limit defaults to $PI_BASH_MAX_OUTPUT_CHARS or\n" +
+			"$OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS when set, else 500.",
+		Flags: []ucli.Flag{
+			&ucli.Int64Flag{Name: "tail", Usage: "show the last `N` characters of output"},
+			&ucli.BoolFlag{Name: "new", Usage: "show only output since the previous --new read, and advance the cursor"},
+			&ucli.StringFlag{Name: "grep", Usage: "keep only lines matching `REGEX`"},
+			&ucli.BoolFlag{Name: "raw", Usage: "output bytes as they are, not cleaned"},
+		},
+		Action: r.poll,
+	}
+}
+
+func (r *runner) poll(cc *ucli.Context) error {
+	const verb = "poll"
+	ref, err := oneRef(cc)
+	if err != nil {
+		return err
+	}
+	o := jobs.PollOptions{Tail: jobs.DefaultTailChars, Grep: cc.String("grep"), Raw: cc.Bool("raw")}
+	if n, ok, err := envChars(verb, charLimitEnv...); err != nil {
+		return err
+	} else if ok {
+		o.Tail = n
+	}
+	if cc.IsSet("tail") {
+		o.Tail = cc.Int64("tail")
+		if err := nonNegative(verb, "tail", o.Tail); err != nil {
+			return err
+		}
+	}
+	if cc.IsSet("grep") {
+		if err := parseRegexp(verb, "grep", o.Grep); err != nil {
+			return err
+		}
+	}
+	c, err := r.client(cc)
+	if err != nil {
+		return err
+	}
+	var p jobs.PollResult
+	if cc.Bool("new") {
+		p, err = c.ReadNew(cc.Context, ref, o)
+	} else {
+		p, err = c.Poll(cc.Context, ref, o)
+	}
+	if err != nil {
+		return err
+	}
+	if jsonOut(cc) {
+		return r.printJSON(p)
+	}
+	fmt.Fprint(r.stdout, formatPoll(p, time.Now(), r.paint(), cc.Bool("new")))
+	return nil
+}
+
+// formatPoll renders a poll result: a header line, a line on what was left
+// out when anything was, and the text.
+func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string {
+	j := p.Job
+	var b strings.Builder
+	head := []string{pt.bold(j.ID), pt.status(j.Status, statusText(j))}
+	if j.PID > 0 && !j.Status.Terminal() {
+		head = append(head, fmt.Sprintf("pid %d", j.PID))
+	}
+	head = append(head, formatDuration(j.Runtime))
+	head = append(head, formatSize(j.OutputBytes)+" output")
+	if j.LastOutputAt != nil && !j.Status.Terminal() {
+		head = append(head, "last "+formatAge(now, *j.LastOutputAt))
+	}
+	b.WriteString(strings.Join(head, "  "))
+	b.WriteByte('\n')
+	if j.Reason != "" && j.Status != jobs.StatusDone && j.Status.Terminal() {
+		fmt.Fprintf(&b, "reason: %s\n", oneLine(j.Reason))
+	}
+	if s := omittedText(p.Output, j.ID, isNew); s != "" {
+		b.WriteString(pt.dim(s))
+		b.WriteByte('\n')
+	}
+	if p.Output.Text != "" {
+		b.WriteString(pt.dim("---"))
+		b.WriteByte('\n')
+		b.WriteString(ensureNewline(p.Output.Text))
+	}
+	return b.String()
+}
+
+// omittedText says what a read left out and how to page to it, or "".
+func omittedText(o jobs.Output, id string, isNew bool) string {
+	var parts []string
+	if o.OmittedBefore > 0 {
+		hint := fmt.Sprintf("jobs log %s --offset %d", id, max(o.Start-o.OmittedBefore, 0))
+		if isNew {
+			parts = append(parts, fmt.Sprintf("%s of new output skipped (%s)", formatSize(o.OmittedBefore), hint))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s earlier (%s)", formatSize(o.OmittedBefore), hint))
+		}
+	}
+	if o.OmittedAfter > 0 {
+		parts = append(parts, fmt.Sprintf("%s more after this (jobs log %s --offset %d)", formatSize(o.OmittedAfter), id, o.NextOffset))
+	}
+	if o.Evicted > 0 {
+		parts = append(parts, fmt.Sprintf("%s evicted by the output cap", formatSize(o.Evicted)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func (r *runner) logCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "log",
+		Usage:     "print a job's output (raw bytes unless --clean)",
+		ArgsUsage: "ID",
+		Description: "Without a selection, prints the last 500 characters. Select a byte range with\n" +
+			"--offset/--limit, a line range with --from-line/--lines (lines count from 1), or the last\n" +
+			"N lines with --tail. What the read left out is said on stderr.",
+		Flags: []ucli.Flag{
+			&ucli.Int64Flag{Name: "offset", Usage: "start at absolute byte `OFFSET`"},
+			&ucli.Int64Flag{Name: "limit", Usage: "read at most `N` bytes (default 64 KiB, at most 16 MiB)"},
+			&ucli.Int64Flag{Name: "from-line", Usage: "start at line `N` (from 1)"},
+			&ucli.Int64Flag{Name: "lines", Usage: "read `N` lines"},
+			&ucli.Int64Flag{Name: "tail", Usage: "read the last `N` lines"},
+			&ucli.StringFlag{Name: "stream", Usage: "only `STREAM`: stdout or stderr"},
+			&ucli.StringFlag{Name: "grep", Usage: "keep only lines matching `REGEX`"},
+			&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing output as it comes until the job ends"},
+			&ucli.BoolFlag{Name: "clean", Usage: "strip escape codes and collapse carriage-return overwrites"},
+		},
+		Action: r.log,
+	}
+}
+
+func (r *runner) parseRange(cc *ucli.Context) (jobs.Range, error) {
+	const verb = "log"
+	var rg jobs.Range
+	for _, f := range []string{"offset", "limit", "from-line", "lines", "tail"} {
+		if err := nonNegative(verb, f, cc.Int64(f)); err != nil {
+			return rg, err
+		}
+	}
+	byteSel := cc.IsSet("offset") || cc.IsSet("limit")
+	lineSel := cc.IsSet("from-line") || cc.IsSet("lines")
+	tailSel := cc.IsSet("tail")
+	n := 0
+	for _, b := range []bool{byteSel, lineSel, tailSel} {
+		if b {
+			n++
+		}
+	}
+	if n > 1 {
+		return rg, usagef(verb, "give one selection: --offset/--limit, --from-line/--lines or --tail")
+	}
+	switch {
+	case byteSel:
+		rg.ByteRange = true
+		rg.Offset = cc.Int64("offset")
+		rg.Limit = cc.Int64("limit")
+		if cc.IsSet("limit") && rg.Limit == 0 {
+			return rg, usagef(verb, "--limit must be at least 1")
+		}
+		if rg.Limit > jobs.MaxPageBytes {
+			return rg, usagef(verb, "--limit %d is more than the %s a read may return", rg.Limit, formatSize(jobs.MaxPageBytes))
+		}
+	case lineSel:
+		rg.FromLine = cc.Int64("from-line")
+		rg.Lines = cc.Int64("lines")
+		if cc.IsSet("from-line") && rg.FromLine == 0 {
+			return rg, usagef(verb, "--from-line counts from 1")
+		}
+		if rg.FromLine == 0 {
+			rg.FromLine = 1
+		}
+		if cc.IsSet("lines") && rg.Lines == 0 {
+			return rg, usagef(verb, "--lines must be at least 1")
+		}
+	case tailSel:
+		rg.TailLines = cc.Int64("tail")
+		if rg.TailLines == 0 {
+			return rg, usagef(verb, "--tail must be at least 1")
+		}
+	}
+	switch s := cc.String("stream"); s {
+	case "":
+	case "stdout", "stderr", "pty":
+		rg.Stream = jobs.Stream(s)
+	default:
+		return rg, usagef(verb, "invalid --stream %q: want stdout or stderr", s)
+	}
+	if cc.IsSet("grep") {
+		rg.Grep = cc.String("grep")
+		if err := parseRegexp(verb, "grep", rg.Grep); err != nil {
+			return rg, err
+		}
+	}
+	rg.Clean = cc.Bool("clean")
+	return rg, nil
+}
+
+func (r *runner) log(cc *ucli.Context) error {
+	ref, err := oneRef(cc)
+	if err != nil {
+		return err
+	}
+	rg, err := r.parseRange(cc)
+	if err != nil {
+		return err
+	}
+	follow := cc.Bool("follow")
+	if follow && jsonOut(cc) {
+		return usagef("log", "--follow prints raw output; it cannot be combined with --json")
+	}
+	if follow && (rg.TailLines > 0 || rg.Lines > 0 || rg.Limit > 0) {
+		// Follow starts at the selection and never stops early.
+		if rg.Lines > 0 || rg.Limit > 0 {
+			return usagef("log", "--follow reads to the end: give a start (--offset, --from-line or --tail), not a length")
+		}
+	}
+	c, err := r.client(cc)
+	if err != nil {
+		return err
+	}
+	if follow {
+		if !rg.ByteRange && rg.FromLine == 0 && rg.TailLines == 0 {
+			rg.TailLines = 10
+		}
+		return c.Follow(cc.Context, ref, rg, r.stdout)
+	}
+	out, err := c.Log(cc.Context, ref, rg)
+	if err != nil {
+		return err
+	}
+	if jsonOut(cc) {
+		return r.printJSON(out)
+	}
+	if _, err := fmt.Fprint(r.stdout, out.Text); err != nil {
+		return err
+	}
+	if s := omittedText(out, out.JobID, false); s != "" {
+		fmt.Fprintln(r.stderr, s)
+	}
+	return nil
+}

@@ -1,0 +1,389 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	ucli "github.com/urfave/cli/v2"
+	"golang.org/x/sync/errgroup"
+)
+
+func (r *runner) startCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "start",
+		Usage:     "start a job and print its id",
+		ArgsUsage: "'COMMAND LINE' | -- PROGRAM ARG…",
+		Description: "One argument is a shell command line, run by /bin/sh -c; several arguments after '--'\n" +
+			"are a program and its arguments, run directly.\n\n" +
+			"With --wait the output streams here and jobs exits with the job's status. With --yield DUR\n" +
+			"(default $PI_BASH_YIELD_MS milliseconds when set) jobs waits up to DUR: a job that finished\n" +
+			"is shown as --wait shows it, else the id is printed followed by 'running'.",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "name", Usage: "a `NAME` unique among the scope's active jobs; works wherever an id does"},
+			&ucli.BoolFlag{Name: "replace", Usage: "end the running job with the same --name first"},
+			&ucli.StringFlag{Name: "cwd", Usage: "working `DIR` (default: the current directory)"},
+			&ucli.StringSliceFlag{Name: "env", Usage: "add `KEY=VALUE` to the environment (repeatable; only the names are stored)", KeepSpace: true},
+			&ucli.StringFlag{Name: "label", Usage: "free `TEXT` shown by list"},
+			&ucli.StringFlag{Name: "timeout", Usage: "maximum runtime `DUR`, 0 for none (default 30m)"},
+			&ucli.StringFlag{Name: "ttl", Usage: "keep the finished job `DUR` after its last access, 0 for ever (default 30m or $PI_BASH_JOB_TTL_MS)"},
+			&ucli.StringFlag{Name: "max-output", Usage: "output `SIZE` kept (first 1 MiB and the newest rest), 0 for no cap (default 64MiB)"},
+			&ucli.BoolFlag{Name: "no-stdin", Usage: "give the job /dev/null as stdin instead of a pipe"},
+			&ucli.BoolFlag{Name: "color", Usage: "keep colour: do not set NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat"},
+			&ucli.BoolFlag{Name: "tmux", Usage: "run the job in its own tmux session"},
+			&ucli.BoolFlag{Name: "keep-tmux", Usage: "leave the tmux session open after the job ends"},
+			&ucli.StringFlag{Name: "on-exit", Usage: "run shell `CMD` once when the job ends (JOBS_ID, JOBS_STATUS, JOBS_EXIT_CODE … set)"},
+			&ucli.BoolFlag{Name: "wait", Usage: "stream the output and exit with the job's status"},
+			&ucli.StringFlag{Name: "yield", Usage: "wait up to `DUR`: show the result if it finished, else print the id and 'running'"},
+		},
+		Action: r.start,
+	}
+}
+
+// startRequest is a validated start command line.
+type startRequest struct {
+	spec  jobs.Spec
+	wait  bool
+	yield time.Duration // 0: do not yield
+	limit int64         // character limit for a yielded result, 0: none
+}
+
+func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
+	const verb = "start"
+	var req startRequest
+	spec := &req.spec
+	pos := args(cc)
+	if r.line.dashed {
+		before := pos[:len(pos)-len(r.line.dashArgs)]
+		dash := r.line.dashArgs
+		switch {
+		case len(before) > 0:
+			return req, usagef(verb, "give the command either quoted or after '--', not both")
+		case len(dash) == 0:
+			return req, usagef(verb, "missing command after '--'")
+		case len(dash) == 1:
+			spec.Command = dash[0]
+		default:
+			spec.Argv = dash
+		}
+	} else {
+		switch len(pos) {
+		case 0:
+			return req, usagef(verb, "missing command")
+		case 1:
+			spec.Command = pos[0]
+		default:
+			return req, usagef(verb, "several arguments: put '--' before a program and its arguments, or quote the command line")
+		}
+	}
+	if spec.Command == "" && len(spec.Argv) == 0 || spec.Argv == nil && strings.TrimSpace(spec.Command) == "" {
+		return req, usagef(verb, "empty command")
+	}
+	if len(spec.Argv) > 0 && spec.Argv[0] == "" {
+		return req, usagef(verb, "empty program name")
+	}
+
+	spec.Name = cc.String("name")
+	spec.Replace = cc.Bool("replace")
+	if spec.Replace && spec.Name == "" {
+		return req, usagef(verb, "--replace needs --name")
+	}
+	spec.Label = cc.String("label")
+	spec.Env = cc.StringSlice("env")
+	if err := checkEnv(verb, spec.Env); err != nil {
+		return req, err
+	}
+	spec.NoStdin = cc.Bool("no-stdin")
+	spec.Color = cc.Bool("color")
+	spec.Tmux = cc.Bool("tmux")
+	spec.KeepTmux = cc.Bool("keep-tmux")
+	if spec.KeepTmux && !spec.Tmux {
+		return req, usagef(verb, "--keep-tmux needs --tmux")
+	}
+	spec.OnExit = cc.String("on-exit")
+	if cc.IsSet("on-exit") && strings.TrimSpace(spec.OnExit) == "" {
+		return req, usagef(verb, "empty --on-exit command")
+	}
+
+	if cc.IsSet("timeout") {
+		d, err := parseDuration(verb, "timeout", cc.String("timeout"))
+		if err != nil {
+			return req, err
+		}
+		spec.Timeout = noneIfZero(d)
+	}
+	if cc.IsSet("ttl") {
+		d, err := parseDuration(verb, "ttl", cc.String("ttl"))
+		if err != nil {
+			return req, err
+		}
+		spec.TTL = noneIfZero(d)
+	} else if d, ok, err := envMillis(verb, "PI_BASH_JOB_TTL_MS"); err != nil {
+		return req, err
+	} else if ok {
+		spec.TTL = noneIfZero(d)
+	}
+	if cc.IsSet("max-output") {
+		n, err := parseSize(verb, "max-output", cc.String("max-output"))
+		if err != nil {
+			return req, err
+		}
+		spec.MaxOutput = n
+		if n == 0 {
+			spec.MaxOutput = -1
+		}
+	}
+
+	req.wait = cc.Bool("wait")
+	if cc.IsSet("yield") {
+		if req.wait {
+			return req, usagef(verb, "give --wait or --yield, not both")
+		}
+		d, err := parseDuration(verb, "yield", cc.String("yield"))
+		if err != nil {
+			return req, err
+		}
+		req.yield = d
+	} else if !req.wait {
+		d, ok, err := envMillis(verb, "PI_BASH_YIELD_MS")
+		if err != nil {
+			return req, err
+		}
+		if ok {
+			req.yield = d
+		}
+	}
+	n, _, err := envChars(verb, charLimitEnv...)
+	if err != nil {
+		return req, err
+	}
+	req.limit = n
+
+	// The supervisor runs elsewhere: send it an absolute directory.
+	cwd := cc.String("cwd")
+	if cc.IsSet("cwd") && cwd == "" {
+		return req, usagef(verb, "empty --cwd")
+	}
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return req, fmt.Errorf("find current directory: %w", err)
+		}
+		cwd = wd
+	} else if !filepath.IsAbs(cwd) {
+		abs, err := filepath.Abs(cwd)
+		if err != nil {
+			return req, fmt.Errorf("resolve --cwd %s: %w", cwd, err)
+		}
+		cwd = abs
+	}
+	spec.Cwd = cwd
+	return req, nil
+}
+
+// noneIfZero maps the CLI's "0 means none" to the Spec's "negative means
+// none" (0 in a Spec means the default).
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+func (r *runner) start(cc *ucli.Context) error {
+	req, err := r.parseStart(cc)
+	if err != nil {
+		return err
+	}
+	c, err := r.client(cc)
+	if err != nil {
+		return err
+	}
+	ctx := cc.Context
+	j, err := c.Start(ctx, req.spec)
+	if err != nil {
+		return err
+	}
+	if j.Status == jobs.StatusFailed && j.StartedAt == nil {
+		// Could not start: say why, as an error, after the id for the record.
+		if jsonOut(cc) {
+			_ = r.printJSON(j)
+		} else {
+			fmt.Fprintln(r.stdout, j.ID)
+		}
+		reason := j.Reason
+		if reason == "" {
+			reason = "could not start"
+		}
+		return &exitError{code: jobExitCode(j), msg: fmt.Sprintf("jobs: job %s failed: %s", j.ID, oneLine(reason))}
+	}
+	switch {
+	case req.wait:
+		return r.waitAndShow(cc, c, j, 0)
+	case req.yield > 0:
+		res, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Timeout: req.yield})
+		if err != nil {
+			return err
+		}
+		if res.Reason == jobs.WaitTimedOut {
+			if jsonOut(cc) {
+				p, err := c.Poll(ctx, j.ID, jobs.PollOptions{Tail: limitOr(req.limit, jobs.DefaultTailChars)})
+				if err != nil {
+					return err
+				}
+				return r.printJSON(p)
+			}
+			fmt.Fprintf(r.stdout, "%s running\n", j.ID)
+			return nil
+		}
+		return r.waitAndShow(cc, c, j, req.limit)
+	}
+	if jsonOut(cc) {
+		return r.printJSON(j)
+	}
+	fmt.Fprintln(r.stdout, j.ID)
+	return nil
+}
+
+func limitOr(n, def int64) int64 {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+// waitAndShow streams a job's output until it ends (stdout to stdout,
+// stderr to stderr), then exits with its status. With limit > 0 and more
+// output than that, it shows the cleaned tail instead and says what it left
+// out. With --json it waits quietly and prints the poll result.
+func (r *runner) waitAndShow(cc *ucli.Context, c *jobs.Client, j jobs.Job, limit int64) error {
+	ctx := cc.Context
+	if jsonOut(cc) {
+		if _, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{}); err != nil {
+			return interrupted(ctx, j, err)
+		}
+		p, err := c.Poll(ctx, j.ID, jobs.PollOptions{Tail: limitOr(limit, jobs.DefaultTailChars)})
+		if err != nil {
+			return err
+		}
+		if err := r.printJSON(p); err != nil {
+			return err
+		}
+		return exitWith(p.Job)
+	}
+	if limit > 0 {
+		cur, err := c.Get(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if cur.Status.Terminal() && cur.OutputBytes > limit {
+			p, err := c.Poll(ctx, j.ID, jobs.PollOptions{Tail: limit})
+			if err != nil {
+				return err
+			}
+			r.note("%s of output before this; read it with: jobs log %s --offset 0", formatSize(p.Output.OmittedBefore), j.ID)
+			fmt.Fprint(r.stdout, ensureNewline(p.Output.Text))
+			return r.finish(p.Job)
+		}
+	}
+	if err := r.stream(ctx, c, j); err != nil {
+		return interrupted(ctx, j, err)
+	}
+	final, err := c.Get(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	return r.finish(final)
+}
+
+// stream follows the job's output to the terminal until the job ends.
+func (r *runner) stream(ctx context.Context, c *jobs.Client, j jobs.Job) error {
+	if j.Mode == jobs.ModeTmux {
+		return c.Follow(ctx, j.ID, jobs.Range{ByteRange: true}, r.stdout)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return c.Follow(gctx, j.ID, jobs.Range{ByteRange: true, Stream: jobs.Stdout}, r.stdout)
+	})
+	g.Go(func() error {
+		return c.Follow(gctx, j.ID, jobs.Range{ByteRange: true, Stream: jobs.Stderr}, r.stderr)
+	})
+	return g.Wait()
+}
+
+// finish ends start --wait: a line on stderr when the job did not succeed,
+// and the job's exit status.
+func (r *runner) finish(j jobs.Job) error {
+	if j.Status == jobs.StatusDone {
+		return exitWith(j)
+	}
+	return &exitError{code: jobExitCode(j), msg: "jobs: job " + j.ID + " " + endText(j)}
+}
+
+// endText says how a finished job ended: "failed (exit 2) after 3.1s".
+func endText(j jobs.Job) string {
+	s := statusText(j)
+	if j.Reason != "" && j.Status != jobs.StatusDone {
+		s += ": " + oneLine(j.Reason)
+	}
+	return s + " after " + formatDuration(j.Runtime)
+}
+
+// interrupted turns a cancelled wait into a message that the job runs on.
+func interrupted(ctx context.Context, j jobs.Job, err error) error {
+	if ctx.Err() != nil {
+		return &exitError{code: ExitInterrupted, msg: fmt.Sprintf("jobs: interrupted; job %s keeps running ('jobs kill %s' ends it)", j.ID, j.ID)}
+	}
+	return err
+}
+
+// exitWith returns nil for a job that exited 0, else an exitError with the
+// job's status and no message.
+func exitWith(j jobs.Job) error {
+	if code := jobExitCode(j); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// jobExitCode is the exit status jobs uses for a finished job: its own exit
+// code, 128+n for death by signal n, 127 when it could not start, 1 for a
+// job that ended otherwise without a status (lost). A running job gives 0.
+func jobExitCode(j jobs.Job) int {
+	if !j.Status.Terminal() {
+		return 0
+	}
+	if j.Signal != "" {
+		if n := signalNumber(j.Signal); n > 0 {
+			return 128 + n
+		}
+	}
+	if j.ExitCode != nil {
+		if *j.ExitCode == 0 && j.Status != jobs.StatusDone {
+			return 1
+		}
+		return *j.ExitCode & 0xff
+	}
+	switch j.Status {
+	case jobs.StatusDone:
+		return 0
+	case jobs.StatusFailed:
+		if j.StartedAt == nil {
+			return 127
+		}
+	case jobs.StatusKilled, jobs.StatusTimedOut:
+		return 128 + 9
+	}
+	return 1
+}
+
+func ensureNewline(s string) string {
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		return s + "\n"
+	}
+	return s
+}

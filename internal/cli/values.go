@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/parse"
+)
+
+// maxDuration bounds the durations read from the environment, as
+// parse.Duration bounds flags.
+const maxDuration = parse.MaxDuration
+
+// parseDuration reads a non-negative Go duration ("90s", "5m", "0") given to
+// flag of verb.
+func parseDuration(verb, flag, s string) (time.Duration, error) {
+	d, err := parse.Duration(s)
+	if err != nil {
+		return 0, usagef(verb, "--%s: %v", flag, err)
+	}
+	return d, nil
+}
+
+// envMillis reads an environment variable holding milliseconds
+// (PI_BASH_YIELD_MS, PI_BASH_JOB_TTL_MS). ok is false when it is unset.
+func envMillis(verb, name string) (d time.Duration, ok bool, err error) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || time.Duration(n)*time.Millisecond > maxDuration {
+		return 0, false, usagef(verb, "invalid %s=%q: want milliseconds, such as 10000", name, v)
+	}
+	return time.Duration(n) * time.Millisecond, true, nil
+}
+
+// envChars reads the first set character-limit variable of names. ok is
+// false when none is set.
+func envChars(verb string, names ...string) (n int64, ok bool, err error) {
+	for _, name := range names {
+		v := strings.TrimSpace(os.Getenv(name))
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, false, usagef(verb, "invalid %s=%q: want a positive number of characters", name, v)
+		}
+		return n, true, nil
+	}
+	return 0, false, nil
+}
+
+// Environment variables of the seeds that set output limits.
+var charLimitEnv = []string{"PI_BASH_MAX_OUTPUT_CHARS", "OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS"}
+
+// parseSize reads a byte size ("65536", "64MiB", "1.5G") given to flag.
+func parseSize(verb, flag, s string) (int64, error) {
+	n, err := parse.Size(s)
+	if err != nil {
+		return 0, usagef(verb, "--%s: %v", flag, err)
+	}
+	return n, nil
+}
+
+// parseRegexp checks a regular expression given to flag before anything is
+// touched.
+func parseRegexp(verb, flag, s string) error {
+	if _, err := regexp.Compile(s); err != nil {
+		msg := err.Error()
+		msg = strings.TrimPrefix(msg, "error parsing regexp: ")
+		return usagef(verb, "invalid regular expression for --%s: %s", flag, msg)
+	}
+	return nil
+}
+
+// signals maps the signal names kill --signal accepts to their numbers,
+// which are the same on Linux and macOS for these.
+var signals = map[string]int{
+	"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "FPE": 8,
+	"KILL": 9, "SEGV": 11, "PIPE": 13, "ALRM": 14, "TERM": 15,
+	"USR1": usr1, "USR2": usr2, "CHLD": chld, "CONT": cont, "STOP": stop,
+	"TSTP": tstp, "TTIN": 21, "TTOU": 22, "URG": urg, "XCPU": 24,
+	"XFSZ": 25, "VTALRM": 26, "PROF": 27, "WINCH": 28,
+}
+
+// parseSignal normalises a signal name ("int", "SIGINT", "2") to its
+// upper-case name without the SIG prefix.
+func parseSignal(verb, s string) (string, error) {
+	name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "SIG")
+	if _, ok := signals[name]; ok {
+		return name, nil
+	}
+	if n, err := strconv.Atoi(name); err == nil {
+		for k, v := range signals {
+			if v == n {
+				return k, nil
+			}
+		}
+	}
+	return "", usagef(verb, "unknown signal %q: use a name such as INT, HUP, TERM, STOP, CONT, USR1", s)
+}
+
+// signalNumber returns the number of a signal name as a job records it
+// ("TERM", "SIGTERM", "15"), or 0.
+func signalNumber(s string) int {
+	name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "SIG")
+	if n, ok := signals[name]; ok {
+		return n
+	}
+	if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 {
+		return n
+	}
+	return 0
+}
+
+// checkEnv validates --env NAME=VALUE additions.
+func checkEnv(verb string, env []string) error {
+	for _, e := range env {
+		if _, _, err := parse.EnvAssign(e); err != nil {
+			return usagef(verb, "--env: %v", err)
+		}
+	}
+	return nil
+}
+
+// nonNegative checks an integer flag.
+func nonNegative(verb, flag string, n int64) error {
+	if n < 0 {
+		return usagef(verb, "invalid value %d for --%s: must not be negative", n, flag)
+	}
+	return nil
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
