@@ -181,6 +181,9 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 		}
 		cwd = abs
 	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return req, fmt.Errorf("working directory %s does not exist or is not a directory", cwd)
+	}
 	spec.Cwd = cwd
 	return req, nil
 }

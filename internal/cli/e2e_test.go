@@ -1,0 +1,699 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// jobsBin is the jobs binary built once by TestMain for the end-to-end
+// tests.
+var jobsBin string
+
+func TestMain(m *testing.M) {
+	flag := os.Getenv("JOBS_CLI_SKIP_E2E") == ""
+	dir, err := os.MkdirTemp("", "jobs-cli-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if flag {
+		jobsBin = filepath.Join(dir, "jobs")
+		out, err := exec.Command("go", "build", "-o", jobsBin, "github.com/agentjobs/jobs").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build jobs: %v\n%s", err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	stopSupervisors(jobsBin)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// stopSupervisors ends the detached supervisors started by this test
+// binary's jobs (they would otherwise idle out after a minute). It matches
+// the exact path of the binary built for this run, nothing broader.
+func stopSupervisors(bin string) {
+	if bin == "" {
+		return
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(string(cmdline), "\x00")
+		if len(argv) > 1 && argv[0] == bin && argv[1] == "supervise" || len(argv) > 2 && argv[0] == bin && contains(argv, "supervise") {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+}
+
+func contains(a []string, s string) bool {
+	for _, x := range a {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// env is one user's world: its own state and runtime directories, so its
+// own database and supervisor.
+type env struct {
+	t     *testing.T
+	state string
+	run   string
+	scope string
+	extra []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if jobsBin == "" {
+		t.Skip("JOBS_CLI_SKIP_E2E is set")
+	}
+	// Short paths: unix socket paths are limited to about 100 bytes.
+	base, err := os.MkdirTemp("", "je")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	e := &env{t: t, state: filepath.Join(base, "s"), run: filepath.Join(base, "r")}
+	for _, d := range []string{e.state, e.run} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		// Leave nothing running behind a test.
+		e.run2("kill", "--all", "--grace", "100ms")
+	})
+	return e
+}
+
+// result is what one run of the binary gave.
+type result struct {
+	args   []string
+	stdout string
+	stderr string
+	code   int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("jobs %s: exit %d\nstdout: %q\nstderr: %q", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+}
+
+func (e *env) environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "JOBS_DB", "JOBS_SCOPE", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "NO_COLOR",
+			"PI_BASH_YIELD_MS", "PI_BASH_MAX_OUTPUT_CHARS", "OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", "PI_BASH_JOB_TTL_MS":
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, "XDG_STATE_HOME="+e.state, "XDG_RUNTIME_DIR="+e.run)
+	if e.scope != "" {
+		out = append(out, "JOBS_SCOPE="+e.scope)
+	}
+	return append(out, e.extra...)
+}
+
+// run2 runs jobs with args and returns what it did, whatever it did.
+func (e *env) run2(args ...string) result {
+	return e.runIn(nil, args...)
+}
+
+func (e *env) runIn(stdin []byte, args ...string) result {
+	cmd := exec.Command(jobsBin, args...)
+	cmd.Env = e.environ()
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run jobs %v: %v", args, err)
+	}
+	return result{args: args, stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// ok runs jobs and fails the test unless it exits 0 with nothing on
+// stderr.
+func (e *env) ok(args ...string) string {
+	e.t.Helper()
+	r := e.run2(args...)
+	if r.code != 0 {
+		e.t.Fatalf("%v", r)
+	}
+	return r.stdout
+}
+
+// fails runs jobs and checks the exit status and the one-line error.
+func (e *env) fails(code int, want string, args ...string) result {
+	e.t.Helper()
+	r := e.run2(args...)
+	checkError(e.t, r, code, want)
+	return r
+}
+
+func checkError(t *testing.T, r result, code int, want string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d\n%v", r.code, code, r)
+	}
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "jobs: ") {
+		t.Errorf("stderr is not one 'jobs: ' line\n%v", r)
+	}
+	if want != "" && !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr does not say %q\n%v", want, r)
+	}
+	if strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") {
+		t.Errorf("stack trace\n%v", r)
+	}
+}
+
+// start starts a job and returns its id.
+func (e *env) start(args ...string) string {
+	e.t.Helper()
+	out := e.ok(append([]string{"start"}, args...)...)
+	id := strings.TrimSpace(out)
+	if !regexp.MustCompile(`^[a-z0-9]{8,}$`).MatchString(id) {
+		e.t.Fatalf("start printed %q, not an id", out)
+	}
+	return id
+}
+
+// jsonOf runs jobs --json and decodes stdout into v.
+func (e *env) jsonOf(v any, args ...string) {
+	e.t.Helper()
+	out := e.ok(append([]string{"--json"}, args...)...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		e.t.Fatalf("jobs --json %v: %v\n%s", args, err, out)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", within, what)
+		}
+		<-tick.C
+	}
+}
+
+type jobJSON struct {
+	ID              string  `json:"id"`
+	Scope           string  `json:"scope"`
+	Name            string  `json:"name"`
+	Status          string  `json:"status"`
+	ExitCode        *int    `json:"exit_code"`
+	Signal          string  `json:"signal"`
+	Reason          string  `json:"reason"`
+	PID             int     `json:"pid"`
+	PGID            int     `json:"pgid"`
+	Stdin           string  `json:"stdin"`
+	OutputBytes     int64   `json:"output_bytes"`
+	WaitingForInput bool    `json:"waiting_for_input"`
+	EndedAt         *string `json:"ended_at"`
+}
+
+type outputJSON struct {
+	ID            string `json:"id"`
+	Output        string `json:"output"`
+	Start         int64  `json:"start"`
+	End           int64  `json:"end"`
+	NextOffset    int64  `json:"next_offset"`
+	TotalBytes    int64  `json:"total_bytes"`
+	OmittedBefore int64  `json:"omitted_before"`
+}
+
+type pollJSON struct {
+	Job     jobJSON    `json:"job"`
+	Output  outputJSON `json:"output"`
+	RetryIn int64      `json:"retry_in_ms"`
+}
+
+func TestUsageErrors(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frob"}, `unknown command "frob"`},
+		{[]string{"start"}, "missing command"},
+		{[]string{"start", "--bogus", "true"}, "unknown flag --bogus"},
+		{[]string{"start", "echo", "hi"}, "put '--' before"},
+		{[]string{"start", "--", ""}, "empty"},
+		{[]string{"start", "   "}, "empty command"},
+		{[]string{"start", "--timeout", "5x", "true"}, "invalid duration"},
+		{[]string{"start", "--timeout", "-1s", "true"}, "negative"},
+		{[]string{"start", "--yield", "10", "true"}, "missing unit"},
+		{[]string{"start", "--max-output", "lots", "true"}, "invalid size"},
+		{[]string{"start", "--env", "NOEQUALS", "true"}, "NAME=value"},
+		{[]string{"start", "--wait", "--yield", "1s", "true"}, "not both"},
+		{[]string{"poll"}, "missing job id"},
+		{[]string{"poll", "a", "b"}, "too many arguments"},
+		{[]string{"poll", "abcd", "--tail", "x"}, `invalid value "x" for --tail`},
+		{[]string{"poll", "abcd", "--grep", "("}, "invalid regular expression"},
+		{[]string{"log", "abcd", "--offset", "-1"}, "must not be negative"},
+		{[]string{"log", "abcd", "--limit", "-5"}, "must not be negative"},
+		{[]string{"log", "abcd", "--stream", "stdin"}, "invalid --stream"},
+		{[]string{"log", "abcd", "--offset", "0", "--tail", "3"}, "one selection"},
+		{[]string{"write", "abcd"}, "missing DATA"},
+		{[]string{"kill"}, "missing job id"},
+		{[]string{"kill", "abcd", "--signal", "NOPE"}, `unknown signal "NOPE"`},
+		{[]string{"kill", "abcd", "--all"}, "not both"},
+		{[]string{"kill", "abcd", "--grace", "soon"}, "invalid duration"},
+		{[]string{"wait"}, "missing job id"},
+		{[]string{"wait", "abcd", "--until", "[a-"}, "invalid regular expression"},
+		{[]string{"wait", "abcd", "--idle", "-3s"}, "negative"},
+		{[]string{"list", "--status", "sleeping"}, `unknown status "sleeping"`},
+		{[]string{"events", "--since", "yesterday"}, "invalid --since"},
+		{[]string{"send-keys", "abcd"}, "missing KEYS"},
+		{[]string{"capture", "abcd", "--lines", "-2"}, "must not be negative"},
+		{[]string{"supervise", "--idle", "forever"}, "invalid duration"},
+		{[]string{"help", "frob"}, "not a command"},
+	} {
+		r := e.run2(tc.args...)
+		checkError(t, r, ExitUsage, tc.want)
+		if r.stdout != "" {
+			t.Errorf("usage error printed on stdout\n%v", r)
+		}
+	}
+	// Usage errors are found before anything is touched: no database.
+	if _, err := os.Stat(filepath.Join(e.state, "jobs", "jobs.db")); err == nil {
+		t.Errorf("a usage error created the database")
+	}
+}
+
+func TestHelp(t *testing.T) {
+	e := newEnv(t)
+	out := e.ok("help")
+	for _, verb := range []string{"start", "poll", "log", "write", "kill", "list", "status", "wait", "events",
+		"clear", "rm", "gc", "capture", "send-keys", "attach", "mcp", "supervise"} {
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(verb) + `\s`).MatchString(out) {
+			t.Errorf("jobs help does not list %s", verb)
+		}
+	}
+	golden(t, "help_start.golden", e.ok("help", "start"))
+}
+
+func TestJobLife(t *testing.T) {
+	e := newEnv(t)
+	id := e.start("--name", "greeter", "read name; echo \"hello $name\"; echo bye >&2; exit 3")
+
+	var p pollJSON
+	e.jsonOf(&p, "poll", id)
+	if p.Job.ID != id || p.Job.Status != "running" || p.Job.Name != "greeter" || p.Job.Stdin != "pipe" {
+		t.Fatalf("poll after start: %+v", p.Job)
+	}
+	if human := e.ok("poll", "greeter"); !strings.Contains(human, id) || !strings.Contains(human, "running") {
+		t.Errorf("poll by name:\n%s", human)
+	}
+	if list := e.ok("list"); !strings.Contains(list, id) || !strings.Contains(list, "greeter") {
+		t.Errorf("list:\n%s", list)
+	}
+
+	e.ok("write", id[:6], "world", "--newline")
+	r := e.run2("wait", id, "--timeout", "20s")
+	if r.code != 3 {
+		t.Fatalf("wait exit %d, want the job's 3\n%v", r.code, r)
+	}
+	if !strings.Contains(r.stdout, "failed (exit 3)") {
+		t.Errorf("wait says %q", r.stdout)
+	}
+
+	if out := e.ok("log", id, "--stream", "stdout"); out != "hello world\n" {
+		t.Errorf("log --stream stdout = %q", out)
+	}
+	if out := e.ok("log", id, "--stream", "stderr"); out != "bye\n" {
+		t.Errorf("log --stream stderr = %q", out)
+	}
+	if out := e.ok("log", id, "--offset", "0", "--limit", "5"); out != "hello" {
+		t.Errorf("log --offset 0 --limit 5 = %q", out)
+	}
+	var o outputJSON
+	e.jsonOf(&o, "log", id, "--from-line", "2", "--lines", "1")
+	if o.Output != "bye\n" {
+		t.Errorf("log --from-line 2 --lines 1 = %+v", o)
+	}
+
+	var st struct {
+		Job    jobJSON `json:"job"`
+		Events []struct {
+			ID   int64  `json:"id"`
+			Kind string `json:"kind"`
+			From string `json:"from"`
+			To   string `json:"to"`
+		} `json:"events"`
+	}
+	e.jsonOf(&st, "status", id)
+	if st.Job.Status != "failed" || st.Job.ExitCode == nil || *st.Job.ExitCode != 3 || st.Job.EndedAt == nil {
+		t.Errorf("status: %+v", st.Job)
+	}
+	var path []string
+	for _, ev := range st.Events {
+		if ev.Kind == "transition" {
+			path = append(path, ev.To)
+		}
+	}
+	if got := strings.Join(path, ">"); !strings.HasSuffix(got, "running>failed") {
+		t.Errorf("history %s, want …running>failed", got)
+	}
+	if human := e.ok("status", id); !strings.Contains(human, "history") || !strings.Contains(human, "running → failed") {
+		t.Errorf("status:\n%s", human)
+	}
+
+	e.fails(ExitError, "", "write", id, "late")
+
+	if out := e.ok("rm", id); !strings.Contains(out, "removed "+id) {
+		t.Errorf("rm said %q", out)
+	}
+	e.fails(ExitError, "not found", "poll", id)
+	// Events outlive the job.
+	evs := e.ok("events")
+	if !strings.Contains(evs, id) {
+		t.Errorf("events lost the removed job:\n%s", evs)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(evs), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Errorf("events line is not JSON: %q", line)
+		}
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	e := newEnv(t)
+	e.fails(ExitError, "not found", "poll", "zzzzzzzz")
+	e.fails(ExitError, "not found", "status", "nosuchname")
+
+	// Two jobs, then a prefix too short to tell them apart: ids are
+	// base32, so "" + first char is shared with probability 1/32; find a
+	// shared prefix by starting jobs until two share a first character.
+	ids := map[byte]string{}
+	var a, b string
+	for i := 0; i < 40 && a == ""; i++ {
+		id := e.start("--ttl", "1m", "true")
+		if prev, ok := ids[id[0]]; ok {
+			a, b = prev, id
+		}
+		ids[id[0]] = id
+	}
+	if a == "" {
+		t.Fatal("no two ids share a first character")
+	}
+	n := 0
+	for n < len(a) && a[n] == b[n] {
+		n++
+	}
+	if n >= 4 {
+		e.fails(ExitError, "ambiguous", "poll", a[:n])
+	} else {
+		// Prefixes shorter than 4 characters are not looked up.
+		e.fails(ExitError, "", "poll", a[:1])
+	}
+
+	// Another scope's job answers like a job that does not exist.
+	other := &env{t: t, state: e.state, run: e.run, scope: "other"}
+	oid := other.start("sleep 30")
+	for _, args := range [][]string{
+		{"poll", oid}, {"log", oid}, {"status", oid}, {"write", oid, "x"}, {"kill", oid},
+		{"wait", oid}, {"rm", oid}, {"clear", oid}, {"poll", oid, "--new"},
+	} {
+		r := e.run2(args...)
+		checkError(t, r, ExitError, "not found")
+	}
+	if list := e.ok("list"); strings.Contains(list, oid) {
+		t.Errorf("list shows another scope's job:\n%s", list)
+	}
+	if list := e.ok("list", "--all-scopes"); !strings.Contains(list, oid) {
+		t.Errorf("list --all-scopes misses the other scope's job:\n%s", list)
+	}
+	other.ok("kill", oid, "--grace", "100ms")
+}
+
+func TestKillTree(t *testing.T) {
+	e := newEnv(t)
+	// A job whose grandchildren leave the group and ignore SIGTERM.
+	id := e.start(`trap '' TERM; (setsid sh -c 'trap "" TERM; echo gc $$; exec sleep 300' &) ; (sleep 300 & echo c $!); echo ready; sleep 300`)
+	e.ok("wait", id, "--until", "^ready", "--timeout", "20s")
+	var pids []int
+	eventually(t, 10*time.Second, "grandchild pids in the log", func() bool {
+		out := e.ok("log", id, "--offset", "0")
+		pids = nil
+		for _, m := range regexp.MustCompile(`(?m)^(?:gc|c) (\d+)$`).FindAllStringSubmatch(out, -1) {
+			n, _ := strconv.Atoi(m[1])
+			pids = append(pids, n)
+		}
+		return len(pids) == 2
+	})
+	var kr struct {
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		Signalled []int  `json:"signalled"`
+		Survivors []int  `json:"survivors"`
+		Escalated bool   `json:"escalated"`
+	}
+	e.jsonOf(&kr, "kill", id, "--grace", "300ms")
+	if kr.Status != "killed" || len(kr.Survivors) != 0 || !kr.Escalated {
+		t.Errorf("kill: %+v", kr)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %d survived the kill", pid)
+		}
+	}
+	var j jobJSON
+	e.jsonOf(&j, "status", id)
+	_ = j
+	// Killing again is not an error.
+	if out := e.ok("kill", id); !strings.Contains(out, "already ended") {
+		t.Errorf("second kill said %q", out)
+	}
+}
+
+// alive reports whether pid runs and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func TestSignal(t *testing.T) {
+	e := newEnv(t)
+	id := e.start(`trap 'echo got INT; exit 7' INT; echo armed; while :; do sleep 0.05; done`)
+	e.ok("wait", id, "--until", "armed", "--timeout", "20s")
+	if out := e.ok("kill", id, "--signal", "int"); !strings.Contains(out, "sent INT") {
+		t.Errorf("kill --signal said %q", out)
+	}
+	r := e.run2("wait", id, "--timeout", "20s")
+	if r.code != 7 {
+		t.Errorf("after INT: %v", r)
+	}
+}
+
+func TestStartWaitAndYield(t *testing.T) {
+	e := newEnv(t)
+	r := e.run2("start", "--wait", "echo out; echo err >&2; exit 5")
+	if r.code != 5 || r.stdout != "out\n" || !strings.HasPrefix(r.stderr, "err\n") {
+		t.Errorf("start --wait: %v", r)
+	}
+	r = e.run2("start", "--wait", "--", "sh", "-c", "printf 'a b'")
+	if r.code != 0 || r.stdout != "a b" || r.stderr != "" {
+		t.Errorf("start --wait argv: %v", r)
+	}
+
+	// Fast: finished inside the window, shown as --wait shows it.
+	r = e.run2("start", "--yield", "10s", "echo quick; exit 2")
+	if r.code != 2 || r.stdout != "quick\n" {
+		t.Errorf("yield fast: %v", r)
+	}
+	// Slow: the id and "running".
+	r = e.run2("start", "--yield", "200ms", "sleep 0.5; echo late")
+	fields := strings.Fields(r.stdout)
+	if r.code != 0 || len(fields) != 2 || fields[1] != "running" {
+		t.Fatalf("yield slow: %v", r)
+	}
+	id := fields[0]
+	r = e.run2("wait", id, "--timeout", "20s")
+	if r.code != 0 {
+		t.Errorf("wait after yield: %v", r)
+	}
+	if out := e.ok("log", id); out != "late\n" {
+		t.Errorf("output after yield hand-over %q", out)
+	}
+
+	// PI_BASH_YIELD_MS is the default window.
+	e.extra = []string{"PI_BASH_YIELD_MS=10000"}
+	r = e.run2("start", "echo from-env")
+	if r.code != 0 || r.stdout != "from-env\n" {
+		t.Errorf("PI_BASH_YIELD_MS: %v", r)
+	}
+	e.extra = nil
+
+	// --json: the poll shape, with the status.
+	var p pollJSON
+	r = e.run2("--json", "start", "--yield", "10s", "echo j; exit 1")
+	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil || r.code != 1 || p.Job.Status != "failed" || !strings.Contains(p.Output.Output, "j") {
+		t.Errorf("start --yield --json: %v %+v", err, p)
+	}
+}
+
+func TestWaitTimeoutAndIdle(t *testing.T) {
+	e := newEnv(t)
+	id := e.start("echo one; sleep 30")
+	r := e.run2("wait", id, "--timeout", "300ms")
+	if r.code != ExitTimedOut || !strings.Contains(r.stdout, "timed out") {
+		t.Errorf("wait --timeout: %v", r)
+	}
+	r = e.run2("wait", id, "--idle", "300ms", "--timeout", "20s")
+	if r.code != 0 || !strings.Contains(r.stdout, "quiet") {
+		t.Errorf("wait --idle: %v", r)
+	}
+	var w struct {
+		Reason string    `json:"reason"`
+		Jobs   []jobJSON `json:"jobs"`
+		Match  string    `json:"match"`
+	}
+	e.jsonOf(&w, "wait", id, "--until", "on.", "--timeout", "20s")
+	if w.Reason != "matched" || w.Match != "one" {
+		t.Errorf("wait --until --json: %+v", w)
+	}
+	e.ok("kill", id, "--grace", "100ms")
+}
+
+func TestPollNewAndClean(t *testing.T) {
+	e := newEnv(t)
+	id := e.start(`printf '\033[31mred\033[0m\n'; printf '10%%\r20%%\r30%%\n'; read x; echo "$x"`)
+	e.ok("wait", id, "--until", "30%", "--timeout", "20s")
+	var p pollJSON
+	e.jsonOf(&p, "poll", id, "--new")
+	if p.Output.Output != "red\n30%\n" {
+		t.Errorf("poll --new cleaned = %q", p.Output.Output)
+	}
+	e.jsonOf(&p, "poll", id, "--new")
+	if p.Output.Output != "" {
+		t.Errorf("second poll --new repeated %q", p.Output.Output)
+	}
+	e.ok("write", id, "again", "-n")
+	e.ok("wait", id, "--timeout", "20s")
+	e.jsonOf(&p, "poll", id, "--new")
+	if p.Output.Output != "again\n" {
+		t.Errorf("poll --new after write = %q", p.Output.Output)
+	}
+	raw := e.ok("log", id, "--offset", "0")
+	if !strings.Contains(raw, "\x1b[31m") || !strings.Contains(raw, "10%\r20%") {
+		t.Errorf("log is not raw: %q", raw)
+	}
+	e.extra = []string{"PI_BASH_MAX_OUTPUT_CHARS=4"}
+	e.jsonOf(&p, "poll", id)
+	if len([]rune(p.Output.Output)) > 4 {
+		t.Errorf("PI_BASH_MAX_OUTPUT_CHARS=4 gave %q", p.Output.Output)
+	}
+}
+
+func TestLogFollow(t *testing.T) {
+	e := newEnv(t)
+	id := e.start("for i in 1 2 3; do echo line $i; sleep 0.1; done")
+	r := e.run2("log", id, "-f", "--offset", "0")
+	if r.code != 0 || r.stdout != "line 1\nline 2\nline 3\n" {
+		t.Errorf("log -f: %v", r)
+	}
+}
+
+func TestWriteStdinAndEOF(t *testing.T) {
+	e := newEnv(t)
+	id := e.start("wc -c")
+	if r := e.runIn([]byte("12345"), "write", id, "-", "--eof"); r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	e.ok("wait", id, "--timeout", "20s")
+	if out := strings.TrimSpace(e.ok("log", id)); out != "5" {
+		t.Errorf("wc -c saw %q", out)
+	}
+	id = e.start("--no-stdin", "cat")
+	e.ok("wait", id, "--timeout", "20s")
+}
+
+func TestJSONShapes(t *testing.T) {
+	e := newEnv(t)
+	var j jobJSON
+	e.jsonOf(&j, "start", "--label", "shape", "--env", "A=1", "--", "sh", "-c", "echo x")
+	if j.ID == "" || j.Scope != "default" {
+		t.Fatalf("start --json: %+v", j)
+	}
+	e.ok("wait", j.ID, "--timeout", "20s")
+	var list []map[string]any
+	e.jsonOf(&list, "list", "--tail", "1")
+	if len(list) != 1 || list[0]["id"] != j.ID || list[0]["tail"] != "x\n" {
+		t.Errorf("list --json --tail: %v", list)
+	}
+	for _, args := range [][]string{
+		{"poll", j.ID}, {"log", j.ID}, {"status", j.ID}, {"wait", j.ID}, {"gc"}, {"clear", j.ID}, {"kill", j.ID},
+	} {
+		var v map[string]any
+		e.jsonOf(&v, args...)
+	}
+	var rm map[string]any
+	e.jsonOf(&rm, "rm", j.ID)
+	if rm["removed"] != true {
+		t.Errorf("rm --json: %v", rm)
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	e := newEnv(t)
+	r := e.run2("start", "--wait", "--", "/no/such/program")
+	if r.code == 0 {
+		t.Errorf("missing program: %v", r)
+	}
+	r = e.run2("start", "--cwd", "/no/such/dir", "true")
+	if r.code != ExitError {
+		t.Errorf("missing cwd: %v", r)
+	}
+	id := e.start("--name", "solo", "sleep 30")
+	e.fails(ExitError, "solo", "start", "--name", "solo", "sleep 30")
+	id2 := e.start("--name", "solo", "--replace", "sleep 30")
+	if id2 == id {
+		t.Errorf("--replace reused the id")
+	}
+	var j jobJSON
+	e.jsonOf(&j, "status", id)
+	if j.Status == "running" {
+		t.Errorf("--replace left the old job running")
+	}
+}
