@@ -316,3 +316,10 @@ func TestGoldenWait(t *testing.T) {
 	golden(t, "wait_timeout.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitTimedOut, Jobs: []jobs.Job{js[0], js[1]}}))
 	golden(t, "wait_matched.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitMatched, JobID: js[0].ID, Match: "Local: http://localhost:5173/", Jobs: []jobs.Job{js[0]}}))
 }
+
+func TestAmbiguousHint(t *testing.T) {
+	line, code := errorLine(fmt.Errorf("id prefix 7fq2 matches 7fq2a, 7fq2b: %w", jobs.ErrAmbiguous))
+	if code != 1 || !strings.Contains(line, "use more characters of the id") {
+		t.Errorf("errorLine = %q, %d", line, code)
+	}
+}

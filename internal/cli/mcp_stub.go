@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
@@ -13,11 +12,3 @@ import (
 func runMCP(ctx context.Context, c *jobs.Client) error {
 	return fmt.Errorf("mcp: %w (internal/mcp is not wired in yet)", errUnavailable)
 }
-
-// runSupervisor runs a detached supervisor in the foreground until it has
-// been idle for idle (0: never) or ctx ends.
-func runSupervisor(ctx context.Context, dbPath string, idle time.Duration) error {
-	return fmt.Errorf("supervise: %w (internal/runner.RunDetached is not there yet)", errUnavailable)
-}
-
-func defaultDBPath() (string, error) { return jobs.DefaultDBPath() }

@@ -94,6 +94,10 @@ func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string
 		b.WriteString(pt.dim(s))
 		b.WriteByte('\n')
 	}
+	if p.Output.Text == "" && isNew {
+		b.WriteString(pt.dim("(no new output)"))
+		b.WriteByte('\n')
+	}
 	if p.Output.Text != "" {
 		b.WriteString(pt.dim("---"))
 		b.WriteByte('\n')

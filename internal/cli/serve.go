@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -52,5 +51,3 @@ func (r *runner) superviseCommand() *ucli.Command {
 }
 
 var errUnavailable = errors.New("not available in this build")
-
-var _ = time.Second
