@@ -128,7 +128,9 @@ SELECT
     supervisor_id
 FROM jobs;
 
--- job_history: transitions joined to the job's command (the job may be gone).
+-- job_history: the audit trail, one row per event, with the job's command.
+-- The command comes from the job row while it exists and from the creation
+-- event's detail after the job was deleted.
 CREATE VIEW job_history AS
 SELECT
     e.id AS event_id,
@@ -139,11 +141,59 @@ SELECT
     e.from_status,
     e.to_status,
     e.detail,
-    j.command
+    coalesce(j.command, (
+        SELECT json_extract(c.detail, '$.command')
+        FROM events c
+        WHERE c.job_id = e.job_id AND c.kind = 'transition' AND c.from_status IS NULL
+        ORDER BY c.id LIMIT 1
+    )) AS command
 FROM events e
 LEFT JOIN jobs j ON j.id = e.job_id;
 
+-- active_jobs: jobs that may have live processes, with their supervisor.
+-- supervisor_ended_at set while a job is still active means the supervisor
+-- died and nobody has marked its jobs lost yet.
+CREATE VIEW active_jobs AS
+SELECT
+    j.id,
+    j.scope,
+    coalesce(j.name, '') AS name,
+    j.status,
+    j.pid,
+    j.pgid,
+    j.command,
+    j.created_at,
+    j.started_at,
+    round((julianday('now') - julianday(coalesce(j.started_at, j.created_at))) * 86400.0, 3) AS running_s,
+    j.output_bytes,
+    j.last_output_at,
+    j.supervisor_id,
+    s.pid AS supervisor_pid,
+    s.host AS supervisor_host,
+    s.ended_at AS supervisor_ended_at
+FROM jobs j
+LEFT JOIN supervisors s ON s.id = j.supervisor_id
+WHERE j.status IN ('starting', 'running');
+
+-- scope_daily: per scope and UTC day, what happened, counted from the events
+-- (so jobs deleted after their ttl still count, for the events' retention).
+CREATE VIEW scope_daily AS
+SELECT
+    scope,
+    substr(at, 1, 10) AS day,
+    sum(kind = 'transition' AND from_status IS NULL) AS created,
+    sum(kind = 'transition' AND to_status = 'done') AS done,
+    sum(kind = 'transition' AND to_status = 'failed') AS failed,
+    sum(kind = 'transition' AND to_status = 'killed') AS killed,
+    sum(kind = 'transition' AND to_status = 'timed_out') AS timed_out,
+    sum(kind = 'transition' AND to_status = 'lost') AS lost,
+    sum(kind = 'output_dropped') AS output_dropped_events
+FROM events
+GROUP BY scope, day;
+
 -- +goose Down
+DROP VIEW scope_daily;
+DROP VIEW active_jobs;
 DROP VIEW job_history;
 DROP VIEW job_summary;
 DROP TABLE events;

@@ -14,7 +14,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agentjobs/jobs/migrations"
 )
@@ -117,27 +118,40 @@ func unwrapPathError(err error) error {
 
 // migrate applies every pending migration through a goose Provider and
 // refuses a database whose schema is newer than the embedded migrations.
+//
+// Several processes may open a new database at the same moment (two agents
+// running their first `jobs start`). Each migration runs in its own
+// immediate transaction, so one of them applies it and the others fail on
+// objects that now exist; a failed Up is therefore retried while the schema
+// version moves, and succeeds once another process has finished the work.
 func (d *DB) migrate(ctx context.Context) error {
-	sub, err := fs.Sub(migrations.FS, ".")
-	if err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, d.DB.DB, sub)
+	p, err := goose.NewProvider(goose.DialectSQLite3, d.DB.DB, migrations.FS)
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
 	}
+	srcs := p.ListSources()
+	latest := srcs[len(srcs)-1].Version
 	current, err := p.GetDBVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", cleanSQLiteError(err))
 	}
-	srcs := p.ListSources()
-	if n := len(srcs); n > 0 && current > srcs[n-1].Version {
-		return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", ErrTooNew, current, srcs[n-1].Version)
+	for attempt := 0; ; attempt++ {
+		if current > latest {
+			return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", ErrTooNew, current, latest)
+		}
+		if current == latest {
+			return nil
+		}
+		_, upErr := p.Up(ctx)
+		if upErr == nil {
+			return nil
+		}
+		before := current
+		current, err = p.GetDBVersion(ctx)
+		if err != nil || current == before || attempt == 3 {
+			return fmt.Errorf("migrate: %w", cleanSQLiteError(upErr))
+		}
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", cleanSQLiteError(err))
-	}
-	return nil
 }
 
 // SchemaVersion reports the newest migration applied to the database.
@@ -152,10 +166,17 @@ func cleanSQLiteError(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "file is not a database"), strings.Contains(msg, "(26)"):
-		return errors.New("not a jobs database (not an SQLite file, or corrupt)")
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB:
+			return errors.New("not a jobs database (not an SQLite file)")
+		case sqlite3.SQLITE_CORRUPT:
+			return errors.New("database file is corrupt (run PRAGMA integrity_check in sqlite3)")
+		}
+	}
+	if strings.Contains(err.Error(), "file is not a database") {
+		return errors.New("not a jobs database (not an SQLite file)")
 	}
 	return err
 }

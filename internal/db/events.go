@@ -1,0 +1,169 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Event is one row of the audit trail. Events have no foreign key to their
+// job: they outlive it and are deleted by DeleteEventsBefore.
+type Event struct {
+	ID    int64 // increasing; the cursor for EventFilter.SinceID
+	JobID string
+	Scope string
+	At    time.Time
+
+	// Kind is "transition" (written only by CreateJob and Transition),
+	// "output_dropped" (bytes the database could not take), "hook" (an
+	// on-exit command's result) or "note".
+	Kind string
+
+	From, To Status // set for transitions; From is empty for the creation
+	Detail   json.RawMessage
+}
+
+// EventFilter selects events for Events. Scope applies unless AllScopes.
+type EventFilter struct {
+	Scope     string
+	AllScopes bool
+	JobID     string
+	SinceID   int64 // only events with a larger id
+	Limit     int   // 0 = no limit
+}
+
+const eventColumns = `id, job_id, scope, at, kind, from_status, to_status, detail`
+
+// eventRow is an events row as stored.
+type eventRow struct {
+	ID     int64          `db:"id"`
+	JobID  string         `db:"job_id"`
+	Scope  string         `db:"scope"`
+	At     string         `db:"at"`
+	Kind   string         `db:"kind"`
+	From   sql.NullString `db:"from_status"`
+	To     sql.NullString `db:"to_status"`
+	Detail string         `db:"detail"`
+}
+
+// event converts a stored row to an Event.
+func (r *eventRow) event() (Event, error) {
+	at, err := ParseTime(r.At)
+	if err != nil {
+		return Event{}, fmt.Errorf("read event %d: at: %w", r.ID, err)
+	}
+	return Event{
+		ID:     r.ID,
+		JobID:  r.JobID,
+		Scope:  r.Scope,
+		At:     at,
+		Kind:   r.Kind,
+		From:   Status(r.From.String),
+		To:     Status(r.To.String),
+		Detail: json.RawMessage(r.Detail),
+	}, nil
+}
+
+const (
+	jobScopeQuery    = `SELECT scope FROM jobs WHERE id = ?`
+	insertEventQuery = `INSERT INTO events (job_id, scope, at, kind, detail) VALUES (?, ?, ?, ?, ?)
+	RETURNING ` + eventColumns
+)
+
+// AddEvent appends a non-transition event (kind output_dropped, hook or
+// note) and returns it with its id. A zero At means d.Now(); an empty Scope
+// is taken from the job, which must then exist (else ErrNotFound). Status
+// changes are recorded by Transition only.
+func (d *DB) AddEvent(ctx context.Context, e Event) (Event, error) {
+	switch e.Kind {
+	case "output_dropped", "hook", "note":
+	case "transition":
+		return Event{}, errors.New("add event: transitions are recorded by Transition")
+	default:
+		return Event{}, fmt.Errorf("add event: unknown kind %q", e.Kind)
+	}
+	if e.From != "" || e.To != "" {
+		return Event{}, errors.New("add event: from and to belong to transitions")
+	}
+	detail := string(e.Detail)
+	if len(e.Detail) == 0 {
+		detail = "{}"
+	} else if !json.Valid(e.Detail) {
+		return Event{}, errors.New("add event: detail is not valid JSON")
+	}
+	if e.At.IsZero() {
+		e.At = d.Now()
+	}
+	var r eventRow
+	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		if e.Scope == "" {
+			if err := tx.GetContext(ctx, &e.Scope, jobScopeQuery, e.JobID); errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("job %s: %w", e.JobID, ErrNotFound)
+			} else if err != nil {
+				return err
+			}
+		}
+		return tx.GetContext(ctx, &r, insertEventQuery, e.JobID, e.Scope, FormatTime(e.At), e.Kind, detail)
+	})
+	if err != nil {
+		return Event{}, fmt.Errorf("add event: %w", err)
+	}
+	return r.event()
+}
+
+const eventsQuery = `SELECT ` + eventColumns + ` FROM events WHERE id > ?`
+
+// Events lists the events that f selects in ascending id order.
+func (d *DB) Events(ctx context.Context, f EventFilter) ([]Event, error) {
+	var b strings.Builder
+	args := []any{f.SinceID}
+	b.WriteString(eventsQuery)
+	if !f.AllScopes {
+		b.WriteString(` AND scope = ?`)
+		args = append(args, f.Scope)
+	}
+	if f.JobID != "" {
+		b.WriteString(` AND job_id = ?`)
+		args = append(args, f.JobID)
+	}
+	b.WriteString(` ORDER BY id`)
+	if f.Limit > 0 {
+		b.WriteString(` LIMIT ?`)
+		args = append(args, f.Limit)
+	}
+	var rows []eventRow
+	if err := d.SelectContext(ctx, &rows, b.String(), args...); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	events := make([]Event, 0, len(rows))
+	for i := range rows {
+		e, err := rows[i].event()
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, e)
+	}
+	return events, nil
+}
+
+const deleteEventsBeforeQuery = `DELETE FROM events WHERE at < ?`
+
+// DeleteEventsBefore deletes the events older than t, whether or not their
+// job still exists, and reports how many it deleted.
+func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
+	res, err := d.ExecContext(ctx, deleteEventsBeforeQuery, FormatTime(t))
+	if err != nil {
+		return 0, fmt.Errorf("delete events: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("delete events: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,646 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Job is one job as the rest of the program sees it.
+type Job struct {
+	ID      string
+	Scope   string
+	Name    string // "" when the job has no name
+	Label   string
+	Command string   // as the user gave it, for display
+	Argv    []string // what was executed
+	Cwd     string
+
+	// EnvNames are the names of the environment variables the job added.
+	// Their values are never stored.
+	EnvNames []string
+
+	Mode        string // "pipe" or "tmux"
+	TmuxSession string
+
+	Status   Status
+	ExitCode *int   // nil until the job ends with an exit status
+	Signal   string // signal name when the main process died of one
+	Reason   string // why it failed to start, was killed or lost
+
+	PID, PGID int
+	PIDStart  int64 // start time of the main process, clock ticks since boot
+
+	SupervisorID string
+	Stdin        string // "pipe", "closed" or "null"
+	Color        bool
+	OnExit       string
+
+	CreatedAt    time.Time
+	StartedAt    *time.Time
+	EndedAt      *time.Time
+	LastAccessAt time.Time
+
+	Timeout   time.Duration // 0 = none
+	TTL       time.Duration // 0 = kept forever
+	MaxOutput int64         // bytes retained; 0 = no cap
+
+	OutputBytes  int64 // bytes produced: the absolute end offset
+	OutputLines  int64
+	EvictedBytes int64 // removed from the middle by the output cap
+	DroppedBytes int64 // the database could not take them
+	LastOutputAt *time.Time
+	ReadCursor   int64
+
+	UserCPU, SysCPU time.Duration
+	MaxRSSKB        int64
+}
+
+// NewJob is what CreateJob needs to create a job. Empty Mode and Stdin mean
+// "pipe"; an empty ID is filled with NewID.
+type NewJob struct {
+	ID, Scope, Name, Label, Command string
+	Argv                            []string
+	Cwd                             string
+	EnvNames                        []string
+	Mode, TmuxSession               string
+	SupervisorID                    string
+	Stdin                           string
+	Color                           bool
+	OnExit                          string
+	Timeout, TTL                    time.Duration
+	MaxOutput                       int64
+}
+
+// Limits caps the number of active (starting or running) jobs. Zero means
+// unlimited.
+type Limits struct {
+	PerScope int
+	Total    int
+}
+
+// Filter selects jobs for FindJobs. Zero fields do not filter, except Scope,
+// which always applies unless AllScopes is set.
+type Filter struct {
+	Scope        string
+	AllScopes    bool
+	Statuses     []Status
+	SupervisorID string
+	Name         string
+	Limit        int // 0 = no limit
+}
+
+// jobColumns lists the jobs columns in jobRow order.
+const jobColumns = `id, scope, name, label, command, argv, cwd, env_names, mode, tmux_session,
+	status, exit_code, signal, reason, pid, pgid, pid_start, supervisor_id, stdin, color, on_exit,
+	created_at, started_at, ended_at, last_access_at, timeout_ms, ttl_ms, max_output,
+	output_bytes, output_lines, evicted_bytes, dropped_bytes, last_output_at, read_cursor,
+	user_cpu_ms, sys_cpu_ms, max_rss_kb`
+
+// jobRow is a jobs row as stored.
+type jobRow struct {
+	ID           string         `db:"id"`
+	Scope        string         `db:"scope"`
+	Name         sql.NullString `db:"name"`
+	Label        string         `db:"label"`
+	Command      string         `db:"command"`
+	Argv         string         `db:"argv"`
+	Cwd          string         `db:"cwd"`
+	EnvNames     string         `db:"env_names"`
+	Mode         string         `db:"mode"`
+	TmuxSession  sql.NullString `db:"tmux_session"`
+	Status       string         `db:"status"`
+	ExitCode     sql.NullInt64  `db:"exit_code"`
+	Signal       sql.NullString `db:"signal"`
+	Reason       sql.NullString `db:"reason"`
+	PID          sql.NullInt64  `db:"pid"`
+	PGID         sql.NullInt64  `db:"pgid"`
+	PIDStart     sql.NullInt64  `db:"pid_start"`
+	SupervisorID sql.NullString `db:"supervisor_id"`
+	Stdin        string         `db:"stdin"`
+	Color        bool           `db:"color"`
+	OnExit       string         `db:"on_exit"`
+	CreatedAt    string         `db:"created_at"`
+	StartedAt    sql.NullString `db:"started_at"`
+	EndedAt      sql.NullString `db:"ended_at"`
+	LastAccessAt string         `db:"last_access_at"`
+	TimeoutMS    int64          `db:"timeout_ms"`
+	TTLMS        int64          `db:"ttl_ms"`
+	MaxOutput    int64          `db:"max_output"`
+	OutputBytes  int64          `db:"output_bytes"`
+	OutputLines  int64          `db:"output_lines"`
+	EvictedBytes int64          `db:"evicted_bytes"`
+	DroppedBytes int64          `db:"dropped_bytes"`
+	LastOutputAt sql.NullString `db:"last_output_at"`
+	ReadCursor   int64          `db:"read_cursor"`
+	UserCPUMS    sql.NullInt64  `db:"user_cpu_ms"`
+	SysCPUMS     sql.NullInt64  `db:"sys_cpu_ms"`
+	MaxRSSKB     sql.NullInt64  `db:"max_rss_kb"`
+}
+
+// job converts a stored row to a Job.
+func (r *jobRow) job() (Job, error) {
+	j := Job{
+		ID:           r.ID,
+		Scope:        r.Scope,
+		Name:         r.Name.String,
+		Label:        r.Label,
+		Command:      r.Command,
+		Cwd:          r.Cwd,
+		Mode:         r.Mode,
+		TmuxSession:  r.TmuxSession.String,
+		Status:       Status(r.Status),
+		Signal:       r.Signal.String,
+		Reason:       r.Reason.String,
+		PID:          int(r.PID.Int64),
+		PGID:         int(r.PGID.Int64),
+		PIDStart:     r.PIDStart.Int64,
+		SupervisorID: r.SupervisorID.String,
+		Stdin:        r.Stdin,
+		Color:        r.Color,
+		OnExit:       r.OnExit,
+		Timeout:      time.Duration(r.TimeoutMS) * time.Millisecond,
+		TTL:          time.Duration(r.TTLMS) * time.Millisecond,
+		MaxOutput:    r.MaxOutput,
+		OutputBytes:  r.OutputBytes,
+		OutputLines:  r.OutputLines,
+		EvictedBytes: r.EvictedBytes,
+		DroppedBytes: r.DroppedBytes,
+		ReadCursor:   r.ReadCursor,
+		UserCPU:      time.Duration(r.UserCPUMS.Int64) * time.Millisecond,
+		SysCPU:       time.Duration(r.SysCPUMS.Int64) * time.Millisecond,
+		MaxRSSKB:     r.MaxRSSKB.Int64,
+	}
+	if r.ExitCode.Valid {
+		c := int(r.ExitCode.Int64)
+		j.ExitCode = &c
+	}
+	if err := json.Unmarshal([]byte(r.Argv), &j.Argv); err != nil {
+		return Job{}, fmt.Errorf("read job %s: argv: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(r.EnvNames), &j.EnvNames); err != nil {
+		return Job{}, fmt.Errorf("read job %s: env_names: %w", r.ID, err)
+	}
+	var err error
+	if j.CreatedAt, err = ParseTime(r.CreatedAt); err != nil {
+		return Job{}, fmt.Errorf("read job %s: created_at: %w", r.ID, err)
+	}
+	if j.LastAccessAt, err = ParseTime(r.LastAccessAt); err != nil {
+		return Job{}, fmt.Errorf("read job %s: last_access_at: %w", r.ID, err)
+	}
+	if j.StartedAt, err = parseNullTime(r.StartedAt); err != nil {
+		return Job{}, fmt.Errorf("read job %s: started_at: %w", r.ID, err)
+	}
+	if j.EndedAt, err = parseNullTime(r.EndedAt); err != nil {
+		return Job{}, fmt.Errorf("read job %s: ended_at: %w", r.ID, err)
+	}
+	if j.LastOutputAt, err = parseNullTime(r.LastOutputAt); err != nil {
+		return Job{}, fmt.Errorf("read job %s: last_output_at: %w", r.ID, err)
+	}
+	return j, nil
+}
+
+func parseNullTime(s sql.NullString) (*time.Time, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	t, err := ParseTime(s.String)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n != 0} }
+
+// millis converts d to whole milliseconds, rounding up so that a positive
+// duration never becomes 0, which means "none".
+func millis(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d > time.Duration(ms)*time.Millisecond {
+		ms++
+	}
+	return ms
+}
+
+// queryJobs runs a query returning jobColumns and converts every row.
+func queryJobs(ctx context.Context, q sqlx.QueryerContext, query string, args ...any) ([]Job, error) {
+	var rows []jobRow
+	if err := sqlx.SelectContext(ctx, q, &rows, query, args...); err != nil {
+		return nil, err
+	}
+	jobs := make([]Job, 0, len(rows))
+	for i := range rows {
+		j, err := rows[i].job()
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// getJob runs a query returning at most one job; sql.ErrNoRows when none.
+func getJob(ctx context.Context, q sqlx.QueryerContext, query string, args ...any) (Job, error) {
+	var r jobRow
+	if err := sqlx.GetContext(ctx, q, &r, query, args...); err != nil {
+		return Job{}, err
+	}
+	return r.job()
+}
+
+// inTx runs fn in a write transaction. The DSN makes it BEGIN IMMEDIATE, so
+// the transaction holds the write lock from its first statement and waits
+// up to BusyTimeout for it.
+func (d *DB) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := d.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+const (
+	insertJobQuery = `INSERT INTO jobs (id, scope, name, label, command, argv, cwd, env_names,
+	mode, tmux_session, status, supervisor_id, stdin, color, on_exit, created_at, last_access_at,
+	timeout_ms, ttl_ms, max_output)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	activeNameQuery = `SELECT id FROM jobs
+	WHERE scope = ? AND name = ? AND status IN ('starting', 'running')`
+	insertCreateEventQuery = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
+	VALUES (?, ?, ?, 'transition', NULL, 'starting', ?)`
+	jobByIDQuery = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
+)
+
+// CreateJob inserts a job in status starting and its creation event (from
+// no status to starting). In the same transaction it checks that no active
+// job of the scope has the name (*NameTakenError) and that the limits allow
+// one more active job (*LimitError).
+func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
+	if err := validateNewJob(&n); err != nil {
+		return Job{}, fmt.Errorf("create job: %w", err)
+	}
+	if n.ID == "" {
+		n.ID = NewID()
+	}
+	argv, err := json.Marshal(nonNil(n.Argv))
+	if err != nil {
+		return Job{}, fmt.Errorf("create job: %w", err)
+	}
+	envNames, err := json.Marshal(nonNil(n.EnvNames))
+	if err != nil {
+		return Job{}, fmt.Errorf("create job: %w", err)
+	}
+	detail, err := json.Marshal(createDetail(n))
+	if err != nil {
+		return Job{}, fmt.Errorf("create job: %w", err)
+	}
+	now := FormatTime(d.Now())
+	var job Job
+	err = d.inTx(ctx, func(tx *sqlx.Tx) error {
+		if n.Name != "" {
+			var holder string
+			err := tx.GetContext(ctx, &holder, activeNameQuery, n.Scope, n.Name)
+			if err == nil {
+				return &NameTakenError{Name: n.Name, ID: holder}
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		inScope, total, err := countActive(ctx, tx, n.Scope)
+		if err != nil {
+			return err
+		}
+		if lim.PerScope > 0 && inScope >= lim.PerScope {
+			return &LimitError{Scope: n.Scope, Running: inScope, Max: lim.PerScope}
+		}
+		if lim.Total > 0 && total >= lim.Total {
+			return &LimitError{Scope: n.Scope, Running: total, Max: lim.Total, Total: true}
+		}
+		if _, err := tx.ExecContext(ctx, insertJobQuery,
+			n.ID, n.Scope, nullString(n.Name), n.Label, n.Command, string(argv), n.Cwd, string(envNames),
+			n.Mode, nullString(n.TmuxSession), nullString(n.SupervisorID), n.Stdin, n.Color, n.OnExit,
+			now, now, millis(n.Timeout), millis(n.TTL), n.MaxOutput,
+		); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insertCreateEventQuery, n.ID, n.Scope, now, string(detail)); err != nil {
+			return err
+		}
+		job, err = getJob(ctx, tx, jobByIDQuery, n.ID)
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("create job: %w", err)
+	}
+	return job, nil
+}
+
+// validateNewJob fills defaults and rejects what the schema would reject,
+// with a readable message instead of a constraint name.
+func validateNewJob(n *NewJob) error {
+	if n.Mode == "" {
+		n.Mode = "pipe"
+	}
+	if n.Stdin == "" {
+		n.Stdin = "pipe"
+	}
+	switch {
+	case n.Scope == "":
+		return errors.New("empty scope")
+	case n.Command == "":
+		return errors.New("empty command")
+	case n.Mode != "pipe" && n.Mode != "tmux":
+		return fmt.Errorf("mode %q is not pipe or tmux", n.Mode)
+	case !validStdin(n.Stdin):
+		return fmt.Errorf("stdin %q is not pipe, closed or null", n.Stdin)
+	case n.Timeout < 0:
+		return errors.New("negative timeout")
+	case n.TTL < 0:
+		return errors.New("negative ttl")
+	case n.MaxOutput < 0:
+		return errors.New("negative output cap")
+	}
+	return nil
+}
+
+func validStdin(s string) bool { return s == "pipe" || s == "closed" || s == "null" }
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// createDetail is the detail of a creation event. It keeps the command, so
+// that the audit trail says what ran after the job row is deleted.
+func createDetail(n NewJob) map[string]any {
+	m := map[string]any{"command": n.Command, "cwd": n.Cwd}
+	if n.Name != "" {
+		m["name"] = n.Name
+	}
+	if n.Label != "" {
+		m["label"] = n.Label
+	}
+	if n.SupervisorID != "" {
+		m["supervisor_id"] = n.SupervisorID
+	}
+	return m
+}
+
+const countActiveQuery = `SELECT count(*) AS total, coalesce(sum(scope = ?), 0) AS in_scope
+	FROM jobs WHERE status IN ('starting', 'running')`
+
+func countActive(ctx context.Context, q sqlx.QueryerContext, scope string) (inScope, total int, err error) {
+	var r struct {
+		Total   int `db:"total"`
+		InScope int `db:"in_scope"`
+	}
+	if err := sqlx.GetContext(ctx, q, &r, countActiveQuery, scope); err != nil {
+		return 0, 0, err
+	}
+	return r.InScope, r.Total, nil
+}
+
+// CountRunning counts active (starting or running) jobs in scope and in all
+// scopes, the numbers Limits apply to.
+func (d *DB) CountRunning(ctx context.Context, scope string) (inScope, total int, err error) {
+	inScope, total, err = countActive(ctx, d, scope)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count running jobs: %w", err)
+	}
+	return inScope, total, nil
+}
+
+// maxCandidates bounds the ids an AmbiguousError lists.
+const maxCandidates = 10
+
+const (
+	jobInScopeQuery = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ? AND scope = ?`
+	// jobsByPrefixQuery is a range on the primary key, not LIKE, which would
+	// be case-insensitive and scan the table.
+	jobsByPrefixQuery = `SELECT ` + jobColumns + ` FROM jobs
+	WHERE id >= ? AND id < ? AND scope = ? ORDER BY created_at, rowid LIMIT ?`
+	jobByNameQuery = `SELECT ` + jobColumns + ` FROM jobs
+	WHERE scope = ? AND name = ? ORDER BY created_at DESC, rowid DESC LIMIT 1`
+)
+
+// FindJob resolves ref within scope: an exact id, else a unique id prefix of
+// at least four characters, else a name (the newest job with that name). A
+// prefix that matches several jobs is an *AmbiguousError unless ref is also
+// a job's name. A job of another scope is ErrNotFound, exactly like a
+// missing one.
+func (d *DB) FindJob(ctx context.Context, scope, ref string) (Job, error) {
+	j, err := d.findJob(ctx, scope, ref)
+	if err != nil {
+		return Job{}, fmt.Errorf("find job %s: %w", ref, err)
+	}
+	return j, nil
+}
+
+func (d *DB) findJob(ctx context.Context, scope, ref string) (Job, error) {
+	if ref == "" {
+		return Job{}, ErrNotFound
+	}
+	id := strings.ToLower(ref)
+	j, err := getJob(ctx, d, jobInScopeQuery, id, scope)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return j, err
+	}
+	var ambiguous error
+	if len(id) >= 4 && isIDText(id) {
+		upper := id[:len(id)-1] + string(id[len(id)-1]+1)
+		jobs, err := queryJobs(ctx, d, jobsByPrefixQuery, id, upper, scope, maxCandidates+1)
+		if err != nil {
+			return Job{}, err
+		}
+		switch len(jobs) {
+		case 0:
+		case 1:
+			return jobs[0], nil
+		default:
+			e := &AmbiguousError{Ref: ref}
+			for i, j := range jobs {
+				if i == maxCandidates {
+					break
+				}
+				e.Candidates = append(e.Candidates, j.ID)
+			}
+			ambiguous = e
+		}
+	}
+	j, err = getJob(ctx, d, jobByNameQuery, scope, ref)
+	switch {
+	case err == nil:
+		return j, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return Job{}, err
+	case ambiguous != nil:
+		return Job{}, ambiguous
+	}
+	return Job{}, ErrNotFound
+}
+
+// FindJobByID returns the job with exactly this id, in any scope. It is for
+// supervisors, which own jobs of every scope; verbs use FindJob.
+func (d *DB) FindJobByID(ctx context.Context, id string) (Job, error) {
+	j, err := getJob(ctx, d, jobByIDQuery, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("find job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+const findJobsQuery = `SELECT ` + jobColumns + ` FROM jobs WHERE 1 = 1`
+
+// FindJobs lists the jobs that f selects, newest first.
+func (d *DB) FindJobs(ctx context.Context, f Filter) ([]Job, error) {
+	var b strings.Builder
+	var args []any
+	b.WriteString(findJobsQuery)
+	if !f.AllScopes {
+		b.WriteString(` AND scope = ?`)
+		args = append(args, f.Scope)
+	}
+	if len(f.Statuses) > 0 {
+		b.WriteString(` AND status IN (?` + strings.Repeat(`, ?`, len(f.Statuses)-1) + `)`)
+		for _, s := range f.Statuses {
+			args = append(args, string(s))
+		}
+	}
+	if f.SupervisorID != "" {
+		b.WriteString(` AND supervisor_id = ?`)
+		args = append(args, f.SupervisorID)
+	}
+	if f.Name != "" {
+		b.WriteString(` AND name = ?`)
+		args = append(args, f.Name)
+	}
+	b.WriteString(` ORDER BY created_at DESC, rowid DESC`)
+	if f.Limit > 0 {
+		b.WriteString(` LIMIT ?`)
+		args = append(args, f.Limit)
+	}
+	jobs, err := queryJobs(ctx, d, b.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("find jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+const setStdinQuery = `UPDATE jobs SET stdin = ? WHERE id = ?`
+
+// SetStdin records the state of the job's stdin: "pipe" (open), "closed"
+// (EOF sent) or "null" (/dev/null from the start).
+func (d *DB) SetStdin(ctx context.Context, id, state string) error {
+	if !validStdin(state) {
+		return fmt.Errorf("set stdin of job %s: state %q is not pipe, closed or null", id, state)
+	}
+	if err := d.execOne(ctx, setStdinQuery, state, id); err != nil {
+		return fmt.Errorf("set stdin of job %s: %w", id, err)
+	}
+	return nil
+}
+
+const touchQuery = `UPDATE jobs SET last_access_at = ? WHERE id = ?`
+
+// Touch sets the job's last access time to now. A finished job's ttl counts
+// from its last access.
+func (d *DB) Touch(ctx context.Context, id string) error {
+	if err := d.execOne(ctx, touchQuery, FormatTime(d.Now()), id); err != nil {
+		return fmt.Errorf("touch job %s: %w", id, err)
+	}
+	return nil
+}
+
+const (
+	advanceCursorQuery = `UPDATE jobs SET read_cursor = ? WHERE id = ? AND read_cursor = ?`
+	jobExistsQuery     = `SELECT count(*) FROM jobs WHERE id = ?`
+)
+
+// AdvanceReadCursor moves the job's read cursor from one offset to another
+// if it is still at from (compare and set). It reports false when another
+// reader moved the cursor first, and ErrNotFound when the job is gone.
+func (d *DB) AdvanceReadCursor(ctx context.Context, id string, from, to int64) (bool, error) {
+	res, err := d.ExecContext(ctx, advanceCursorQuery, to, id, from)
+	if err != nil {
+		return false, fmt.Errorf("advance read cursor of job %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, fmt.Errorf("advance read cursor of job %s: %w", id, err)
+	} else if n == 1 {
+		return true, nil
+	}
+	var exists int
+	if err := d.GetContext(ctx, &exists, jobExistsQuery, id); err != nil {
+		return false, fmt.Errorf("advance read cursor of job %s: %w", id, err)
+	}
+	if exists == 0 {
+		return false, fmt.Errorf("advance read cursor of job %s: %w", id, ErrNotFound)
+	}
+	return false, nil
+}
+
+const deleteJobQuery = `DELETE FROM jobs WHERE id = ?`
+
+// DeleteJob deletes the job; its output chunks go with it (ON DELETE
+// CASCADE), its events stay for their own retention.
+func (d *DB) DeleteJob(ctx context.Context, id string) error {
+	if err := d.execOne(ctx, deleteJobQuery, id); err != nil {
+		return fmt.Errorf("delete job %s: %w", id, err)
+	}
+	return nil
+}
+
+// expiredJobsQuery first narrows to rows with an old enough last access
+// (through the partial index jobs_expiry), then compares exactly in
+// milliseconds; julianday's double is precise to microseconds, so rounding
+// recovers the stored millisecond.
+const expiredJobsQuery = `SELECT ` + jobColumns + ` FROM jobs
+	WHERE ended_at IS NOT NULL AND ttl_ms > 0 AND last_access_at < ?
+	AND CAST(round((julianday(last_access_at) - 2440587.5) * 86400000.0) AS INTEGER) + ttl_ms < ?
+	ORDER BY last_access_at`
+
+// ExpiredJobs returns the finished jobs whose ttl has passed since their
+// last access, as of now: ended, ttl > 0 and last_access_at + ttl < now.
+func (d *DB) ExpiredJobs(ctx context.Context, now time.Time) ([]Job, error) {
+	jobs, err := queryJobs(ctx, d, expiredJobsQuery, FormatTime(now), now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("find expired jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// execOne runs a statement meant to change exactly one row; no row changed
+// is ErrNotFound.
+func (d *DB) execOne(ctx context.Context, query string, args ...any) error {
+	res, err := d.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

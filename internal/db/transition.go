@@ -1,0 +1,150 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Usage is the resource usage of a finished job's main process and its
+// waited-for children.
+type Usage struct {
+	UserCPU, SysCPU time.Duration
+	MaxRSSKB        int64
+}
+
+// Transition describes a status move and what changes with it.
+type Transition struct {
+	To Status
+	At time.Time // zero means d.Now()
+
+	// PID, PGID and PIDStart are recorded with To = StatusRunning.
+	PID, PGID int
+	PIDStart  int64
+
+	// ExitCode, Signal, Usage are recorded with a terminal To.
+	ExitCode *int
+	Signal   string
+	Usage    *Usage
+
+	// Reason is recorded with a terminal To, and in the event either way.
+	Reason string
+
+	// Detail is extra JSON for the event row. The standard fields (pid,
+	// exit_code, signal, reason) are added to it and win over its keys.
+	Detail map[string]any
+}
+
+const (
+	jobStatusQuery = `SELECT status FROM jobs WHERE id = ?`
+	// Both updates are conditional on the status read in the same
+	// transaction: a move is never applied over a status it was not
+	// checked against.
+	toRunningQuery = `UPDATE jobs SET status = 'running', started_at = ?, pid = ?, pgid = ?, pid_start = ?
+	WHERE id = ? AND status = ?`
+	toTerminalQuery = `UPDATE jobs SET status = ?, ended_at = ?, last_access_at = ?,
+	exit_code = ?, signal = ?, reason = ?, user_cpu_ms = ?, sys_cpu_ms = ?, max_rss_kb = ?
+	WHERE id = ? AND status = ?`
+	insertTransitionEventQuery = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
+	SELECT id, scope, ?, 'transition', ?, ?, ? FROM jobs WHERE id = ?`
+)
+
+// Transition moves job id to t.To and appends the event row, in one
+// transaction; it returns the job as it is afterwards. The allowed moves are
+// starting → running | failed | killed | lost and running → done | failed |
+// killed | timed_out | lost. Anything else, including every move out of a
+// terminal status, is ErrInvalidTransition, wrapped with both statuses. A
+// terminal move sets ended_at and restarts the ttl clock (last_access_at).
+// A missing job is ErrNotFound.
+func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, error) {
+	at := t.At
+	if at.IsZero() {
+		at = d.Now()
+	}
+	when := FormatTime(at)
+	var job Job
+	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		var from Status
+		if err := tx.GetContext(ctx, &from, jobStatusQuery, id); errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		if !canMove(from, t.To) {
+			return fmt.Errorf("from %s to %s: %w", from, t.To, ErrInvalidTransition)
+		}
+		var res sql.Result
+		var err error
+		if t.To == StatusRunning {
+			res, err = tx.ExecContext(ctx, toRunningQuery, when,
+				nullInt(int64(t.PID)), nullInt(int64(t.PGID)), nullInt(t.PIDStart), id, from)
+		} else {
+			var exit sql.NullInt64
+			if t.ExitCode != nil {
+				exit = sql.NullInt64{Int64: int64(*t.ExitCode), Valid: true}
+			}
+			var user, sys, rss sql.NullInt64
+			if u := t.Usage; u != nil {
+				user = sql.NullInt64{Int64: u.UserCPU.Milliseconds(), Valid: true}
+				sys = sql.NullInt64{Int64: u.SysCPU.Milliseconds(), Valid: true}
+				rss = sql.NullInt64{Int64: u.MaxRSSKB, Valid: true}
+			}
+			res, err = tx.ExecContext(ctx, toTerminalQuery, string(t.To), when, when,
+				exit, nullString(t.Signal), nullString(t.Reason), user, sys, rss, id, from)
+		}
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			// Cannot happen inside an immediate transaction; kept so that a
+			// change of locking can never turn into a silent overwrite.
+			return fmt.Errorf("from %s to %s: status changed meanwhile: %w", from, t.To, ErrInvalidTransition)
+		}
+		detail, err := json.Marshal(transitionDetail(t))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insertTransitionEventQuery, when, string(from), string(t.To), string(detail), id); err != nil {
+			return err
+		}
+		job, err = getJob(ctx, tx, jobByIDQuery, id)
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("transition job %s: %w", id, err)
+	}
+	return job, nil
+}
+
+// transitionDetail is the event detail of a move: the caller's Detail plus
+// the fields the move recorded.
+func transitionDetail(t Transition) map[string]any {
+	m := make(map[string]any, len(t.Detail)+4)
+	maps.Copy(m, t.Detail)
+	if t.To == StatusRunning {
+		if t.PID != 0 {
+			m["pid"] = t.PID
+		}
+		if t.PGID != 0 {
+			m["pgid"] = t.PGID
+		}
+	}
+	if t.ExitCode != nil && t.To.Terminal() {
+		m["exit_code"] = *t.ExitCode
+	}
+	if t.Signal != "" && t.To.Terminal() {
+		m["signal"] = t.Signal
+	}
+	if t.Reason != "" {
+		m["reason"] = t.Reason
+	}
+	return m
+}
