@@ -1,0 +1,249 @@
+//go:build linux || darwin
+
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// KillWait bounds how long KillTree waits for processes to disappear after
+// SIGKILL. A process stuck in uninterruptible sleep (a dead NFS server) can
+// outlive SIGKILL indefinitely; it is reported as a survivor instead of
+// hanging the caller.
+const KillWait = 2 * time.Second
+
+// pollInterval is how often KillTree looks at /proc while it waits. The wait
+// is bounded by the grace period, so polling costs little and needs no
+// cooperation (no SIGCHLD, no pidfd per process).
+const pollInterval = 15 * time.Millisecond
+
+// KillTree ends every process of t: it sends SIGTERM and then SIGCONT (so a
+// stopped process wakes up and acts on the SIGTERM) to the process group and
+// to every tagged process, waits until all are gone or grace has passed,
+// sends SIGKILL to whatever is left (the group as a whole too, which also
+// catches processes forked meanwhile), and waits at most KillWait more.
+//
+// Each pid is checked against its start time right before each signal, and
+// the caller's own pid and process group and t.Exclude are never signalled.
+// Calling KillTree when nothing of the job runs does nothing and returns a
+// zero KillResult. Cancelling ctx cuts the grace period short (survivors get
+// SIGKILL at once) and the final wait; ctx's error is returned only if
+// processes were still alive when it was cancelled.
+func KillTree(ctx context.Context, t Target, grace time.Duration) (KillResult, error) {
+	var res KillResult
+	signalled := map[int]bool{}
+	var errs []error
+	seenErr := map[string]bool{}
+	send := func(live map[int]Info, groupOK bool, sig syscall.Signal) {
+		pids, err := sendSignal(t, live, groupOK, sig)
+		for _, p := range pids {
+			signalled[p] = true
+		}
+		// SIGKILL is repeated every poll; a process we may not signal
+		// (EPERM) would otherwise repeat its error a hundred times.
+		if err != nil && !seenErr[err.Error()] {
+			seenErr[err.Error()] = true
+			errs = append(errs, err)
+		}
+	}
+	finish := func(left map[int]Info, err error) (KillResult, error) {
+		res.Signalled = sortedKeys(signalled)
+		res.Survivors = sortedKeys(left)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return res, fmt.Errorf("kill process tree: %w", err)
+		}
+		return res, nil
+	}
+
+	live, groupOK, err := jobProcs(t)
+	if err != nil {
+		return res, fmt.Errorf("kill process tree: %w", err)
+	}
+	if len(live) == 0 {
+		return res, nil
+	}
+	send(live, groupOK, syscall.SIGTERM)
+	send(live, groupOK, syscall.SIGCONT)
+
+	live, groupOK, err = waitGone(ctx, t, grace, nil)
+	if err != nil {
+		return finish(live, err)
+	}
+	if len(live) == 0 {
+		return finish(nil, nil)
+	}
+	res.Escalated = true
+	send(live, groupOK, syscall.SIGKILL)
+	// Keep sending SIGKILL to whatever still shows up: a process forked
+	// between the scan and the group signal, or one that setsid'd away.
+	live, _, err = waitGone(ctx, t, KillWait, func(live map[int]Info, groupOK bool) {
+		send(live, groupOK, syscall.SIGKILL)
+	})
+	if err == nil && len(live) > 0 && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return finish(live, err)
+}
+
+// Signal sends one signal to the processes of t: once to the process group
+// (unless the caller is in it or an excluded pid is) and once to each tagged
+// process outside it, checking start times first. It returns the pids that
+// were signalled, sorted; none when nothing of the job runs.
+func Signal(t Target, sig syscall.Signal) ([]int, error) {
+	live, groupOK, err := jobProcs(t)
+	if err != nil {
+		return nil, fmt.Errorf("signal processes: %w", err)
+	}
+	pids, err := sendSignal(t, live, groupOK, sig)
+	slices.Sort(pids)
+	if err != nil {
+		return pids, fmt.Errorf("signal processes: %w", err)
+	}
+	return pids, nil
+}
+
+// CountAlive returns how many processes of t are alive: group members,
+// tagged processes and the main process, zombies not counted. It returns 0
+// when the processes cannot be listed.
+func CountAlive(t Target) int {
+	live, _, err := jobProcs(t)
+	if err != nil {
+		return 0
+	}
+	return len(live)
+}
+
+// jobProcs returns the live processes of t that may be signalled, and
+// whether the process group may be signalled as a whole: it must exist, must
+// not be the caller's, and must hold no excluded process.
+func jobProcs(t Target) (map[int]Info, bool, error) {
+	self := os.Getpid()
+	selfGroup := syscall.Getpgrp()
+	excluded := func(pid int) bool {
+		return pid <= 1 || pid == self || slices.Contains(t.Exclude, pid)
+	}
+	inGroup := func(info Info) bool { return t.PGID > 1 && info.PGID == t.PGID }
+
+	found, err := scan(inGroup, t.EnvKey, t.EnvValue)
+	if err != nil {
+		return nil, false, err
+	}
+	if t.PID > 1 && t.PIDStart != 0 {
+		if info, err := Inspect(t.PID); err == nil && info.StartTime == t.PIDStart {
+			found = append(found, info)
+		}
+	}
+
+	groupOK := t.PGID > 1 && t.PGID != selfGroup
+	live := make(map[int]Info, len(found))
+	for _, info := range found {
+		if inGroup(info) && excluded(info.PID) {
+			groupOK = false
+		}
+		if info.Dead() || excluded(info.PID) || info.PGID == selfGroup {
+			continue
+		}
+		live[info.PID] = info
+	}
+	hasMember := false
+	for _, info := range live {
+		hasMember = hasMember || inGroup(info)
+	}
+	return live, groupOK && hasMember, nil
+}
+
+// sendSignal sends sig to the group (when groupOK) and to every process in
+// live that the group signal does not reach, and returns who got it.
+func sendSignal(t Target, live map[int]Info, groupOK bool, sig syscall.Signal) ([]int, error) {
+	var (
+		pids []int
+		errs []error
+	)
+	if groupOK {
+		// The group id stays taken while any member, even a zombie,
+		// exists, and jobProcs just saw a live one; so this cannot hit
+		// a recycled group.
+		err := syscall.Kill(-t.PGID, sig)
+		switch {
+		case err == nil:
+			for pid, info := range live {
+				if info.PGID == t.PGID {
+					pids = append(pids, pid)
+				}
+			}
+		case !errors.Is(err, syscall.ESRCH):
+			errs = append(errs, fmt.Errorf("signal group %d: %w", t.PGID, err))
+		}
+	}
+	for pid, info := range live {
+		if groupOK && info.PGID == t.PGID {
+			continue
+		}
+		ok, err := signalProcess(pid, info.StartTime, sig)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, errors.Join(errs...)
+}
+
+// waitGone polls until no process of t is alive, d has passed or ctx is
+// done, calling each (if set) with what it finds alive on every round. It
+// returns what is still alive at the end.
+func waitGone(ctx context.Context, t Target, d time.Duration, each func(map[int]Info, bool)) (map[int]Info, bool, error) {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		live, groupOK, err := jobProcs(t)
+		if err != nil || len(live) == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return live, groupOK, err
+		}
+		if each != nil {
+			each(live, groupOK)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// checkedKill sends sig to pid after checking its start time. It is the
+// fallback where pidfds are missing.
+func checkedKill(pid int, start int64, sig syscall.Signal) (bool, error) {
+	if !Alive(pid, start) {
+		return false, nil
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return false, nil
+		}
+		return false, fmt.Errorf("signal process %d: %w", pid, err)
+	}
+	return true, nil
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,109 @@
+//go:build linux || darwin
+
+package proc
+
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
+// Info is what the kernel says about one process at one moment.
+type Info struct {
+	PID, PPID, PGID, SID int
+	// State is the one-letter scheduler state: R running, S sleeping, D
+	// uninterruptible, T stopped, t traced, Z zombie, X dead (Linux letters;
+	// darwin states are mapped onto them).
+	State byte
+	// StartTime identifies the process together with its pid. On Linux it is
+	// /proc/PID/stat field 22 (clock ticks since boot); on darwin it is
+	// microseconds since the epoch. Compare it only with values from the same
+	// machine.
+	StartTime int64
+	// Comm is the command name the kernel keeps (at most 15 bytes on Linux).
+	Comm string
+}
+
+// Dead reports whether the process has exited, even if its parent has not
+// reaped it yet.
+func (i Info) Dead() bool { return i.State == 'Z' || i.State == 'X' }
+
+// Alive reports whether pid exists, has the given start time and is not a
+// zombie. A pid that was reused by another process is not alive, so a caller
+// that checks Alive before acting never acts on a stranger.
+func Alive(pid int, start int64) bool {
+	if pid <= 0 {
+		return false
+	}
+	info, err := Inspect(pid)
+	if err != nil {
+		return false
+	}
+	return info.StartTime == start && !info.Dead()
+}
+
+// Target names the processes of one job for KillTree, Signal, CountAlive and
+// WaitingForInput.
+type Target struct {
+	// PGID is the job's process group; 0 means none. The group of the
+	// caller is never signalled.
+	PGID int
+	// PID and PIDStart are the job's main process. The main process is
+	// included on its own only when PIDStart is set, because without a start
+	// time a reused pid could not be told apart.
+	PID      int
+	PIDStart int64
+	// EnvKey and EnvValue tag the job's processes (JOBS_ID=<id>); processes
+	// carrying exactly EnvKey=EnvValue in their environment belong to the job
+	// even if they left its group. Empty EnvKey disables the scan.
+	EnvKey, EnvValue string
+	// Exclude lists pids that are never signalled, for example the client
+	// that asked for the kill. The caller's own pid and process group are
+	// always excluded.
+	Exclude []int
+}
+
+// KillResult reports what KillTree did.
+type KillResult struct {
+	// Signalled lists, sorted, every pid that received a signal.
+	Signalled []int
+	// Survivors lists the pids still alive when KillTree gave up waiting
+	// after SIGKILL; normally empty.
+	Survivors []int
+	// Escalated is true when some process outlived the grace period and
+	// was sent SIGKILL.
+	Escalated bool
+}
+
+// Usage is the resource usage of a finished process.
+type Usage struct {
+	UserCPU, SysCPU time.Duration
+	MaxRSSKB        int64
+}
+
+// UsageOf returns the resource usage recorded in a finished process's state.
+// It counts the process and the descendants it waited for; a grandchild that
+// was orphaned is not included. It returns the zero Usage for nil.
+func UsageOf(ps *os.ProcessState) Usage {
+	if ps == nil {
+		return Usage{}
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return Usage{}
+	}
+	return UsageFromRusage(ru)
+}
+
+// UsageFromRusage converts a kernel rusage into Usage, normalising the
+// maximum resident set size to KiB (Linux reports KiB, darwin bytes).
+func UsageFromRusage(ru *syscall.Rusage) Usage {
+	if ru == nil {
+		return Usage{}
+	}
+	return Usage{
+		UserCPU:  time.Duration(ru.Utime.Nano()),
+		SysCPU:   time.Duration(ru.Stime.Nano()),
+		MaxRSSKB: int64(ru.Maxrss) / maxRSSPerKB,
+	}
+}

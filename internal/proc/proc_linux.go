@@ -1,0 +1,218 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxRSSPerKB converts ru_maxrss to KiB: Linux already reports KiB.
+const maxRSSPerKB = 1
+
+// procRoot is where the proc filesystem is mounted.
+const procRoot = "/proc"
+
+// errESRCH is what a read of /proc/PID/... returns when the process goes
+// away in the middle of the read.
+var errESRCH = syscall.ESRCH
+
+// ErrNoProcess is returned by Inspect and StartTime when no process has the
+// pid.
+var ErrNoProcess = errors.New("no such process")
+
+// StartTime returns the start time of pid: /proc/PID/stat field 22, in clock
+// ticks since boot. Together with the pid it identifies one process for its
+// whole life.
+func StartTime(pid int) (int64, error) {
+	info, err := Inspect(pid)
+	if err != nil {
+		return 0, err
+	}
+	return info.StartTime, nil
+}
+
+// Inspect reads pid's identity from /proc/PID/stat. It returns an error
+// wrapping ErrNoProcess when the process does not exist (a zombie still
+// exists; see Info.Dead).
+func Inspect(pid int) (Info, error) {
+	if pid <= 0 {
+		return Info{}, fmt.Errorf("inspect process %d: %w", pid, ErrNoProcess)
+	}
+	b, err := os.ReadFile(procRoot + "/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errESRCH) {
+			return Info{}, fmt.Errorf("inspect process %d: %w", pid, ErrNoProcess)
+		}
+		return Info{}, fmt.Errorf("inspect process %d: %w", pid, err)
+	}
+	info, err := parseStat(b)
+	if err != nil {
+		return Info{}, fmt.Errorf("inspect process %d: %w", pid, err)
+	}
+	return info, nil
+}
+
+// parseStat parses the contents of /proc/PID/stat. The command name sits in
+// parentheses and may itself contain spaces and parentheses ("a) (b"), so it
+// runs from the first '(' to the last ')'; the numeric fields follow.
+func parseStat(b []byte) (Info, error) {
+	open := bytes.IndexByte(b, '(')
+	closing := bytes.LastIndexByte(b, ')')
+	if open < 0 || closing < open {
+		return Info{}, errors.New("parse stat: no command name")
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	if err != nil {
+		return Info{}, fmt.Errorf("parse stat: pid: %w", err)
+	}
+	// fields[0] is field 3 (state), so field n is fields[n-3].
+	fields := strings.Fields(string(b[closing+1:]))
+	if len(fields) < 20 || len(fields[0]) != 1 {
+		return Info{}, errors.New("parse stat: too few fields")
+	}
+	var nums [4]int
+	for i, f := range fields[1:4] { // ppid, pgrp, session
+		if nums[i], err = strconv.Atoi(f); err != nil {
+			return Info{}, fmt.Errorf("parse stat: field %d: %w", i+4, err)
+		}
+	}
+	start, err := strconv.ParseInt(fields[22-3], 10, 64)
+	if err != nil {
+		return Info{}, fmt.Errorf("parse stat: start time: %w", err)
+	}
+	return Info{
+		PID:       pid,
+		PPID:      nums[0],
+		PGID:      nums[1],
+		SID:       nums[2],
+		State:     fields[0][0],
+		StartTime: start,
+		Comm:      string(b[open+1 : closing]),
+	}, nil
+}
+
+// pids lists the processes (thread-group leaders) in /proc.
+func pids() ([]int, error) {
+	d, err := os.Open(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	out := make([]int, 0, len(names))
+	for _, n := range names {
+		if n == "" || n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		if pid, err := strconv.Atoi(n); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
+// GroupMembers returns the processes, zombies included, whose process group
+// is pgid.
+func GroupMembers(pgid int) ([]Info, error) {
+	if pgid <= 0 {
+		return nil, nil
+	}
+	return scan(func(info Info) bool { return info.PGID == pgid }, "", "")
+}
+
+// FindByEnv returns the live processes whose environment holds exactly the
+// entry key=value. It finds a job's processes that left its process group
+// (setsid, double fork), because every child of a job inherits JOBS_ID.
+// Processes whose environment cannot be read (another user's) are skipped.
+// The environment read is the one the process was started with.
+func FindByEnv(key, value string) ([]Info, error) {
+	if key == "" {
+		return nil, errors.New("find processes by environment: empty key")
+	}
+	return scan(func(Info) bool { return false }, key, value)
+}
+
+// scan walks /proc once and returns every process for which match is true or,
+// when key is set, whose environment holds key=value. Processes that vanish
+// during the walk are skipped.
+func scan(match func(Info) bool, key, value string) ([]Info, error) {
+	all, err := pids()
+	if err != nil {
+		return nil, err
+	}
+	var entry []byte
+	if key != "" {
+		entry = []byte("\x00" + key + "=" + value + "\x00")
+	}
+	var out []Info
+	for _, pid := range all {
+		info, err := Inspect(pid)
+		if err != nil {
+			continue
+		}
+		if match(info) || (entry != nil && !info.Dead() && hasEnv(pid, entry)) {
+			out = append(out, info)
+		}
+	}
+	return out, nil
+}
+
+// hasEnv reports whether /proc/PID/environ holds entry, given as
+// "\x00KEY=VALUE\x00" so that only a whole entry matches.
+func hasEnv(pid int, entry []byte) bool {
+	b, err := os.ReadFile(procRoot + "/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	// Entries are NUL-terminated; framing the block with NULs on both
+	// sides lets the first entry match like any other.
+	framed := make([]byte, 0, len(b)+2)
+	framed = append(framed, 0)
+	framed = append(framed, b...)
+	if b[len(b)-1] != 0 {
+		framed = append(framed, 0)
+	}
+	return bytes.Contains(framed, entry)
+}
+
+// signalProcess sends sig to pid only if pid is still the process that
+// started at start and has not exited. It opens a pidfd first and checks the
+// start time after, so the signal goes either to that very process or, if the
+// pid was recycled in between, to the already-dead process the pidfd pins
+// (which is a no-op): a reused pid is never hit. It reports whether the
+// signal was delivered.
+func signalProcess(pid int, start int64, sig syscall.Signal) (bool, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return false, nil
+		}
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+			// Kernels before 5.3 have no pidfd; the check-then-kill
+			// window that remains is microseconds against a pid wrap.
+			return checkedKill(pid, start, sig)
+		}
+		return false, fmt.Errorf("open pidfd %d: %w", pid, err)
+	}
+	defer unix.Close(fd)
+	if !Alive(pid, start) {
+		return false, nil
+	}
+	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return false, nil
+		}
+		return false, fmt.Errorf("signal process %d: %w", pid, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,4 @@
+package proc
+
+// maxSignal is the highest signal number on darwin (NSIG-1).
+const maxSignal = 31
