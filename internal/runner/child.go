@@ -1,0 +1,256 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/proc"
+)
+
+// timeNow is the clock for durations the supervisor measures itself.
+var timeNow = time.Now
+
+// finalSweep is how long a pipe is read once more after its drain deadline
+// passed, so that what is already buffered is not lost when the reader was
+// busy with the appender when the deadline hit.
+const finalSweep = 100 * time.Millisecond
+
+// child is one job's live process, shared by its runner goroutine and the
+// verbs (kill, write, signal) that act on it.
+type child struct {
+	id      string
+	baseEnv []string // for the on-exit hook
+
+	ready     chan struct{} // closed once Start is done with the process (running or not)
+	readyOnce sync.Once
+	done      chan struct{} // closed once the final status is stored
+
+	stdinMu sync.Mutex // serialises writers
+
+	mu       sync.Mutex
+	job      db.Job // as created, then as running; read after ready
+	cmd      *exec.Cmd
+	stdout   *os.File
+	stderr   *os.File
+	stdin    *os.File // write end; nil for /dev/null or once closed
+	pid      int
+	pidStart int64
+	exited   bool      // the main process has exited
+	end      db.Status // set by kill, timeout or Close before they signal
+	reason   string
+	final    db.Job
+}
+
+func newChild(id string, baseEnv []string) *child {
+	return &child{
+		id:      id,
+		baseEnv: baseEnv,
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+}
+
+// target names the job's processes for package proc: its group, its main
+// process with its start time, and everything tagged with its JOBS_ID.
+func (c *child) target() proc.Target {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return proc.Target{
+		PGID: c.pid, PID: c.pid, PIDStart: c.pidStart,
+		EnvKey: EnvJobID, EnvValue: c.id,
+	}
+}
+
+// setEnd records why the job is about to end, unless a reason is already
+// recorded or (without force) the main process has already exited on its
+// own. It reports whether it recorded status.
+func (c *child) setEnd(status db.Status, reason string, force bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.end != "" || (c.exited && !force) {
+		return false
+	}
+	c.end, c.reason = status, reason
+	return true
+}
+
+// run is the runner goroutine of one child: it pumps the pipes into the
+// appender, enforces the timeout, waits for the main process, drains the
+// pipes with a bound, stores the final status and runs the exit hooks. It
+// owns the pump and wait goroutines and waits for both.
+func (s *Supervisor) run(c *child, timeout time.Duration) {
+	defer s.wg.Done()
+	c.mu.Lock()
+	cmd, stdout, stderr, pid := c.cmd, c.stdout, c.stderr, c.pid
+	c.mu.Unlock()
+
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout) }()
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr) }()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	var waitErr error
+wait:
+	for {
+		select {
+		case waitErr = <-waited:
+			break wait
+		case <-expired:
+			expired = nil
+			<-c.ready
+			reason := fmt.Sprintf("timed out after %s", timeout)
+			if _, err := s.signalEnd(context.Background(), c, db.StatusTimedOut, reason, s.cfg.Grace); err != nil {
+				s.logf("time out job %s: %v", c.id, err)
+			}
+		}
+	}
+	s.reaper.Disown(pid)
+
+	c.mu.Lock()
+	c.exited = true
+	end, reason := c.end, c.reason
+	stdin := c.stdin
+	c.stdin = nil
+	c.mu.Unlock()
+	if stdin != nil {
+		// Closing unblocks a writer stuck on a full pipe that a
+		// surviving grandchild holds but does not read.
+		stdin.Close()
+	}
+
+	// The job is finished when its main process has exited and its pipes
+	// are drained. A grandchild that inherited the pipes (`sleep 999 &`)
+	// would hold them open forever, so the drain is bounded, as
+	// exec.Cmd.WaitDelay bounds Wait; what the grandchild writes after
+	// that is not captured.
+	deadline := timeNow().Add(s.cfg.DrainTimeout)
+	stdout.SetReadDeadline(deadline)
+	stderr.SetReadDeadline(deadline)
+	pumps.Wait()
+	stdout.Close()
+	stderr.Close()
+
+	<-c.ready
+	job := s.finish(c, cmd.ProcessState, waitErr, end, reason)
+	s.afterExit(job, c.baseEnv)
+}
+
+// pump copies one pipe into the appender until EOF or the drain deadline.
+// The appender's Write blocks while the database lags, which slows the
+// child through the full pipe without using memory; it never fails for
+// long on a dead database (it drops and counts instead), so the pipe keeps
+// draining and the child never hangs on us.
+func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File) {
+	buf := make([]byte, 64<<10)
+	swept := false
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if werr := s.app.Write(jobID, stream, buf[:n]); werr != nil {
+				s.noteDropped(jobID, int64(n), werr)
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && !swept {
+			swept = true
+			r.SetReadDeadline(timeNow().Add(finalSweep))
+			continue
+		}
+		return
+	}
+}
+
+// finish stores the job's final status. The output goes in first, so that
+// whoever sees the job finished can read all of it. The writes must land
+// even while the supervisor shuts down, hence WithoutCancel plus a bound.
+func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db.Status, reason string) db.Job {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), finalWriteTimeout)
+	defer cancel()
+	c.mu.Lock()
+	started := c.job.Status == db.StatusRunning
+	c.mu.Unlock()
+
+	var t db.Transition
+	if ps != nil {
+		code, sig := exitStatus(ps)
+		t.ExitCode, t.Signal = &code, sig
+		u := proc.UsageOf(ps)
+		t.Usage = &db.Usage{UserCPU: u.UserCPU, SysCPU: u.SysCPU, MaxRSSKB: u.MaxRSSKB}
+	}
+	switch {
+	case end != "":
+		t.To, t.Reason = end, reason
+	case ps == nil:
+		t.To, t.Reason = db.StatusFailed, fmt.Sprintf("wait: %v", waitErr)
+	case *t.ExitCode == 0:
+		t.To = db.StatusDone
+	default:
+		t.To = db.StatusFailed
+		if t.Signal != "" {
+			t.Reason = "killed by " + t.Signal
+		}
+	}
+	if !started && t.To != db.StatusFailed && t.To != db.StatusKilled {
+		// Still starting in the database (its running transition did not
+		// land): only these moves are allowed from there.
+		t.To = db.StatusFailed
+	}
+
+	if err := s.app.Untrack(c.id); err != nil {
+		s.logf("flush output of job %s: %v", c.id, err)
+	}
+	if d := s.takeDropped(c.id); d != nil && d.bytes > 0 {
+		t.Detail = map[string]any{"dropped_bytes": d.bytes}
+		detail, _ := json.Marshal(map[string]any{"bytes": d.bytes, "error": d.err})
+		c.mu.Lock()
+		scope := c.job.Scope
+		c.mu.Unlock()
+		if _, err := s.db.AddEvent(ctx, db.Event{
+			JobID: c.id, Scope: scope, Kind: "output_dropped", Detail: detail,
+		}); err != nil {
+			s.logf("record dropped output of job %s: %v", c.id, err)
+		}
+	}
+	job, err := s.db.Transition(ctx, c.id, t)
+	if err != nil {
+		s.logf("record end of job %s: %v", c.id, err)
+		if j, ferr := s.db.FindJobByID(ctx, c.id); ferr == nil {
+			job = j
+		} else {
+			c.mu.Lock()
+			job = c.job
+			c.mu.Unlock()
+			job.Status, job.ExitCode, job.Signal, job.Reason = t.To, t.ExitCode, t.Signal, t.Reason
+		}
+	}
+	s.complete(c, job)
+	return job
+}
+
+// exitStatus returns the exit code of a finished process, 128+n for death
+// by signal n as shells report it, and the signal's name.
+func exitStatus(ps *os.ProcessState) (int, string) {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), proc.SignalName(ws.Signal())
+	}
+	return ps.ExitCode(), ""
+}

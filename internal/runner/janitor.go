@@ -1,0 +1,149 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+)
+
+// environ is the supervisor's own environment (a variable for tests).
+var environ = os.Environ
+
+// JanitorResult says what one janitor pass did.
+type JanitorResult struct {
+	Lost          int   // jobs of dead supervisors marked lost
+	Deleted       int   // finished jobs deleted after their ttl
+	EventsDeleted int64 // events older than the retention deleted
+}
+
+// RunJanitor runs one janitor pass over d, as `jobs gc` does: SweepLost,
+// then deletes the finished jobs whose ttl has passed since their last
+// access, then the events older than retention (0 means
+// DefaultEventRetention). Any process may run it; it needs no supervisor.
+func RunJanitor(ctx context.Context, d *db.DB, retention time.Duration) (JanitorResult, error) {
+	return runJanitor(ctx, d, retention, nil)
+}
+
+func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost func(db.Job)) (JanitorResult, error) {
+	if retention <= 0 {
+		retention = DefaultEventRetention
+	}
+	var res JanitorResult
+	var errs []error
+	n, err := sweepLost(ctx, d, onLost)
+	res.Lost = n
+	if err != nil {
+		errs = append(errs, err)
+	}
+	expired, err := d.ExpiredJobs(ctx, d.Now())
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, j := range expired {
+		if err := d.DeleteJob(ctx, j.ID); err != nil && !errors.Is(err, db.ErrNotFound) {
+			errs = append(errs, err)
+			continue
+		}
+		res.Deleted++
+	}
+	if res.EventsDeleted, err = d.DeleteEventsBefore(ctx, d.Now().Add(-retention)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("collect garbage: %w", err)
+	}
+	return res, nil
+}
+
+// SweepLost marks lost the active jobs of every supervisor that died (its
+// lock is free), with reason "supervisor <id> died", and records those
+// supervisors' end. It returns how many jobs it marked. Any process may
+// call it; racing callers each mark a job at most once between them,
+// because the transition is conditional on the current status.
+//
+// tmux jobs are skipped: their process lives in a tmux session, not under
+// the dead supervisor, so the tmux capture helper re-adopts them when the
+// session still lives instead of declaring them lost.
+func SweepLost(ctx context.Context, d *db.DB) (int, error) {
+	return sweepLost(ctx, d, nil)
+}
+
+func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) {
+	sups, err := d.SupervisorsWithActiveJobs(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sweep lost jobs: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, sup := range sups {
+		if SupervisorAlive(sup) {
+			continue
+		}
+		jobs, err := d.FindJobs(ctx, db.Filter{
+			AllScopes: true, SupervisorID: sup.ID,
+			Statuses: []db.Status{db.StatusStarting, db.StatusRunning},
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, j := range jobs {
+			if j.Mode == "tmux" {
+				continue // re-adopted by the tmux capture helper, see above
+			}
+			lost, err := d.Transition(ctx, j.ID, db.Transition{
+				To: db.StatusLost, Reason: fmt.Sprintf("supervisor %s died", sup.ID),
+			})
+			if errors.Is(err, db.ErrInvalidTransition) || errors.Is(err, db.ErrNotFound) {
+				continue // finished or swept by someone else meanwhile
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+			if onLost != nil {
+				onLost(lost)
+			}
+		}
+		if sup.EndedAt == nil {
+			if err := d.EndSupervisor(ctx, sup.ID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return n, fmt.Errorf("sweep lost jobs: %w", err)
+	}
+	return n, nil
+}
+
+// sweep is SweepLost that also runs the on_exit hooks of the jobs it marks.
+func (s *Supervisor) sweep(ctx context.Context) (int, error) {
+	return sweepLost(ctx, s.db, s.hookLost)
+}
+
+// janitor runs the janitor every JanitorInterval until Close.
+func (s *Supervisor) janitor() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.JanitorInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := runJanitor(s.ctx, s.db, s.cfg.EventRetention, s.hookLost)
+		if err != nil && s.ctx.Err() == nil {
+			s.logf("janitor: %v", err)
+		}
+		if res.Lost > 0 || res.Deleted > 0 {
+			s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/agentjobs/jobs/internal/db"
+)
+
+// maxSocketDir bounds the runtime directory's length so that
+// <dir>/<id>.sock fits in a unix socket address (sun_path is 104 bytes on
+// darwin, 108 on Linux, including the terminating NUL).
+const maxSocketDir = 100 - len("/abcdefghijklm.sock")
+
+// DefaultRuntimeDir returns the runtime directory of the database at
+// dbPath: $XDG_RUNTIME_DIR/jobs/<hash>, else <db dir>/run/<hash>, where
+// <hash> is a short hash of the absolute database path, so that two
+// databases never share a default.sock. When that path is too long for a
+// unix socket address it falls back to $TMPDIR/jobs-<uid>/<hash>.
+func DefaultRuntimeDir(dbPath string) string {
+	abs, err := filepath.Abs(dbPath)
+	if err != nil {
+		abs = dbPath
+	}
+	sum := sha256.Sum256([]byte(abs))
+	hash := hex.EncodeToString(sum[:8])
+	var dir string
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
+		dir = filepath.Join(x, "jobs", hash)
+	} else {
+		dir = filepath.Join(filepath.Dir(abs), "run", hash)
+	}
+	if len(dir) > maxSocketDir {
+		dir = filepath.Join(os.TempDir(), "jobs-"+strconv.Itoa(os.Geteuid()), hash)
+	}
+	return dir
+}
+
+// prepareRuntimeDir creates dir (0700) and checks that it is a real
+// directory owned by us and private: the sockets in it accept commands that
+// run programs, so a directory another user can enter or swap for a
+// symlink would hand them our jobs. The parent is checked too when it is
+// one of ours ("jobs", "jobs-<uid>").
+func prepareRuntimeDir(dir string) error {
+	if len(dir) > maxSocketDir {
+		return fmt.Errorf("prepare runtime directory %s: path too long for a unix socket", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("prepare runtime directory: %w", err)
+	}
+	if parent := filepath.Dir(dir); strings.HasPrefix(filepath.Base(parent), "jobs") {
+		if err := securePrivateDir(parent); err != nil {
+			return err
+		}
+	}
+	return securePrivateDir(dir)
+}
+
+func securePrivateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("prepare runtime directory: %w", err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("prepare runtime directory %s: is a symlink", dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("prepare runtime directory %s: not a directory", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("prepare runtime directory %s: owned by uid %d, not by us", dir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("prepare runtime directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// errLocked means another process holds the lock.
+var errLocked = errors.New("lock is held by another process")
+
+// lockFile opens (creating 0600) and exclusively flocks path without
+// waiting. The lock lives as long as the returned file stays open; the
+// kernel drops it when the process dies, however it dies, which is what
+// makes a free lock proof of a dead supervisor.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errLocked
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	// The pid is for people looking at the directory; nothing reads it.
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return f, nil
+}
+
+// SupervisorAlive reports whether sup still runs, by trying its lock: a
+// lock nobody holds (or a missing lock file, or a recorded end) means it
+// died. A supervisor on another host, or a lock that cannot be checked, is
+// assumed alive: its jobs are never declared lost on a guess.
+func SupervisorAlive(sup db.Supervisor) bool {
+	if sup.EndedAt != nil {
+		return false
+	}
+	if host, err := os.Hostname(); err == nil && sup.Host != "" && sup.Host != host {
+		return true
+	}
+	if sup.LockPath == "" {
+		return false
+	}
+	f, err := os.OpenFile(sup.LockPath, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	defer f.Close()
+	// A shared lock conflicts with the supervisor's exclusive one but not
+	// with other processes checking at the same moment.
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return false
+	}
+	return true
+}

@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime/debug"
+	"time"
+)
+
+// serve accepts connections on l until Close.
+func (s *Supervisor) serve(l net.Listener) {
+	defer s.wg.Done()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
+				return
+			}
+			s.logf("accept: %v", err)
+			// A persistent error (out of file descriptors) must not spin.
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			conn.Close()
+			return
+		}
+		s.conns[conn] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.handleConn(conn)
+	}
+}
+
+// handleConn answers the requests of one connection in order until the
+// client hangs up or Close closes the connection.
+func (s *Supervisor) handleConn(conn net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, conn)
+		s.mu.Unlock()
+		conn.Close()
+	}()
+	dec := json.NewDecoder(conn)
+	enc := json.NewEncoder(conn)
+	for {
+		var req Request
+		if err := dec.Decode(&req); err != nil {
+			var syntax *json.SyntaxError
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &syntax) || errors.As(err, &typ) {
+				enc.Encode(Response{Error: encodeError(invalid(fmt.Errorf("malformed request: %v", err)))})
+			}
+			return
+		}
+		if err := enc.Encode(s.handle(req)); err != nil {
+			return
+		}
+	}
+}
+
+// handle runs one request. A panic becomes an error answer: one bad
+// request must not take down a supervisor and orphan every job.
+func (s *Supervisor) handle(req Request) (resp Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logf("request %s panicked: %v\n%s", req.Op, r, debug.Stack())
+			resp = Response{Error: &WireError{Code: "error", Message: fmt.Sprintf("supervisor: internal error in %s: %v", req.Op, r)}}
+		}
+	}()
+	ctx := withCaller(s.ctx, req.CallerPID)
+	var err error
+	switch req.Op {
+	case OpPing:
+		resp.Supervisor, resp.PID = s.id, os.Getpid()
+	case OpStart:
+		if req.Start == nil {
+			err = invalid(errors.New("start: no job"))
+			break
+		}
+		job, serr := s.Start(ctx, *req.Start)
+		if serr == nil || job.ID != "" {
+			resp.Job = &job
+		}
+		err = serr
+	case OpWrite:
+		err = s.Write(ctx, req.JobID, req.Data, req.EOF)
+	case OpCloseStdin:
+		err = s.Write(ctx, req.JobID, nil, true)
+	case OpKill:
+		var res KillResult
+		res, err = s.Kill(ctx, req.JobID, req.Grace)
+		resp.Kill = &res
+	case OpSignal:
+		resp.PIDs, err = s.Signal(ctx, req.JobID, req.Signal)
+	case OpSendKeys:
+		err = s.SendKeys(ctx, req.JobID, req.Keys, req.Literal)
+	case OpFlush:
+		err = s.Flush(ctx)
+	default:
+		err = invalid(fmt.Errorf("unknown op %q", req.Op))
+	}
+	resp.Error = encodeError(err)
+	return resp
+}
