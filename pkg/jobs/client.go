@@ -3,11 +3,15 @@ package jobs
 import (
 	"context"
 	"errors"
-	"io"
-	"iter"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/runner"
 )
 
 // Options configure a Client. The zero value is usable.
@@ -59,166 +63,298 @@ func DefaultDBPath() (string, error) {
 	return filepath.Join(home, ".local", "state", "jobs", "jobs.db"), nil
 }
 
-var errNotImplemented = errors.New("not implemented yet")
-
 // Client is a handle on a jobs database for one scope. It is safe for
-// concurrent use.
+// concurrent use by many goroutines.
 type Client struct {
 	opts Options
+	db   *db.DB
+
+	mu     sync.Mutex
+	closed bool
+	sup    *runner.Supervisor // in-process mode
+	conn   *runner.Conn       // detached mode: the default supervisor
 }
 
 // Open opens (creating and migrating when needed) the database and returns
-// a client for opts.Scope.
+// a client for opts.Scope. In-process mode starts the client's own
+// supervisor at once; detached mode reaches for one on the first Start.
 func Open(ctx context.Context, opts Options) (*Client, error) {
-	return nil, errNotImplemented
+	if ctx == nil {
+		return nil, fmt.Errorf("open: %w: nil context", ErrInvalid)
+	}
+	if opts.DB == "" {
+		p, err := DefaultDBPath()
+		if err != nil {
+			return nil, err
+		}
+		opts.DB = p
+	}
+	if opts.Scope == "" {
+		opts.Scope = os.Getenv("JOBS_SCOPE")
+	}
+	if opts.Scope == "" {
+		opts.Scope = DefaultScope
+	}
+	if opts.MaxRunningPerScope == 0 {
+		opts.MaxRunningPerScope = DefaultMaxRunningPerScope
+	}
+	if opts.MaxRunning == 0 {
+		opts.MaxRunning = DefaultMaxRunning
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	d, err := db.Open(ctx, opts.DB)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{opts: opts, db: d}
+	if !opts.Detached {
+		cfg := runner.Config{
+			DB:     d,
+			Kind:   "embedded",
+			Limits: c.limits(),
+			Grace:  opts.Grace,
+		}
+		if opts.Executable != "" {
+			cfg.Executable = opts.Executable
+		}
+		if opts.OnExit != nil {
+			cb := opts.OnExit
+			cfg.OnExit = func(j db.Job) { cb(fromDB(j, time.Now())) }
+		}
+		sup, err := runner.New(cfg)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		if err := sup.Open(ctx); err != nil {
+			d.Close()
+			return nil, err
+		}
+		c.sup = sup
+	}
+	return c, nil
+}
+
+func (c *Client) limits() db.Limits {
+	return db.Limits{PerScope: c.opts.MaxRunningPerScope, Total: c.opts.MaxRunning}
 }
 
 // Scope returns the scope the client works in.
 func (c *Client) Scope() string { return c.opts.Scope }
 
 // DBPath returns the database path.
-func (c *Client) DBPath() string { return c.opts.DB }
+func (c *Client) DBPath() string { return c.db.Path }
 
-// Close releases the database; in-process mode first ends the jobs this
-// client supervises (recording why).
-func (c *Client) Close() error { return errNotImplemented }
+// Close releases the database. In-process mode first ends the jobs this
+// client supervises, recording why. Methods called after Close return
+// ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	sup, conn := c.sup, c.conn
+	c.mu.Unlock()
+	var errs []error
+	if sup != nil {
+		errs = append(errs, sup.Close())
+	}
+	if conn != nil {
+		errs = append(errs, conn.Close())
+	}
+	errs = append(errs, c.db.Close())
+	return errors.Join(errs...)
+}
+
+// check rejects calls on a closed client or with a nil context.
+func (c *Client) check(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// executable finds the jobs binary that runs detached supervisors.
+func (c *Client) executable() (string, error) {
+	if c.opts.Executable != "" {
+		return c.opts.Executable, nil
+	}
+	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "jobs" {
+		return exe, nil
+	}
+	if exe, err := os.Executable(); err == nil && strings.HasSuffix(filepath.Base(exe), ".test") && os.Getenv("JOBS_EXECUTABLE") != "" {
+		return os.Getenv("JOBS_EXECUTABLE"), nil
+	}
+	if p := os.Getenv("JOBS_EXECUTABLE"); p != "" {
+		return p, nil
+	}
+	return "jobs", nil
+}
+
+// starter is what can start a job: the in-process supervisor or a socket
+// to a detached one.
+type starter interface {
+	Start(ctx context.Context, r runner.StartRequest) (db.Job, error)
+}
+
+func (c *Client) starter(ctx context.Context) (starter, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sup != nil {
+		return c.sup, nil
+	}
+	if c.conn != nil {
+		if err := c.conn.Ping(ctx); err == nil {
+			return c.conn, nil
+		}
+		c.conn.Close()
+		c.conn = nil
+	}
+	exe, err := c.executable()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := runner.EnsureDefault(ctx, c.db, "", exe)
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	c.conn = conn
+	return conn, nil
+}
 
 // Start starts a job and returns it once its process runs (or failed to
 // start: Status failed with Reason).
 func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
-	return Job{}, errNotImplemented
+	if err := c.check(ctx); err != nil {
+		return Job{}, err
+	}
+	req, err := c.startRequest(spec)
+	if err != nil {
+		return Job{}, err
+	}
+	s, err := c.starter(ctx)
+	if err != nil {
+		return Job{}, err
+	}
+	j, err := s.Start(ctx, req)
+	if err != nil {
+		return Job{}, publicErr(spec.Name, err)
+	}
+	return fromDB(j, time.Now()), nil
 }
 
-// Get returns a job by id, unique id prefix or name.
-func (c *Client) Get(ctx context.Context, ref string) (Job, error) {
-	return Job{}, errNotImplemented
+func (c *Client) startRequest(spec Spec) (runner.StartRequest, error) {
+	var req runner.StartRequest
+	switch {
+	case spec.Command != "" && len(spec.Argv) > 0:
+		return req, fmt.Errorf("start: %w: set a command line or an argv, not both", ErrInvalid)
+	case strings.TrimSpace(spec.Command) == "" && len(spec.Argv) == 0:
+		return req, fmt.Errorf("start: %w: empty command", ErrInvalid)
+	case len(spec.Argv) > 0 && spec.Argv[0] == "":
+		return req, fmt.Errorf("start: %w: empty program name", ErrInvalid)
+	}
+	cwd := spec.Cwd
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return req, fmt.Errorf("start: working directory: %w", err)
+		}
+		cwd = wd
+	} else if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	names := make([]string, 0, len(spec.Env))
+	for _, kv := range spec.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n\x00") {
+			return req, fmt.Errorf("start: %w: environment entry %q is not NAME=VALUE", ErrInvalid, kv)
+		}
+		names = append(names, k)
+	}
+	command := spec.Command
+	argv := spec.Argv
+	if command != "" {
+		argv = []string{"/bin/sh", "-c", command}
+	} else {
+		command = shellJoin(argv)
+	}
+	mode := "pipe"
+	stdin := "pipe"
+	if spec.NoStdin {
+		stdin = "null"
+	}
+	if spec.Tmux {
+		mode = "tmux"
+	}
+	req = runner.StartRequest{
+		Job: db.NewJob{
+			Scope:     c.opts.Scope,
+			Name:      spec.Name,
+			Label:     spec.Label,
+			Command:   command,
+			Argv:      argv,
+			Cwd:       cwd,
+			EnvNames:  names,
+			Mode:      mode,
+			Stdin:     stdin,
+			Color:     spec.Color,
+			OnExit:    spec.OnExit,
+			Timeout:   pick(spec.Timeout, DefaultTimeout),
+			TTL:       pick(spec.TTL, DefaultTTL),
+			MaxOutput: pickN(spec.MaxOutput, DefaultMaxOutput),
+		},
+		Env:      spec.Env,
+		Replace:  spec.Replace,
+		KeepTmux: spec.KeepTmux,
+	}
+	return req, nil
 }
 
-// List returns the scope's jobs, newest first.
-func (c *Client) List(ctx context.Context, f Filter) ([]Job, error) {
-	return nil, errNotImplemented
+// pick maps the Spec convention (0 default, negative none) to storage (0
+// none).
+func pick(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
-// Poll returns a job's state and the cleaned tail of its output.
-func (c *Client) Poll(ctx context.Context, ref string, o PollOptions) (PollResult, error) {
-	return PollResult{}, errNotImplemented
+func pickN(n, def int64) int64 {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
-// ReadNew returns the output produced since the previous ReadNew of the job
-// (bounded by o.Tail characters, saying what it left out) and advances the
-// job's read cursor, which is stored in the database.
-func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollResult, error) {
-	return PollResult{}, errNotImplemented
-}
-
-// Log reads part of a job's output.
-func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
-	return Output{}, errNotImplemented
-}
-
-// Follow writes the job's output from r to w as it is produced, like
-// tail -f, and returns when the job has finished and all output is
-// written, or when ctx ends.
-func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) error {
-	return errNotImplemented
-}
-
-// Write writes data to the job's stdin.
-func (c *Client) Write(ctx context.Context, ref string, data []byte) error {
-	return errNotImplemented
-}
-
-// CloseStdin closes the job's stdin (end of file for the job).
-func (c *Client) CloseStdin(ctx context.Context, ref string) error {
-	return errNotImplemented
-}
-
-// Kill ends the job's whole process tree: SIGTERM, grace (0 means the
-// default), SIGKILL. Killing a finished job is not an error.
-func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (KillResult, error) {
-	return KillResult{}, errNotImplemented
-}
-
-// KillAll kills every running job of the scope.
-func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult, error) {
-	return nil, errNotImplemented
-}
-
-// Signal sends one signal (a name such as "INT", "STOP", "CONT") to the
-// job's processes and returns the pids signalled.
-func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, error) {
-	return nil, errNotImplemented
-}
-
-// Wait blocks until the jobs finish (or one of them with o.Any), output
-// matches o.Until, output is silent for o.Idle, or o.Timeout passes. It
-// sleeps while it waits.
-func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitResult, error) {
-	return WaitResult{}, errNotImplemented
-}
-
-// EventOptions shapes Events.
-type EventOptions struct {
-	// Since returns events after this cursor (an Event.ID).
-	Since int64
-	// Follow keeps the sequence open, yielding new events as they
-	// happen, until ctx ends.
-	Follow bool
-	// AllScopes includes every scope's events.
-	AllScopes bool
-	// JobID keeps one job's events.
-	JobID string
-}
-
-// Events yields the audit trail in order: every event once, none skipped,
-// across supervisor restarts.
-func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) { yield(Event{}, errNotImplemented) }
-}
-
-// History returns a job's events, oldest first.
-func (c *Client) History(ctx context.Context, ref string) ([]Event, error) {
-	return nil, errNotImplemented
-}
-
-// Clear drops a job's stored output. Offsets stay absolute: what was
-// cleared counts as evicted.
-func (c *Client) Clear(ctx context.Context, ref string) error {
-	return errNotImplemented
-}
-
-// Remove deletes a job, killing it first if it runs. Its events stay.
-func (c *Client) Remove(ctx context.Context, ref string) (KillResult, error) {
-	return KillResult{}, errNotImplemented
-}
-
-// GCResult says what a garbage collection removed.
-type GCResult struct {
-	Jobs   int   `json:"jobs_deleted"`
-	Events int64 `json:"events_deleted"`
-	Lost   int   `json:"jobs_lost"`
-}
-
-// GC runs the janitor now: marks jobs of dead supervisors lost, deletes
-// finished jobs past their TTL and events past retention.
-func (c *Client) GC(ctx context.Context) (GCResult, error) {
-	return GCResult{}, errNotImplemented
-}
-
-// SendKeys sends tmux key names (Enter, C-c, Up …) to a tmux job, or the
-// text as typed when literal is set.
-func (c *Client) SendKeys(ctx context.Context, ref string, keys []string, literal bool) error {
-	return errNotImplemented
-}
-
-// Capture returns a tmux job's screen as clean text, with up to scrollback
-// lines of history above it.
-func (c *Client) Capture(ctx context.Context, ref string, scrollback int) (string, error) {
-	return "", errNotImplemented
-}
-
-// AttachCommand returns the argv that attaches a terminal to a tmux job's
-// session.
-func (c *Client) AttachCommand(ctx context.Context, ref string) ([]string, error) {
-	return nil, errNotImplemented
+// shellJoin renders argv as a shell would need it typed, for display.
+func shellJoin(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`;&|<>(){}*?[]#~!") {
+			b.WriteString(a)
+			continue
+		}
+		b.WriteByte('\'')
+		b.WriteString(strings.ReplaceAll(a, "'", `'\''`))
+		b.WriteByte('\'')
+	}
+	return b.String()
 }

@@ -1,0 +1,294 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/runner"
+)
+
+// controller is what acts on a live child: the in-process supervisor or a
+// socket to the supervisor that owns the job.
+type controller interface {
+	Write(ctx context.Context, jobID string, data []byte, eof bool) error
+	Kill(ctx context.Context, jobID string, grace time.Duration) (runner.KillResult, error)
+	Signal(ctx context.Context, jobID string, sig string) ([]int, error)
+}
+
+// controllerFor finds the live supervisor of j. It returns nil when that
+// supervisor is gone (the job is then lost, or about to be marked so).
+func (c *Client) controllerFor(ctx context.Context, j db.Job) (controller, func(), error) {
+	if c.sup != nil && j.SupervisorID == c.sup.ID() {
+		return c.sup, func() {}, nil
+	}
+	if j.SupervisorID == "" {
+		return nil, func() {}, nil
+	}
+	s, err := c.db.FindSupervisor(ctx, j.SupervisorID)
+	if err != nil {
+		if errors.Is(err, db.ErrNotFound) {
+			return nil, func() {}, nil
+		}
+		return nil, nil, err
+	}
+	if s.EndedAt != nil || !runner.SupervisorAlive(s) {
+		return nil, func() {}, nil
+	}
+	conn, err := runner.Dial(ctx, s.SocketPath)
+	if err != nil {
+		return nil, func() {}, nil
+	}
+	return conn, func() { conn.Close() }, nil
+}
+
+// Write writes data to the job's stdin.
+func (c *Client) Write(ctx context.Context, ref string, data []byte) error {
+	return c.write(ctx, ref, data, false)
+}
+
+// CloseStdin closes the job's stdin (end of file for the job).
+func (c *Client) CloseStdin(ctx context.Context, ref string) error {
+	return c.write(ctx, ref, nil, true)
+}
+
+func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if j.Status.Terminal() {
+		return fmt.Errorf("job %s is %w (%s)", ref, ErrNotRunning, j.Status)
+	}
+	if j.Mode == "tmux" {
+		if eof {
+			return tmuxErr(ref, tmuxServer().SendKeys(j.TmuxSession, "C-d"))
+		}
+		return tmuxErr(ref, tmuxServer().SendLiteral(j.TmuxSession, string(data)))
+	}
+	if j.Stdin != "pipe" {
+		return fmt.Errorf("job %s: %w", ref, ErrStdinClosed)
+	}
+	ctl, done, err := c.controllerFor(ctx, j)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if ctl == nil {
+		return fmt.Errorf("job %s is %w (its supervisor is gone)", ref, ErrNotRunning)
+	}
+	return publicErr(ref, ctl.Write(ctx, j.ID, data, eof))
+}
+
+// Kill ends the job's whole process tree: SIGTERM, grace (0 means the
+// client's default), SIGKILL. Killing a finished job is not an error; a lost
+// job's processes that still run are ended too.
+func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (KillResult, error) {
+	if err := c.check(ctx); err != nil {
+		return KillResult{}, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return KillResult{}, err
+	}
+	return c.kill(ctx, j, grace)
+}
+
+func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillResult, error) {
+	if grace <= 0 {
+		grace = c.opts.Grace
+	}
+	if !j.Status.Terminal() {
+		ctl, done, err := c.controllerFor(ctx, j)
+		if err != nil {
+			return KillResult{}, err
+		}
+		defer done()
+		if ctl != nil {
+			r, err := ctl.Kill(ctx, j.ID, grace)
+			if err != nil {
+				return KillResult{}, publicErr(j.ID, err)
+			}
+			return killResult(r), nil
+		}
+		_, _ = runner.SweepLost(ctx, c.db)
+	}
+	// Finished or lost: end whatever of it still runs, checked by start
+	// time so a reused pid is never hit.
+	r, err := proc.KillTree(ctx, targetOf(j), grace)
+	if err != nil {
+		return KillResult{}, err
+	}
+	cur, err := c.db.FindJobByID(ctx, j.ID)
+	if err != nil {
+		cur = j
+	}
+	return KillResult{
+		JobID:       j.ID,
+		Status:      Status(cur.Status),
+		Signalled:   nonNil(r.Signalled),
+		Survivors:   nonNil(r.Survivors),
+		Escalated:   r.Escalated,
+		AlreadyDone: len(r.Signalled) == 0,
+	}, nil
+}
+
+func killResult(r runner.KillResult) KillResult {
+	return KillResult{
+		JobID:       r.JobID,
+		Status:      Status(r.Status),
+		Signalled:   nonNil(r.Signalled),
+		Survivors:   nonNil(r.Survivors),
+		Escalated:   r.Escalated,
+		AlreadyDone: r.AlreadyDone,
+	}
+}
+
+func nonNil(p []int) []int {
+	if p == nil {
+		return []int{}
+	}
+	return p
+}
+
+// targetOf names the processes of a job for proc.
+func targetOf(j db.Job) proc.Target {
+	return proc.Target{PGID: j.PGID, PID: j.PID, PIDStart: j.PIDStart, EnvKey: "JOBS_ID", EnvValue: j.ID}
+}
+
+// KillAll kills every running job of the scope, for an agent closing its
+// session.
+func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	_, _ = runner.SweepLost(ctx, c.db)
+	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []db.Status{db.StatusStarting, db.StatusRunning}})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KillResult, len(rows))
+	errs := make([]error, len(rows))
+	done := make(chan int)
+	for i, j := range rows {
+		go func() {
+			out[i], errs[i] = c.kill(ctx, j, grace)
+			done <- i
+		}()
+	}
+	for range rows {
+		<-done
+	}
+	return out, errors.Join(errs...)
+}
+
+// Signal sends one signal (a name such as "INT", "STOP", "CONT") to the
+// job's processes and returns the pids signalled.
+func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	s, err := proc.ParseSignal(sig)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if j.Status.Terminal() {
+		if j.Status != db.StatusLost {
+			return nil, fmt.Errorf("job %s is %w (%s)", ref, ErrNotRunning, j.Status)
+		}
+		return proc.Signal(targetOf(j), s)
+	}
+	ctl, done, err := c.controllerFor(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if ctl == nil {
+		return proc.Signal(targetOf(j), s)
+	}
+	pids, err := ctl.Signal(ctx, j.ID, sig)
+	return pids, publicErr(ref, err)
+}
+
+// Clear drops a job's stored output. Offsets stay absolute: what was
+// cleared counts as evicted.
+func (c *Client) Clear(ctx context.Context, ref string) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return logs.Clear(ctx, c.db, j.ID)
+}
+
+// Remove deletes a job, killing it first if it runs. Its events stay.
+func (c *Client) Remove(ctx context.Context, ref string) (KillResult, error) {
+	if err := c.check(ctx); err != nil {
+		return KillResult{}, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return KillResult{}, err
+	}
+	r := KillResult{JobID: j.ID, Status: Status(j.Status), AlreadyDone: true, Signalled: []int{}, Survivors: []int{}}
+	if !j.Status.Terminal() {
+		if r, err = c.kill(ctx, j, 0); err != nil {
+			return r, err
+		}
+		// The runner records the final status after draining; wait for it
+		// so the row is not deleted under it.
+		c.waitTerminal(ctx, j.ID, 10*time.Second)
+	}
+	if err := c.db.DeleteJob(ctx, j.ID); err != nil {
+		return r, publicErr(ref, err)
+	}
+	return r, nil
+}
+
+// waitTerminal waits, bounded, until the job has a terminal status.
+func (c *Client) waitTerminal(ctx context.Context, id string, bound time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	w := newWatcher(c.db.Path)
+	defer w.Close()
+	for {
+		j, err := c.db.FindJobByID(ctx, id)
+		if err != nil || j.Status.Terminal() {
+			return
+		}
+		if w.Wait(ctx, 200*time.Millisecond) != nil {
+			return
+		}
+	}
+}
+
+// GCResult says what a garbage collection removed.
+type GCResult struct {
+	Lost   int   `json:"jobs_lost"`
+	Jobs   int   `json:"jobs_deleted"`
+	Events int64 `json:"events_deleted"`
+}
+
+// GC runs the janitor now: marks jobs of dead supervisors lost, deletes
+// finished jobs past their TTL and events past retention (30 days). It works
+// on the whole database, not only the client's scope.
+func (c *Client) GC(ctx context.Context) (GCResult, error) {
+	if err := c.check(ctx); err != nil {
+		return GCResult{}, err
+	}
+	r, err := runner.RunJanitor(ctx, c.db, 0)
+	return GCResult{Lost: r.Lost, Jobs: r.Deleted, Events: r.EventsDeleted}, err
+}

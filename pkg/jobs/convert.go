@@ -1,0 +1,149 @@
+package jobs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/runner"
+)
+
+// fromDB turns the storage view of a job into the public one. now closes
+// the runtime of a job that has not ended.
+func fromDB(j db.Job, now time.Time) Job {
+	out := Job{
+		ID:           j.ID,
+		Scope:        j.Scope,
+		Name:         j.Name,
+		Label:        j.Label,
+		Command:      j.Command,
+		Argv:         j.Argv,
+		Cwd:          j.Cwd,
+		EnvNames:     j.EnvNames,
+		Mode:         Mode(j.Mode),
+		TmuxSession:  j.TmuxSession,
+		Status:       Status(j.Status),
+		ExitCode:     j.ExitCode,
+		Signal:       j.Signal,
+		Reason:       j.Reason,
+		PID:          j.PID,
+		PGID:         j.PGID,
+		Supervisor:   j.SupervisorID,
+		Stdin:        j.Stdin,
+		OnExit:       j.OnExit,
+		CreatedAt:    j.CreatedAt,
+		StartedAt:    j.StartedAt,
+		EndedAt:      j.EndedAt,
+		LastAccess:   j.LastAccessAt,
+		Timeout:      j.Timeout,
+		TTL:          j.TTL,
+		MaxOutput:    j.MaxOutput,
+		OutputBytes:  j.OutputBytes,
+		OutputLines:  j.OutputLines,
+		EvictedBytes: j.EvictedBytes,
+		DroppedBytes: j.DroppedBytes,
+		LastOutputAt: j.LastOutputAt,
+		ReadCursor:   j.ReadCursor,
+		UserCPU:      j.UserCPU,
+		SysCPU:       j.SysCPU,
+		MaxRSSKB:     j.MaxRSSKB,
+	}
+	if out.Argv == nil {
+		out.Argv = []string{}
+	}
+	if j.StartedAt != nil {
+		end := now
+		if j.EndedAt != nil {
+			end = *j.EndedAt
+		}
+		if d := end.Sub(*j.StartedAt); d > 0 {
+			out.Runtime = d
+		}
+	}
+	return out
+}
+
+func eventFromDB(e db.Event) Event {
+	return Event{
+		ID:     e.ID,
+		JobID:  e.JobID,
+		Scope:  e.Scope,
+		At:     e.At,
+		Kind:   e.Kind,
+		From:   Status(e.From),
+		To:     Status(e.To),
+		Detail: json.RawMessage(e.Detail),
+	}
+}
+
+func outputFromPage(id string, p logs.Page, text string) Output {
+	o := Output{
+		JobID:        id,
+		Text:         text,
+		Start:        p.Start,
+		End:          p.End,
+		NextOffset:   p.NextOffset,
+		FirstLine:    p.FirstLine + 1,
+		Lines:        p.Lines,
+		TotalBytes:   p.TotalBytes,
+		TotalLines:   p.TotalLines,
+		Evicted:      p.Gap,
+		EvictedTotal: p.EvictedBytes,
+		Truncated:    p.Truncated,
+	}
+	if p.Start > 0 {
+		o.OmittedBefore = p.Start
+	}
+	if p.TotalBytes > p.End {
+		o.OmittedAfter = p.TotalBytes - p.End
+	}
+	return o
+}
+
+// publicErr maps internal errors to the package's sentinels, naming the job
+// the caller asked for.
+func publicErr(ref string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var amb *db.AmbiguousError
+	var taken *db.NameTakenError
+	var lim *db.LimitError
+	switch {
+	case errors.As(err, &amb):
+		return fmt.Errorf("job prefix %q is %w: matches %s", ref, ErrAmbiguous, joinIDs(amb.Candidates))
+	case errors.Is(err, db.ErrNotFound):
+		return fmt.Errorf("job %s %w", ref, ErrNotFound)
+	case errors.As(err, &taken):
+		return fmt.Errorf("%w: job %s is already running as %q (use --replace to end it first)", ErrNameTaken, taken.ID, taken.Name)
+	case errors.Is(err, db.ErrNameTaken):
+		return fmt.Errorf("%w: %v", ErrNameTaken, err)
+	case errors.As(err, &lim):
+		return fmt.Errorf("%w: %v", ErrLimit, err)
+	case errors.Is(err, db.ErrLimit):
+		return fmt.Errorf("%w: %v", ErrLimit, err)
+	case errors.Is(err, db.ErrInvalidTransition):
+		return fmt.Errorf("%w: %v", ErrInvalidTransition, err)
+	case errors.Is(err, runner.ErrNotRunning):
+		return fmt.Errorf("job %s is %w", ref, ErrNotRunning)
+	case errors.Is(err, runner.ErrStdinClosed):
+		return fmt.Errorf("job %s: %w", ref, ErrStdinClosed)
+	case errors.Is(err, runner.ErrNoTmux):
+		return fmt.Errorf("%w: install it (apt-get install tmux) or start the job without --tmux", ErrNoTmux)
+	}
+	return err
+}
+
+func joinIDs(ids []string) string {
+	s := ""
+	for i, id := range ids {
+		if i > 0 {
+			s += ", "
+		}
+		s += id
+	}
+	return s
+}

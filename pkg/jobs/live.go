@@ -1,0 +1,45 @@
+package jobs
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/proc"
+)
+
+// addLiveFacts asks the kernel what the stored row cannot say: whether a
+// process of the job is blocked reading its stdin, and how many of its
+// processes are still alive once the main one has exited or the job has
+// ended. full counts descendants of finished jobs too, which costs a scan of
+// every process's environment; list asks it only for lost jobs.
+func addLiveFacts(out *Job, j db.Job, full bool) {
+	if j.PID == 0 {
+		return
+	}
+	t := targetOf(j)
+	switch {
+	case j.Status == db.StatusRunning:
+		mainAlive := proc.Alive(j.PID, j.PIDStart)
+		if j.Stdin == "pipe" && j.Mode != "tmux" && mainAlive {
+			out.WaitingForInput = proc.WaitingForInput(j.PID, stdinInode(j.PID), t)
+		}
+		if !mainAlive {
+			out.Descendants = proc.CountAlive(t)
+		}
+	case j.Status == db.StatusLost, full && j.Status.Terminal():
+		out.Descendants = proc.CountAlive(t)
+	}
+}
+
+// stdinInode reads which pipe the main process has as stdin. The link is
+// readable by any process of the same user, so readers need no supervisor.
+func stdinInode(pid int) uint64 {
+	link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/0")
+	if err != nil || !strings.HasPrefix(link, "pipe:[") {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "pipe:["), "]"), 10, 64)
+	return n
+}

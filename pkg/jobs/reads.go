@@ -1,0 +1,363 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/textclean"
+)
+
+// find resolves ref in the client's scope. When the job looks alive it
+// first checks that its supervisor is: a dead one's jobs become lost here,
+// as DESIGN says whoever notices marks them.
+func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
+	if ref == "" {
+		return db.Job{}, fmt.Errorf("%w: missing job id", ErrInvalid)
+	}
+	j, err := c.db.FindJob(ctx, c.opts.Scope, ref)
+	if err != nil {
+		return db.Job{}, publicErr(ref, err)
+	}
+	if !j.Status.Terminal() {
+		if n, _ := runner.SweepLost(ctx, c.db); n > 0 {
+			if j2, err := c.db.FindJobByID(ctx, j.ID); err == nil {
+				j = j2
+			}
+		}
+	}
+	return j, nil
+}
+
+// view converts a job and adds what only the live processes can tell.
+func (c *Client) view(j db.Job) Job { return c.viewFull(j, true) }
+
+func (c *Client) viewFull(j db.Job, full bool) Job {
+	out := fromDB(j, time.Now())
+	addLiveFacts(&out, j, full)
+	return out
+}
+
+// Get returns a job by id, unique id prefix or name, and counts as an
+// access for its TTL.
+func (c *Client) Get(ctx context.Context, ref string) (Job, error) {
+	if err := c.check(ctx); err != nil {
+		return Job{}, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return Job{}, err
+	}
+	_ = c.db.Touch(ctx, j.ID)
+	return c.view(j), nil
+}
+
+// List returns the scope's jobs, newest first.
+func (c *Client) List(ctx context.Context, f Filter) ([]Job, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	_, _ = runner.SweepLost(ctx, c.db)
+	df := db.Filter{Scope: c.opts.Scope, AllScopes: f.AllScopes, Limit: f.Limit}
+	for _, s := range f.Statuses {
+		df.Statuses = append(df.Statuses, db.Status(s))
+	}
+	rows, err := c.db.FindJobs(ctx, df)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Job, 0, len(rows))
+	for _, j := range rows {
+		out = append(out, c.viewFull(j, false))
+	}
+	return out, nil
+}
+
+// History returns a job's events, oldest first.
+func (c *Client) History(ctx context.Context, ref string) ([]Event, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := c.db.Events(ctx, db.EventFilter{Scope: c.opts.Scope, JobID: j.ID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, eventFromDB(e))
+	}
+	return out, nil
+}
+
+func (o PollOptions) chars() int64 {
+	if o.Tail > 0 {
+		return o.Tail
+	}
+	return DefaultTailChars
+}
+
+// Poll returns a job's state and the tail of its output, cleaned for an
+// agent unless o.Raw.
+func (c *Client) Poll(ctx context.Context, ref string, o PollOptions) (PollResult, error) {
+	if err := c.check(ctx); err != nil {
+		return PollResult{}, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return PollResult{}, err
+	}
+	_ = c.db.Touch(ctx, j.ID)
+	f, err := filter("", o.Grep)
+	if err != nil {
+		return PollResult{}, err
+	}
+	out, err := c.tail(ctx, j.ID, o.chars(), f, !o.Raw)
+	if err != nil {
+		return PollResult{}, err
+	}
+	v := c.view(j)
+	return PollResult{Job: v, Output: out, RetryIn: retryIn(v)}, nil
+}
+
+// tail reads the last n characters. Cleaning can shrink text a lot (a
+// progress bar redrawn a thousand times is one line), so it reads a larger
+// raw window and cuts the cleaned text.
+func (c *Client) tail(ctx context.Context, id string, n int64, f logs.Filter, clean bool) (Output, error) {
+	window := n
+	if clean {
+		window = max(n*4, 4096)
+	}
+	p, err := logs.Tail(ctx, c.db, id, window, logs.Chars, f)
+	if err != nil {
+		return Output{}, err
+	}
+	text := string(p.Data)
+	if clean {
+		text = textclean.Clean(p.Data)
+	}
+	cut := int64(0)
+	if int64(utf8.RuneCountInString(text)) > n {
+		var left int
+		text, left = textclean.TailChars(text, int(n))
+		cut = int64(left)
+	}
+	out := outputFromPage(id, p, text)
+	if cut > 0 {
+		out.Truncated = true
+	}
+	return out, nil
+}
+
+// retryIn suggests when to look again: soon after output, slower the
+// longer a job has been silent, never for a finished job.
+func retryIn(j Job) time.Duration {
+	if j.Status.Terminal() {
+		return 0
+	}
+	since := time.Since(j.CreatedAt)
+	if j.LastOutputAt != nil {
+		since = time.Since(*j.LastOutputAt)
+	}
+	d := since / 2
+	return min(max(d, time.Second), 30*time.Second)
+}
+
+// ReadNew returns output produced since the previous ReadNew of the job and
+// advances the job's read cursor (stored in the database) past what it
+// returned. It never repeats or skips a byte: when more is pending than
+// o.Tail characters, Output.OmittedAfter says how much, and the next call
+// continues there.
+func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollResult, error) {
+	if err := c.check(ctx); err != nil {
+		return PollResult{}, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return PollResult{}, err
+	}
+	_ = c.db.Touch(ctx, j.ID)
+	f, err := filter("", o.Grep)
+	if err != nil {
+		return PollResult{}, err
+	}
+	n := o.chars()
+	for attempt := 0; ; attempt++ {
+		cur, err := c.db.FindJobByID(ctx, j.ID)
+		if err != nil {
+			return PollResult{}, publicErr(ref, err)
+		}
+		from := cur.ReadCursor
+		// Characters are at most 4 bytes; read enough bytes for n of them
+		// (cleaning only shrinks text, so raw bytes bound the window).
+		p, err := logs.ReadRange(ctx, c.db, j.ID, from, n*4, f)
+		if err != nil {
+			return PollResult{}, err
+		}
+		data := p.Data
+		end := p.End
+		if f.Grep == nil {
+			data, end = cutChars(p.Data, p.Start, n, p.End)
+			if !cur.Status.Terminal() || end < p.TotalBytes {
+				// Keep a UTF-8 character whose bytes have not all
+				// arrived for the next read.
+				data, end = dropPartialRune(data, end)
+			}
+		}
+		ok, err := c.db.AdvanceReadCursor(ctx, j.ID, from, max(end, from))
+		if err != nil {
+			return PollResult{}, err
+		}
+		if !ok && attempt < 10 {
+			continue // another reader moved the cursor; read again from there
+		}
+		text := string(data)
+		if !o.Raw {
+			text = textclean.Clean(data)
+		}
+		p.End = end
+		p.NextOffset = end
+		out := outputFromPage(j.ID, p, text)
+		out.OmittedBefore = 0
+		v := c.view(cur)
+		v.ReadCursor = end
+		return PollResult{Job: v, Output: out, RetryIn: retryIn(v)}, nil
+	}
+}
+
+// cutChars keeps at most n characters of data (which starts at offset
+// start) and returns the kept bytes and the offset after them.
+func cutChars(data []byte, start, n, end int64) ([]byte, int64) {
+	count := int64(0)
+	for i := 0; i < len(data); {
+		if count == n {
+			return data[:i], start + int64(i)
+		}
+		_, size := utf8.DecodeRune(data[i:])
+		i += size
+		count++
+	}
+	return data, end
+}
+
+// dropPartialRune holds back an incomplete UTF-8 sequence at the end.
+func dropPartialRune(data []byte, end int64) ([]byte, int64) {
+	for k := 1; k <= 3 && k <= len(data); k++ {
+		b := data[len(data)-k]
+		if b < 0x80 {
+			return data, end
+		}
+		if b >= 0xC0 { // a leading byte: is its sequence complete?
+			need := 2
+			switch {
+			case b >= 0xF0:
+				need = 4
+			case b >= 0xE0:
+				need = 3
+			}
+			if k < need {
+				return data[:len(data)-k], end - int64(k)
+			}
+			return data, end
+		}
+	}
+	return data, end
+}
+
+func filter(stream Stream, grep string) (logs.Filter, error) {
+	f := logs.Filter{Stream: logs.Stream(stream)}
+	switch stream {
+	case "", Stdout, Stderr, PTY:
+	default:
+		return f, fmt.Errorf("%w: unknown stream %q (use stdout or stderr)", ErrInvalid, stream)
+	}
+	if grep != "" {
+		re, err := regexp.Compile(grep)
+		if err != nil {
+			return f, fmt.Errorf("%w: bad regular expression %q: %v", ErrInvalid, grep, reErr(err))
+		}
+		f.Grep = re
+	}
+	return f, nil
+}
+
+// reErr shortens regexp's errors, which repeat the pattern.
+func reErr(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return string(se.Code)
+	}
+	return err.Error()
+}
+
+// Log reads part of a job's output.
+func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
+	if err := c.check(ctx); err != nil {
+		return Output{}, err
+	}
+	if r.Offset < 0 || r.Limit < 0 || r.FromLine < 0 || r.Lines < 0 || r.Tail < 0 || r.TailLines < 0 {
+		return Output{}, fmt.Errorf("%w: offsets, limits and line counts cannot be negative", ErrInvalid)
+	}
+	f, err := filter(r.Stream, r.Grep)
+	if err != nil {
+		return Output{}, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return Output{}, err
+	}
+	_ = c.db.Touch(ctx, j.ID)
+	var p logs.Page
+	switch {
+	case r.ByteRange || r.Offset > 0 || r.Limit > 0:
+		limit := r.Limit
+		if limit == 0 {
+			limit = DefaultPageBytes
+		}
+		truncated := false
+		if limit > MaxPageBytes {
+			limit, truncated = MaxPageBytes, true
+		}
+		p, err = logs.ReadRange(ctx, c.db, j.ID, r.Offset, limit, f)
+		p.Truncated = p.Truncated || truncated
+	case r.FromLine > 0 || r.Lines > 0:
+		from := max(r.FromLine, 1)
+		n := r.Lines
+		if n == 0 {
+			n = 200
+		}
+		p, err = logs.ReadLines(ctx, c.db, j.ID, from, n, f)
+	case r.TailLines > 0:
+		p, err = logs.TailLines(ctx, c.db, j.ID, r.TailLines, f)
+	default:
+		if r.Clean {
+			return c.tail(ctx, j.ID, pickTail(r.Tail), f, true)
+		}
+		p, err = logs.Tail(ctx, c.db, j.ID, pickTail(r.Tail), logs.Chars, f)
+	}
+	if err != nil {
+		return Output{}, err
+	}
+	text := string(p.Data)
+	if r.Clean {
+		text = textclean.Clean(p.Data)
+	}
+	return outputFromPage(j.ID, p, text), nil
+}
+
+func pickTail(n int64) int64 {
+	if n > 0 {
+		return n
+	}
+	return DefaultTailChars
+}

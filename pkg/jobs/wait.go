@@ -1,0 +1,302 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"regexp"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/runner"
+)
+
+// Wait blocks until the jobs finish (or one of them with o.Any), output of
+// one of them matches o.Until, all of them have been silent for o.Idle, or
+// o.Timeout passes. It sleeps while it waits: it wakes when the database
+// changes, and at least once a second.
+func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitResult, error) {
+	if err := c.check(ctx); err != nil {
+		return WaitResult{}, err
+	}
+	if len(refs) == 0 {
+		return WaitResult{}, fmt.Errorf("%w: wait needs at least one job id", ErrInvalid)
+	}
+	if o.Timeout < 0 || o.Idle < 0 {
+		return WaitResult{}, fmt.Errorf("%w: durations cannot be negative", ErrInvalid)
+	}
+	var until *regexp.Regexp
+	if o.Until != "" {
+		re, err := regexp.Compile(o.Until)
+		if err != nil {
+			return WaitResult{}, fmt.Errorf("%w: bad regular expression %q: %v", ErrInvalid, o.Until, reErr(err))
+		}
+		until = re
+	}
+	ids := make([]string, len(refs))
+	for i, ref := range refs {
+		j, err := c.find(ctx, ref)
+		if err != nil {
+			return WaitResult{}, err
+		}
+		ids[i] = j.ID
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	w := newWatcher(c.db.Path)
+	defer w.Close()
+	scanned := make([]int64, len(ids)) // Until: offset of the next unscanned line
+	lastProgress := time.Now()
+	lastSweep := time.Now()
+	for {
+		jobs := make([]Job, len(ids))
+		rows := make([]db.Job, len(ids))
+		for i, id := range ids {
+			j, err := c.db.FindJobByID(context.WithoutCancel(ctx), id)
+			if err != nil {
+				return WaitResult{}, publicErr(refs[i], err)
+			}
+			rows[i] = j
+			jobs[i] = fromDB(j, time.Now())
+		}
+		res := WaitResult{Jobs: jobs}
+		if until != nil {
+			for i, j := range rows {
+				line, next, err := c.scanUntil(ctx, j, scanned[i], until)
+				if err != nil {
+					return res, err
+				}
+				scanned[i] = next
+				if line != "" {
+					res.Reason, res.JobID, res.Match = WaitMatched, j.ID, line
+					return res, nil
+				}
+			}
+		}
+		finished := 0
+		for i, j := range jobs {
+			if j.Status.Terminal() {
+				finished++
+				if o.Any && res.JobID == "" {
+					res.JobID = jobs[i].ID
+				}
+			}
+		}
+		if finished == len(jobs) || (o.Any && finished > 0) {
+			res.Reason = WaitExited
+			if res.JobID == "" {
+				res.JobID = jobs[len(jobs)-1].ID
+			}
+			return res, nil
+		}
+		if o.Idle > 0 {
+			quiet := time.Duration(1<<63 - 1)
+			for _, j := range jobs {
+				if j.Status.Terminal() {
+					continue
+				}
+				since := j.CreatedAt
+				if j.StartedAt != nil {
+					since = *j.StartedAt
+				}
+				if j.LastOutputAt != nil {
+					since = *j.LastOutputAt
+				}
+				quiet = min(quiet, time.Since(since))
+			}
+			if quiet >= o.Idle {
+				res.Reason = WaitIdle
+				return res, nil
+			}
+		}
+		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
+			o.Progress(jobs)
+			lastProgress = time.Now()
+		}
+		if time.Since(lastSweep) >= 2*time.Second {
+			_, _ = runner.SweepLost(ctx, c.db)
+			lastSweep = time.Now()
+		}
+		if err := w.Wait(ctx, time.Second); err != nil {
+			if ctx.Err() == context.DeadlineExceeded && o.Timeout > 0 {
+				res.Reason = WaitTimedOut
+				for i, id := range ids {
+					if j, err := c.db.FindJobByID(context.WithoutCancel(ctx), id); err == nil {
+						res.Jobs[i] = fromDB(j, time.Now())
+					}
+				}
+				return res, nil
+			}
+			return res, err
+		}
+	}
+}
+
+// scanUntil looks for re in the complete lines of j's output from offset
+// from on. It returns the first matching line (empty if none) and the offset
+// to resume at. The final line without a newline counts once the job ends.
+func (c *Client) scanUntil(ctx context.Context, j db.Job, from int64, re *regexp.Regexp) (string, int64, error) {
+	for from < j.OutputBytes {
+		p, err := logs.ReadRange(ctx, c.db, j.ID, from, 1<<20, logs.Filter{})
+		if err != nil {
+			return "", from, err
+		}
+		data := p.Data
+		if len(data) == 0 {
+			return "", max(from, p.NextOffset), nil
+		}
+		base := p.Start
+		last := bytes.LastIndexByte(data, '\n')
+		complete := data
+		if last < 0 {
+			complete = nil
+		} else {
+			complete = data[:last+1]
+		}
+		if j.Status.Terminal() && p.End >= j.OutputBytes {
+			complete = data
+		}
+		for len(complete) > 0 {
+			line := complete
+			if i := bytes.IndexByte(complete, '\n'); i >= 0 {
+				line = complete[:i]
+				complete = complete[i+1:]
+			} else {
+				complete = nil
+			}
+			if re.Match(line) {
+				return string(bytes.TrimRight(line, "\r")), 0, nil
+			}
+		}
+		next := base + int64(last+1)
+		if j.Status.Terminal() && p.End >= j.OutputBytes {
+			next = p.End
+		}
+		if next <= from {
+			// One line longer than the page and not finished yet: look
+			// again when more has arrived.
+			return "", from, nil
+		}
+		from = next
+	}
+	return "", from, nil
+}
+
+// Follow writes the job's output to w as it is produced, like tail -f,
+// starting with the part r selects (by default the last DefaultTailChars
+// characters). It returns when the job has finished and all its output is
+// written, or when ctx ends.
+func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) error {
+	first, err := c.Log(ctx, ref, r)
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, first.Text); err != nil {
+		return err
+	}
+	f, err := filter(r.Stream, r.Grep)
+	if err != nil {
+		return err
+	}
+	off := first.End
+	wt := newWatcher(c.db.Path)
+	defer wt.Close()
+	lastSweep := time.Now()
+	for {
+		j, err := c.db.FindJobByID(ctx, first.JobID)
+		if err != nil {
+			return publicErr(ref, err)
+		}
+		for off < j.OutputBytes {
+			p, err := logs.ReadRange(ctx, c.db, j.ID, off, 1<<20, f)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(p.Data); err != nil {
+				return err
+			}
+			if p.NextOffset <= off {
+				break
+			}
+			off = p.NextOffset
+		}
+		if j.Status.Terminal() && off >= j.OutputBytes {
+			return nil
+		}
+		if time.Since(lastSweep) >= 2*time.Second {
+			_, _ = runner.SweepLost(ctx, c.db)
+			lastSweep = time.Now()
+		}
+		if err := wt.Wait(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// EventOptions shapes Events.
+type EventOptions struct {
+	// Since returns events after this cursor (an Event.ID).
+	Since int64
+	// Follow keeps the sequence open, yielding new events as they
+	// happen, until ctx ends.
+	Follow bool
+	// AllScopes includes every scope's events.
+	AllScopes bool
+	// JobID keeps one job's events (the exact id).
+	JobID string
+}
+
+// Events yields the audit trail in order: every event once, none skipped,
+// across supervisor restarts. Event IDs are the cursor: pass the last one
+// seen as Since to resume.
+func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if err := c.check(ctx); err != nil {
+			yield(Event{}, err)
+			return
+		}
+		if o.Since < 0 {
+			yield(Event{}, fmt.Errorf("%w: negative event cursor", ErrInvalid))
+			return
+		}
+		w := newWatcher(c.db.Path)
+		defer w.Close()
+		since := o.Since
+		const batch = 500
+		lastSweep := time.Time{}
+		for {
+			if o.Follow && time.Since(lastSweep) >= 2*time.Second {
+				_, _ = runner.SweepLost(ctx, c.db)
+				lastSweep = time.Now()
+			}
+			evs, err := c.db.Events(ctx, db.EventFilter{Scope: c.opts.Scope, AllScopes: o.AllScopes, JobID: o.JobID, SinceID: since, Limit: batch})
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(Event{}, err)
+				}
+				return
+			}
+			for _, e := range evs {
+				if !yield(eventFromDB(e), nil) {
+					return
+				}
+				since = e.ID
+			}
+			if len(evs) == batch {
+				continue
+			}
+			if !o.Follow {
+				return
+			}
+			if err := w.Wait(ctx, time.Second); err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,29 @@
+//go:build !linux
+
+package jobs
+
+import (
+	"context"
+	"time"
+)
+
+// watcher sleeps until the database may have changed. Without inotify it
+// sleeps a short fixed slice.
+type watcher struct{}
+
+func newWatcher(string) *watcher { return &watcher{} }
+
+// Wait returns after at most d (100 ms slices), or with ctx's error.
+func (w *watcher) Wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(min(d, 100*time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Close releases nothing.
+func (w *watcher) Close() {}
