@@ -432,3 +432,36 @@ func TestCreateJobWaitsForLockedDatabase(t *testing.T) {
 		t.Errorf("jobs after the wait: %+v, %v", jobs, err)
 	}
 }
+
+// TestCreateJobGivesUpWithItsContext: a caller whose context ends while
+// another writer holds the lock gets an error, and nothing of the job is
+// written.
+func TestCreateJobGivesUpWithItsContext(t *testing.T) {
+	t.Parallel()
+	d, _ := openTest(t)
+	holder, err := d.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(context.Background(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	_, err = d.CreateJob(ctx, NewJob{Scope: "s", Command: "true"}, Limits{})
+	if err == nil {
+		t.Fatal("CreateJob succeeded while another writer held the lock")
+	}
+	if el := time.Since(begin); el >= BusyTimeout {
+		t.Errorf("CreateJob gave up after %v, not when its context ended", el)
+	}
+	if _, err := holder.ExecContext(context.Background(), `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := d.Get(&n, `SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM events)`); err != nil || n != 0 {
+		t.Errorf("rows left by the abandoned create: %d, %v", n, err)
+	}
+}
