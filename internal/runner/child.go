@@ -180,13 +180,11 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File) {
 }
 
 // finish stores the job's final status. The output goes in first, so that
-// whoever sees the job finished can read all of it. The writes must land
-// even while the supervisor shuts down, hence WithoutCancel plus a bound.
+// whoever sees the job finished can read all of it.
 func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db.Status, reason string) db.Job {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), finalWriteTimeout)
-	defer cancel()
 	c.mu.Lock()
 	started := c.job.Status == db.StatusRunning
+	scope := c.job.Scope
 	c.mu.Unlock()
 
 	var t db.Transition
@@ -215,24 +213,30 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 		t.To = db.StatusFailed
 	}
 
+	// Untrack flushes; bytes the database refused are counted by then
+	// (OnDropped runs inside the flush that gives up on them).
 	if err := s.app.Untrack(c.id); err != nil {
 		s.logf("flush output of job %s: %v", c.id, err)
 	}
 	if d := s.takeDropped(c.id); d != nil && d.bytes > 0 {
 		t.Detail = map[string]any{"dropped_bytes": d.bytes}
 		detail, _ := json.Marshal(map[string]any{"bytes": d.bytes, "error": d.err})
-		c.mu.Lock()
-		scope := c.job.Scope
-		c.mu.Unlock()
-		if _, err := s.db.AddEvent(ctx, db.Event{
-			JobID: c.id, Scope: scope, Kind: "output_dropped", Detail: detail,
+		if err := s.persist("record dropped output of job "+c.id, func(ctx context.Context) error {
+			_, err := s.db.AddEvent(ctx, db.Event{JobID: c.id, Scope: scope, Kind: "output_dropped", Detail: detail})
+			return err
 		}); err != nil {
 			s.logf("record dropped output of job %s: %v", c.id, err)
 		}
 	}
-	job, err := s.db.Transition(ctx, c.id, t)
+	var job db.Job
+	err := s.persist("record end of job "+c.id, func(ctx context.Context) (err error) {
+		job, err = s.db.Transition(ctx, c.id, t)
+		return err
+	})
 	if err != nil {
 		s.logf("record end of job %s: %v", c.id, err)
+		ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+		defer cancel()
 		if j, ferr := s.db.FindJobByID(ctx, c.id); ferr == nil {
 			job = j
 		} else {
@@ -244,6 +248,33 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 	}
 	s.complete(c, job)
 	return job
+}
+
+// persist runs a write that must land — a final status, the record of
+// dropped output — until it succeeds. A database locked past its busy
+// timeout (a long transaction elsewhere, a full disk being cleaned up) must
+// not leave a finished job "running" forever, so failures are retried with
+// backoff; errors that retrying cannot fix end it at once, and once the
+// supervisor is closing one more attempt is all it gets. Each attempt is
+// bounded and runs without the supervisor's cancellation.
+func (s *Supervisor) persist(what string, write func(ctx context.Context) error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), finalWriteTimeout)
+		err := write(ctx)
+		cancel()
+		if err == nil || errors.Is(err, db.ErrInvalidTransition) || errors.Is(err, db.ErrNotFound) || s.ctx.Err() != nil {
+			return err
+		}
+		s.logf("%s: %v (retrying in %s)", what, err, backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // exitStatus returns the exit code of a finished process, 128+n for death

@@ -794,3 +794,63 @@ func containsInt(list []int, x int) bool {
 	}
 	return false
 }
+
+// When the database cannot take writes, the child still runs to its end,
+// the lost bytes are counted, and an output_dropped event says so.
+func TestOutputDroppedWhileDatabaseLocked(t *testing.T) {
+	t.Parallel()
+	flushFailed := make(chan struct{}, 1)
+	s := startSupervisor(t, Config{Logf: func(format string, args ...any) {
+		t.Logf(format, args...)
+		if strings.HasPrefix(format, "flush output of job") {
+			select {
+			case flushFailed <- struct{}{}:
+			default:
+			}
+		}
+	}})
+	ctx := context.Background()
+	job := start(t, s, StartRequest{Job: db.NewJob{Command: "read x; head -c 300000 /dev/zero"}})
+
+	// Another connection takes the write lock and keeps it past the
+	// appender's retries.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, job.ID, []byte("go\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	// The child is not held up: it ends while the database is locked,
+	// and the supervisor gives up on storing its output.
+	eventually(t, 10*time.Second, "the child to exit", func() bool { return !proc.Alive(job.PID, job.PIDStart) })
+	select {
+	case <-flushFailed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no failed flush reported")
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	job = waitDone(t, s.db, job.ID, 20*time.Second)
+	if job.Status != db.StatusDone {
+		t.Errorf("status = %s (%s), want done", job.Status, job.Reason)
+	}
+	evs, err := s.db.Events(ctx, db.EventFilter{AllScopes: true, JobID: job.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped map[string]any
+	for _, e := range evs {
+		if e.Kind == "output_dropped" {
+			json.Unmarshal(e.Detail, &dropped)
+		}
+	}
+	if n, _ := dropped["bytes"].(float64); n <= 0 || n > 300000 {
+		t.Errorf("output_dropped event detail = %v, want the dropped byte count", dropped)
+	}
+}

@@ -88,7 +88,9 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (db.Job, error
 		s.wg.Done()
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
+	c.mu.Lock()
 	c.job = job
+	c.mu.Unlock()
 	// The job exists now: whatever happens to the caller, it must end up
 	// running or failed, never stuck in starting.
 	return s.spawn(context.WithoutCancel(ctx), c, argv, env)
