@@ -1,0 +1,133 @@
+package mcp
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// These tests check argument handling, which never reaches the backend: a
+// zero Client is enough (any call into it would fail the test loudly).
+
+func TestToolsList(t *testing.T) {
+	cs := connectInMemory(t, &jobs.Client{})
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.Description == "" {
+			t.Errorf("tool %s has no description", tool.Name)
+		}
+		if tool.Name != "process" {
+			continue
+		}
+		schema := tool.InputSchema.(map[string]any)
+		action := schema["properties"].(map[string]any)["action"].(map[string]any)
+		var got []string
+		for _, a := range action["enum"].([]any) {
+			got = append(got, a.(string))
+		}
+		if !slices.Equal(got, actions) {
+			t.Errorf("process action enum = %v, want %v", got, actions)
+		}
+	}
+	if got, want := strings.Join(names, ","), "execute_command,process"; got != want {
+		t.Errorf("tools = %s, want %s", got, want)
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	cs := connectInMemory(t, &jobs.Client{})
+	for _, tc := range []struct {
+		name string
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"unknown action", "process", map[string]any{"action": "explode", "sessionId": "x"}, "explode"},
+		{"missing action", "process", map[string]any{"sessionId": "x"}, "action"},
+		{"missing sessionId", "process", map[string]any{"action": "poll"}, "sessionId is required for action=poll"},
+		{"blank sessionId", "process", map[string]any{"action": "kill", "sessionId": "  "}, "sessionId is required for action=kill"},
+		{"offset of wrong type", "process", map[string]any{"action": "log", "sessionId": "x", "offset": "ten"}, "offset"},
+		{"fractional limit", "process", map[string]any{"action": "log", "sessionId": "x", "limit": 1.5}, "limit"},
+		{"negative offset", "process", map[string]any{"action": "log", "sessionId": "x", "offset": -1}, "offset must not be negative, got -1"},
+		{"negative limit", "process", map[string]any{"action": "log", "sessionId": "x", "limit": -5}, "limit must not be negative"},
+		{"negative idle", "process", map[string]any{"action": "wait", "sessionId": "x", "idle": -2}, "idle must be between 0"},
+		{"negative scrollback", "process", map[string]any{"action": "capture", "sessionId": "x", "scrollback": -2}, "scrollback must not be negative"},
+		{"bad unit", "process", map[string]any{"action": "log", "sessionId": "x", "unit": "pages"}, "unit"},
+		{"keys not a list", "process", map[string]any{"action": "send_keys", "sessionId": "x", "keys": "Enter"}, "keys"},
+		{"no keys", "process", map[string]any{"action": "send_keys", "sessionId": "x"}, "send_keys needs keys"},
+		{"write without data", "process", map[string]any{"action": "write", "sessionId": "x"}, "write needs data"},
+		{"eof of wrong type", "process", map[string]any{"action": "write", "sessionId": "x", "eof": "yes"}, "eof"},
+		{"negative wait timeout", "process", map[string]any{"action": "wait", "sessionId": "x", "timeout": -1}, "timeout must be between 0"},
+		{"unknown argument", "process", map[string]any{"action": "list", "colour": "red"}, "colour"},
+		{"missing command", "execute_command", map[string]any{}, "command"},
+		{"empty command", "execute_command", map[string]any{"command": ""}, "command"},
+		{"blank command", "execute_command", map[string]any{"command": "   "}, "command is required"},
+		{"background of wrong type", "execute_command", map[string]any{"command": "true", "background": "yes"}, "background"},
+		{"negative timeout", "execute_command", map[string]any{"command": "true", "timeout": -3}, "timeout must be between 0"},
+		{"huge timeout", "execute_command", map[string]any{"command": "true", "timeout": 1e300}, "timeout"},
+		{"negative yield", "execute_command", map[string]any{"command": "true", "yieldMs": -1}, "yieldMs must not be negative"},
+		{"env of wrong type", "execute_command", map[string]any{"command": "true", "env": []string{"A=1"}}, "env"},
+		{"env name with =", "execute_command", map[string]any{"command": "true", "env": map[string]any{"A=B": "1"}}, "bad variable name"},
+		{"env value not a string", "execute_command", map[string]any{"command": "true", "env": map[string]any{"A": 1}}, "env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			callErr(t, cs, tc.tool, tc.args, tc.want)
+		})
+	}
+	// The server still serves after all of that.
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Fatalf("list tools after bad input: %v", err)
+	}
+}
+
+func TestUnknownTool(t *testing.T) {
+	cs := connectInMemory(t, &jobs.Client{})
+	_, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "rm_rf", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), "rm_rf") {
+		t.Fatalf("unknown tool: got %v, want a protocol error naming it", err)
+	}
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Fatalf("list tools after unknown tool: %v", err)
+	}
+}
+
+func TestSessionErrorWording(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{jobs.ErrNotFound, "Session 7fq2 not found"},
+		{jobs.ErrNotRunning, "Session 7fq2 is not running"},
+		{jobs.ErrStdinClosed, "Session 7fq2 stdin is not available"},
+	} {
+		if got := describe("7fq2", tc.err).Error(); got != tc.want {
+			t.Errorf("describe(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestBackoffGrows(t *testing.T) {
+	b := newBackoff()
+	var got []int64
+	for range 8 {
+		got = append(got, b.observe("j", 10, "running", false).Milliseconds())
+	}
+	want := []int64{1000, 2000, 5000, 10000, 30000, 60000, 60000, 60000}
+	if !slices.Equal(got, want) {
+		t.Fatalf("retry hints = %v, want %v", got, want)
+	}
+	if got := b.observe("j", 11, "running", false).Milliseconds(); got != 1000 {
+		t.Errorf("after new output: retry = %d, want 1000", got)
+	}
+	if got := b.observe("j", 11, "done", true); got != 0 {
+		t.Errorf("finished job: retry = %v, want 0", got)
+	}
+}

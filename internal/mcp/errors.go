@@ -1,0 +1,48 @@
+package mcp
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+)
+
+// sessionError is a tool error about one job, worded as the seeds word it:
+// "Session X not found", "Session X is not running", "Session X stdin is
+// not available". It is a type rather than a formatted string because the
+// seeds' messages start with a capital letter, which Go error strings
+// otherwise avoid.
+type sessionError struct {
+	ref  string
+	what string
+	err  error
+}
+
+func (e *sessionError) Error() string { return "Session " + e.ref + " " + e.what }
+func (e *sessionError) Unwrap() error { return e.err }
+
+// describe turns a jobs error about the job ref into the error the model
+// reads. Errors that name their own cause (ambiguous prefix, bad regex,
+// limits) pass through.
+func describe(ref string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jobs.ErrNotFound):
+		return &sessionError{ref, "not found", err}
+	case errors.Is(err, jobs.ErrNotRunning):
+		return &sessionError{ref, "is not running", err}
+	case errors.Is(err, jobs.ErrStdinClosed):
+		return &sessionError{ref, "stdin is not available", err}
+	case errors.Is(err, jobs.ErrNotTmux):
+		return &sessionError{ref, "is not a tmux job: send_keys and capture need execute_command with tmux=true (use action=write for stdin, action=log for output)", err}
+	case errors.Is(err, jobs.ErrNoTmux):
+		return fmt.Errorf("tmux is not installed: run the command without tmux=true: %w", err)
+	}
+	return err
+}
+
+// argError is a tool error about the arguments.
+func argError(format string, a ...any) error {
+	return fmt.Errorf(format, a...)
+}

@@ -1,0 +1,205 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// executeResult is execute_command's structured result.
+type executeResult struct {
+	Status          string      `json:"status"`
+	SessionID       string      `json:"sessionId"`
+	Name            string      `json:"name,omitempty"`
+	ExitCode        *int        `json:"exit_code,omitempty"`
+	Signal          string      `json:"signal,omitempty"`
+	Reason          string      `json:"reason,omitempty"`
+	RuntimeMs       int64       `json:"runtime_ms"`
+	WaitingForInput bool        `json:"waiting_for_input"`
+	Output          *outputView `json:"output,omitempty"`
+	Note            string      `json:"note,omitempty"`
+}
+
+// maxSeconds bounds durations given in seconds (about 30 years), so that
+// converting them cannot overflow.
+const maxSeconds = 1e9
+
+func seconds(name string, v float64) (time.Duration, error) {
+	if v < 0 || v > maxSeconds || math.IsNaN(v) {
+		return 0, argError("%s must be between 0 and %g seconds, got %g", name, float64(maxSeconds), v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
+}
+
+func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in executeInput) (*sdk.CallToolResult, any, error) {
+	spec, err := specFor(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	window := s.yield
+	if in.YieldMs != nil {
+		if *in.YieldMs < 0 {
+			return nil, nil, argError("yieldMs must not be negative, got %d", *in.YieldMs)
+		}
+		window = time.Duration(min(*in.YieldMs, int64(maxSeconds)*1000)) * time.Millisecond
+	}
+	var notes []string
+	if window > maxWait {
+		notes = append(notes, fmt.Sprintf("yieldMs capped at %d so the call returns before the client gives up", maxWait.Milliseconds()))
+		window = maxWait
+	}
+	if in.Background {
+		window = 0
+	}
+
+	job, err := s.c.Start(ctx, spec)
+	if err != nil {
+		if errors.Is(err, jobs.ErrNameTaken) {
+			return nil, nil, fmt.Errorf("%w (pass replace=true to end it and start again, or pick another name)", err)
+		}
+		return nil, nil, err
+	}
+	if window > 0 && !job.Status.Terminal() {
+		wr, err := s.c.Wait(ctx, []string{job.ID}, jobs.WaitOptions{
+			Timeout:  window,
+			Progress: s.progress(ctx, req, window),
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("wait for session %s (it was started and may still run): %w", job.ID, err)
+		}
+		if len(wr.Jobs) > 0 {
+			job = wr.Jobs[0]
+		}
+	}
+
+	r := executeResult{
+		Status:          string(job.Status),
+		SessionID:       job.ID,
+		Name:            job.Name,
+		ExitCode:        job.ExitCode,
+		Signal:          job.Signal,
+		Reason:          job.Reason,
+		RuntimeMs:       job.Runtime.Milliseconds(),
+		WaitingForInput: job.WaitingForInput,
+	}
+	line := summary(job)
+	switch {
+	case job.Status.Terminal():
+		out, err := s.readNew(ctx, job.ID, resultChars)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.Output = &out
+		if out.Note != "" {
+			notes = append(notes, out.Note)
+		}
+	case window > 0:
+		out, err := s.readNew(ctx, job.ID, s.pollChars)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.Output = &out
+		notes = append(notes, fmt.Sprintf("still running after %s and keeps running; follow it with process action=wait sessionId=%s (until=REGEX, idle=SECONDS) or action=poll, stop it with action=kill", round(window), job.ID))
+		if out.Note != "" {
+			notes = append(notes, out.Note)
+		}
+	default:
+		notes = append(notes, fmt.Sprintf("started in the background; follow it with process action=wait sessionId=%s (until=REGEX, idle=SECONDS) or action=poll, stop it with action=kill", job.ID))
+	}
+	r.Note = strings.Join(notes, "; ")
+	if r.Note != "" {
+		line += ". " + r.Note
+	}
+	res, v, err := result(line, r)
+	if res != nil && job.Status == jobs.StatusFailed && job.ExitCode == nil && job.Signal == "" {
+		// The command never ran (bad cwd, missing shell …): that is the
+		// tool failing, not the command.
+		res.IsError = true
+	}
+	return res, v, err
+}
+
+// specFor checks execute_command's arguments and turns them into a Spec.
+func specFor(in executeInput) (jobs.Spec, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return jobs.Spec{}, argError("command is required and must not be empty")
+	}
+	spec := jobs.Spec{
+		Command: in.Command,
+		Cwd:     in.Cwd,
+		Label:   in.Label,
+		Name:    in.Name,
+		Replace: in.Replace,
+		Tmux:    in.Tmux,
+	}
+	if spec.Label == "" {
+		spec.Label = in.Description
+	}
+	names := make([]string, 0, len(in.Env))
+	for k := range in.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return jobs.Spec{}, argError("env: bad variable name %q", k)
+		}
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		spec.Env = append(spec.Env, k+"="+in.Env[k])
+	}
+	if in.Timeout != nil {
+		d, err := seconds("timeout", *in.Timeout)
+		if err != nil {
+			return jobs.Spec{}, err
+		}
+		spec.Timeout = d
+		if d == 0 {
+			spec.Timeout = -1 // 0 means none here, the default in a Spec.
+		}
+	}
+	return spec, nil
+}
+
+// readNew reads job id's output since the last read (poll's cursor),
+// bounded to chars characters, and advances the cursor.
+func (s *server) readNew(ctx context.Context, id string, chars int64) (outputView, error) {
+	pr, err := s.c.ReadNew(ctx, id, jobs.PollOptions{Tail: chars})
+	if err != nil {
+		return outputView{}, describe(id, err)
+	}
+	out := viewOutput(pr.Output)
+	out.Note = tailNote(id, out)
+	return out, nil
+}
+
+// progress returns a WaitOptions.Progress that sends MCP progress
+// notifications, or nil when the client did not ask for them.
+func (s *server) progress(ctx context.Context, req *sdk.CallToolRequest, total time.Duration) func([]jobs.Job) {
+	if req == nil || req.Session == nil || req.Params == nil {
+		return nil
+	}
+	tok := req.Params.GetProgressToken()
+	if tok == nil {
+		return nil
+	}
+	start := time.Now()
+	return func(js []jobs.Job) {
+		msg := "waiting"
+		if len(js) > 0 {
+			msg = summary(js[0])
+		}
+		// A failed notification (client gone) is not the wait's business.
+		_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+			ProgressToken: tok,
+			Progress:      time.Since(start).Seconds(),
+			Total:         total.Seconds(),
+			Message:       msg,
+		})
+	}
+}

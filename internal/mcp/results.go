@@ -1,0 +1,251 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// jobView is a job as the model sees it: the seeds' sessionId, times in
+// milliseconds, the command cut to a readable length.
+type jobView struct {
+	SessionID       string   `json:"sessionId"`
+	Name            string   `json:"name,omitempty"`
+	Label           string   `json:"label,omitempty"`
+	Command         string   `json:"command"`
+	Status          string   `json:"status"`
+	ExitCode        *int     `json:"exit_code,omitempty"`
+	Signal          string   `json:"signal,omitempty"`
+	Reason          string   `json:"reason,omitempty"`
+	PID             int      `json:"pid,omitempty"`
+	Mode            string   `json:"mode,omitempty"`
+	TmuxSession     string   `json:"tmux_session,omitempty"`
+	Cwd             string   `json:"cwd,omitempty"`
+	EnvNames        []string `json:"env_names,omitempty"`
+	Stdin           string   `json:"stdin,omitempty"`
+	CreatedAt       string   `json:"created_at,omitempty"`
+	EndedAt         string   `json:"ended_at,omitempty"`
+	RuntimeMs       int64    `json:"runtime_ms"`
+	TimeoutMs       int64    `json:"timeout_ms,omitempty"`
+	OutputBytes     int64    `json:"output_bytes"`
+	OutputLines     int64    `json:"output_lines"`
+	EvictedBytes    int64    `json:"evicted_bytes,omitempty"`
+	DroppedBytes    int64    `json:"dropped_bytes,omitempty"`
+	LastOutputAt    string   `json:"last_output_at,omitempty"`
+	WaitingForInput bool     `json:"waiting_for_input"`
+	Descendants     int      `json:"descendants,omitempty"`
+}
+
+// maxCommandChars bounds the command shown in a listing.
+const maxCommandChars = 300
+
+func viewJob(j jobs.Job, full bool) jobView {
+	v := jobView{
+		SessionID:       j.ID,
+		Name:            j.Name,
+		Label:           j.Label,
+		Command:         commandLine(j),
+		Status:          string(j.Status),
+		ExitCode:        j.ExitCode,
+		Signal:          j.Signal,
+		Reason:          j.Reason,
+		PID:             j.PID,
+		RuntimeMs:       j.Runtime.Milliseconds(),
+		OutputBytes:     j.OutputBytes,
+		OutputLines:     j.OutputLines,
+		EvictedBytes:    j.EvictedBytes,
+		DroppedBytes:    j.DroppedBytes,
+		WaitingForInput: j.WaitingForInput,
+		Descendants:     j.Descendants,
+	}
+	if j.Mode == jobs.ModeTmux {
+		v.Mode, v.TmuxSession = string(j.Mode), j.TmuxSession
+	}
+	if !full {
+		v.Command = cutEnd(v.Command, maxCommandChars)
+		return v
+	}
+	v.Cwd, v.EnvNames, v.Stdin = j.Cwd, j.EnvNames, j.Stdin
+	v.TimeoutMs = j.Timeout.Milliseconds()
+	v.CreatedAt = stamp(&j.CreatedAt)
+	v.EndedAt = stamp(j.EndedAt)
+	v.LastOutputAt = stamp(j.LastOutputAt)
+	return v
+}
+
+func commandLine(j jobs.Job) string {
+	if j.Command != "" || len(j.Argv) == 0 {
+		return j.Command
+	}
+	return strings.Join(j.Argv, " ")
+}
+
+func stamp(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// outputView is a piece of output and what it left out.
+type outputView struct {
+	Text string `json:"text"`
+	// Start and End are the absolute byte offsets covered.
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	// FirstLine (from 0, as log's offset) and Lines are the lines covered.
+	FirstLine int64 `json:"first_line"`
+	Lines     int64 `json:"lines"`
+	// NextOffset is the offset to pass to log to continue reading: a line
+	// with unit=lines, a byte with unit=bytes.
+	NextOffset *int64 `json:"next_offset,omitempty"`
+	TotalBytes int64  `json:"total_bytes"`
+	TotalLines int64  `json:"total_lines"`
+	// OmittedBefore and OmittedAfter count bytes of the job's output not
+	// in Text; Evicted counts bytes of this range the output cap or a clear
+	// removed.
+	OmittedBefore int64 `json:"omitted_before"`
+	OmittedAfter  int64 `json:"omitted_after"`
+	Evicted       int64 `json:"evicted,omitempty"`
+	Truncated     bool  `json:"truncated"`
+	// Note says in words what was left out and how to read it.
+	Note string `json:"note,omitempty"`
+}
+
+func viewOutput(o jobs.Output) outputView {
+	first := o.FirstLine - 1
+	if first < 0 {
+		first = 0
+	}
+	return outputView{
+		Text:          o.Text,
+		Start:         o.Start,
+		End:           o.End,
+		FirstLine:     first,
+		Lines:         o.Lines,
+		TotalBytes:    o.TotalBytes,
+		TotalLines:    o.TotalLines,
+		OmittedBefore: o.OmittedBefore,
+		OmittedAfter:  o.OmittedAfter,
+		Evicted:       o.Evicted,
+		Truncated:     o.Truncated,
+	}
+}
+
+// tailNote says what a tail-style read (poll, a finished command, wait) of
+// job id left out and how to read it.
+func tailNote(id string, o outputView) string {
+	var parts []string
+	if o.OmittedBefore > 0 {
+		parts = append(parts, fmt.Sprintf("%s of earlier output not shown here (read it with process action=log sessionId=%s, e.g. offset=0)", size(o.OmittedBefore), id))
+	}
+	if o.Evicted > 0 {
+		parts = append(parts, fmt.Sprintf("%s in this range was dropped by the output cap or a clear", size(o.Evicted)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// size formats a byte count for a model to read.
+func size(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	case n == 1:
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// round formats a duration for a model to read.
+func round(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// summary is the one line that says where a job is.
+func summary(j jobs.Job) string {
+	name := j.ID
+	if j.Name != "" {
+		name += " (" + j.Name + ")"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "session %s: %s", name, j.Status)
+	switch {
+	case j.ExitCode != nil && j.Signal != "":
+		fmt.Fprintf(&b, " (exit %d, signal %s)", *j.ExitCode, j.Signal)
+	case j.ExitCode != nil:
+		fmt.Fprintf(&b, " (exit %d)", *j.ExitCode)
+	case j.Signal != "":
+		fmt.Fprintf(&b, " (signal %s)", j.Signal)
+	}
+	if j.Status.Terminal() {
+		fmt.Fprintf(&b, " after %s", round(j.Runtime))
+	} else {
+		fmt.Fprintf(&b, " for %s", round(j.Runtime))
+	}
+	fmt.Fprintf(&b, ", %s of output", size(j.OutputBytes))
+	if j.Reason != "" {
+		fmt.Fprintf(&b, "; %s", j.Reason)
+	}
+	if j.WaitingForInput {
+		b.WriteString("; waiting for input on stdin (use action=write)")
+	}
+	if j.Descendants > 0 {
+		fmt.Fprintf(&b, "; %d process(es) of the job still alive (action=kill ends them)", j.Descendants)
+	}
+	return b.String()
+}
+
+// result is a tool result: a short line for the model, then the structured
+// value as JSON text for clients that show only text, with the same value as
+// structured content.
+func result(line string, v any) (*sdk.CallToolResult, any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode result: %w", err)
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{
+		&sdk.TextContent{Text: line},
+		&sdk.TextContent{Text: string(data)},
+	}}, v, nil
+}
+
+// cutStart keeps the last max bytes of s (on a rune boundary) and reports
+// how many bytes it dropped.
+func cutStart(s string, max int) (string, int) {
+	if len(s) <= max {
+		return s, 0
+	}
+	i := len(s) - max
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:], i
+}
+
+// cutEnd keeps the first max bytes of s (on a rune boundary), marking the
+// cut.
+func cutEnd(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
