@@ -246,6 +246,20 @@ func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 		return Job{}, err
 	}
 	j, err := s.Start(ctx, req)
+	if errors.Is(err, runner.ErrClosed) && c.sup == nil {
+		// The detached supervisor went idle between our ping and the
+		// start: reach for a new one, once.
+		c.mu.Lock()
+		if c.conn != nil {
+			c.conn.Close()
+			c.conn = nil
+		}
+		c.mu.Unlock()
+		if s, err = c.starter(ctx); err != nil {
+			return Job{}, err
+		}
+		j, err = s.Start(ctx, req)
+	}
 	if err != nil {
 		return Job{}, publicErr(spec.Name, err)
 	}

@@ -131,6 +131,10 @@ func publicErr(ref string, err error) error {
 		return fmt.Errorf("job %s is %w", ref, ErrNotRunning)
 	case errors.Is(err, runner.ErrStdinClosed):
 		return fmt.Errorf("job %s: %w", ref, ErrStdinClosed)
+	case errors.Is(err, runner.ErrNotTmux):
+		return fmt.Errorf("job %s is %w (start it with --tmux)", ref, ErrNotTmux)
+	case errors.Is(err, runner.ErrInvalid):
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	case errors.Is(err, runner.ErrNoTmux):
 		return fmt.Errorf("%w: install it (apt-get install tmux) or start the job without --tmux", ErrNoTmux)
 	}
