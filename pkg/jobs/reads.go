@@ -336,7 +336,7 @@ func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
 		if n == 0 {
 			n = 200
 		}
-		p, err = logs.ReadLines(ctx, c.db, j.ID, from, n, f)
+		p, err = logs.ReadLines(ctx, c.db, j.ID, from-1, n, f) // the store counts lines from 0
 	case r.TailLines > 0:
 		p, err = logs.TailLines(ctx, c.db, j.ID, r.TailLines, f)
 	default:
