@@ -92,19 +92,21 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	line := summary(job)
 	switch {
 	case job.Status.Terminal():
-		out, err := s.readNew(ctx, job.ID, resultChars)
+		pr, err := s.tail(ctx, job.ID, resultChars)
 		if err != nil {
 			return nil, nil, err
 		}
+		out := pr.out
 		r.Output = &out
 		if out.Note != "" {
 			notes = append(notes, out.Note)
 		}
 	case window > 0:
-		out, err := s.readNew(ctx, job.ID, s.pollChars)
+		pr, err := s.readNew(ctx, job.ID, s.pollChars)
 		if err != nil {
 			return nil, nil, err
 		}
+		out := pr.out
 		r.Output = &out
 		notes = append(notes, fmt.Sprintf("still running after %s and keeps running; follow it with process action=wait sessionId=%s (until=REGEX, idle=SECONDS) or action=poll, stop it with action=kill", round(window), job.ID))
 		if out.Note != "" {
@@ -166,16 +168,37 @@ func specFor(in executeInput) (jobs.Spec, error) {
 	return spec, nil
 }
 
-// readNew reads job id's output since the last read (poll's cursor),
-// bounded to chars characters, and advances the cursor.
-func (s *server) readNew(ctx context.Context, id string, chars int64) (outputView, error) {
+// readNew reads job id's output since the last read (poll's cursor), at
+// most chars characters from where that read ended, and advances the
+// cursor past what it returns: nothing is repeated or skipped.
+func (s *server) readNew(ctx context.Context, id string, chars int64) (pollResultOf, error) {
 	pr, err := s.c.ReadNew(ctx, id, jobs.PollOptions{Tail: chars})
 	if err != nil {
-		return outputView{}, describe(id, err)
+		return pollResultOf{}, describe(id, err)
+	}
+	out := viewOutput(pr.Output)
+	if out.OmittedAfter > 0 {
+		out.Note = fmt.Sprintf("%s more of new output after this; poll again to read on, or read the latest with action=log", size(out.OmittedAfter))
+	}
+	return pollResultOf{pr.Job, out}, nil
+}
+
+// tail reads the last chars characters of job id's output, without moving
+// poll's cursor.
+func (s *server) tail(ctx context.Context, id string, chars int64) (pollResultOf, error) {
+	pr, err := s.c.Poll(ctx, id, jobs.PollOptions{Tail: chars})
+	if err != nil {
+		return pollResultOf{}, describe(id, err)
 	}
 	out := viewOutput(pr.Output)
 	out.Note = tailNote(id, out)
-	return out, nil
+	return pollResultOf{pr.Job, out}, nil
+}
+
+// pollResultOf is a job and a piece of its output.
+type pollResultOf struct {
+	job jobs.Job
+	out outputView
 }
 
 // progress returns a WaitOptions.Progress that sends MCP progress

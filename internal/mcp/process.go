@@ -127,23 +127,24 @@ func newPollResult(j jobs.Job, out outputView) pollResult {
 }
 
 func (s *server) poll(ctx context.Context, ref string) (*sdk.CallToolResult, any, error) {
-	pr, err := s.c.ReadNew(ctx, ref, jobs.PollOptions{Tail: s.pollChars})
+	pr, err := s.readNew(ctx, ref, s.pollChars)
 	if err != nil {
-		return nil, nil, describe(ref, err)
+		return nil, nil, err
 	}
-	j := pr.Job
-	out := viewOutput(pr.Output)
+	j, out := pr.job, pr.out
 	r := newPollResult(j, out)
-	state := fmt.Sprintf("%s/%t/%d", j.Status, j.WaitingForInput, j.Descendants)
-	retry := s.backoff.observe(j.ID, max(j.OutputBytes, out.TotalBytes), state, j.Status.Terminal())
+	// Output still pending counts as a change: come back soon.
+	state := fmt.Sprintf("%s/%t/%d/%d", j.Status, j.WaitingForInput, j.Descendants, out.OmittedAfter)
+	retry := s.backoff.observe(j.ID, out.End, state, j.Status.Terminal())
 	r.RetryInMs = retry.Milliseconds()
 	var notes []string
-	if n := tailNote(j.ID, out); n != "" {
-		notes = append(notes, n)
+	if out.Note != "" {
+		notes = append(notes, out.Note)
 	}
 	switch {
+	case j.Status.Terminal() && out.OmittedAfter == 0:
+		notes = append(notes, "finished and all output read: no need to poll again (action=log pages through it all)")
 	case j.Status.Terminal():
-		notes = append(notes, "finished: no need to poll again")
 	case out.Text == "":
 		notes = append(notes, fmt.Sprintf("no new output; poll again in %s, or block with action=wait (until=REGEX, idle=SECONDS)", round(retry)))
 	default:
@@ -528,10 +529,15 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	}
 	j := wr.Jobs[0]
 	s.backoff.reset(j.ID)
-	out, err := s.readNew(ctx, j.ID, resultChars)
+	chars := int64(waitChars)
+	if j.Status.Terminal() {
+		chars = resultChars
+	}
+	pr, err := s.tail(ctx, j.ID, chars)
 	if err != nil {
 		return nil, nil, err
 	}
+	out := pr.out
 	r := newPollResult(j, out)
 	r.WaitReason, r.Match = string(wr.Reason), cutEnd(wr.Match, 1000)
 	if out.Note != "" {

@@ -137,7 +137,7 @@ func viewOutput(o jobs.Output) outputView {
 	}
 }
 
-// tailNote says what a tail-style read (poll, a finished command, wait) of
+// tailNote says what a tail read (a finished command, wait) of
 // job id left out and how to read it.
 func tailNote(id string, o outputView) string {
 	var parts []string

@@ -25,9 +25,11 @@ const (
 	defaultYield = 10 * time.Second
 	// defaultPollChars is poll's output budget (the seeds' 500 characters).
 	defaultPollChars = jobs.DefaultTailChars
-	// resultChars bounds the output of a finished command's result and of
-	// wait.
+	// resultChars bounds the output tail of a finished command's result
+	// (execute_command, wait); waitChars the tail wait shows of a job that
+	// still runs.
 	resultChars = 20000
+	waitChars   = 2000
 	// defaultLogLines and maxLogLines bound a log page in lines;
 	// maxPageChars bounds it in characters whatever the unit.
 	defaultLogLines = 200

@@ -249,20 +249,19 @@ var childRE = regexp.MustCompile(`child (\d+)`)
 func TestStdioKillTree(t *testing.T) {
 	t.Parallel()
 	cs := newEnv(t).serve(t, "kill", nil)
-	id := start(t, cs, `sleep 300 & echo "child $!"; sh -c 'sleep 300 & echo "child $!"; wait' & echo "child $!"; sleep 0.1; echo ready; wait`, nil)
-	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": id, "until": "^ready$", "timeout": 20})
-	if p.WaitReason != "matched" {
-		t.Fatalf("wait for ready: %+v", p)
-	}
-	l := callOK[logResult](t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": 0})
+	// Three processes under the shell: a sleep, and a second shell with a
+	// sleep of its own; each reports its pid.
+	id := start(t, cs, `sleep 300 & echo "child $!"; sh -c 'sleep 300 & echo "child $!"; wait' & echo "child $!"; wait`, nil)
 	var pids []int
-	for _, m := range childRE.FindAllStringSubmatch(l.Output.Text, -1) {
-		pid, _ := strconv.Atoi(m[1])
-		pids = append(pids, pid)
-	}
-	if len(pids) != 3 {
-		t.Fatalf("want 3 child pids in %q", l.Output.Text)
-	}
+	waitFor(t, "three child pids in the log", 20*time.Second, func() bool {
+		l := callOK[logResult](t, cs, "process", map[string]any{"action": "log", "sessionId": id})
+		pids = pids[:0]
+		for _, m := range childRE.FindAllStringSubmatch(l.Output.Text, -1) {
+			pid, _ := strconv.Atoi(m[1])
+			pids = append(pids, pid)
+		}
+		return len(pids) == 3
+	})
 
 	k := callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id})
 	if k.Status != "killed" || len(k.Signalled) == 0 || len(k.Survivors) != 0 {
