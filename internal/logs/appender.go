@@ -1,0 +1,461 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+)
+
+// AppenderOptions tunes an [Appender]. Zero fields take the defaults.
+type AppenderOptions struct {
+	// FlushInterval is the longest a written byte waits before a flush
+	// (DefaultFlushInterval).
+	FlushInterval time.Duration
+	// MaxBatchBytes starts a flush at once when this many bytes wait
+	// (DefaultMaxBatchBytes).
+	MaxBatchBytes int
+	// MaxChunk is the largest chunk row (DefaultMaxChunk).
+	MaxChunk int
+	// HeadKeep is how much of the start of a capped job's output is never
+	// evicted (DefaultHeadKeep); a cap smaller than twice HeadKeep keeps
+	// half the cap as head.
+	HeadKeep int64
+	// MaxPendingBytes bounds the bytes written but not yet in the database;
+	// Write blocks above it (2 × MaxBatchBytes).
+	MaxPendingBytes int
+	// BusyTimeout bounds one flush's wait for the database's write lock
+	// (DefaultBusyTimeout).
+	BusyTimeout time.Duration
+	// RetryFor is how long a failing flush is retried before its bytes are
+	// dropped (DefaultRetryFor). After a drop, flushes are tried once until
+	// one succeeds, so a dead database does not slow the children.
+	RetryFor time.Duration
+	// OnDropped, if set, is called (from the flusher, without locks held)
+	// with the bytes of a job that could not be stored and why.
+	OnDropped func(jobID string, n int64, err error)
+}
+
+func (o *AppenderOptions) setDefaults() {
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.MaxChunk <= 0 {
+		o.MaxChunk = DefaultMaxChunk
+	}
+	if o.HeadKeep <= 0 {
+		o.HeadKeep = DefaultHeadKeep
+	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = 2 * o.MaxBatchBytes
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.RetryFor <= 0 {
+		o.RetryFor = DefaultRetryFor
+	}
+}
+
+// Appender batches the output of many jobs into few transactions. One
+// supervisor owns one Appender: NewAppender, Open, then Track each job before
+// its first Write, and Close at the end. Its methods are safe for concurrent
+// use.
+type Appender struct {
+	d *db.DB
+	o AppenderOptions
+
+	mu       sync.Mutex
+	cond     *sync.Cond // broadcast when pending shrinks or the appender closes
+	jobs     map[string]*jobState
+	queued   int  // bytes in jobs' queues
+	pending  int  // queued plus bytes in the batch being written
+	running  bool // the flusher runs, so pending will shrink
+	closed   bool
+	degraded bool // the last flush dropped its bytes: try once, do not retry
+
+	flushing chan struct{} // holds one token while a flush runs
+	wake     chan struct{} // the first byte after an idle period
+	full     chan struct{} // MaxBatchBytes are queued
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// jobState is the appender's view of one job. off, lines and seq run ahead
+// of the database by the queued chunks.
+type jobState struct {
+	id        string
+	maxOutput int64
+	head      int64 // chunks are cut at this offset; 0 = no cap
+	off       int64 // absolute offset of the next byte
+	lines     int64 // newlines before off
+	seq       int64 // seq of the next chunk
+	queue     []*pendingChunk
+	lastWrite time.Time
+	dropped   int64 // dropped bytes not yet added to jobs.dropped_bytes
+	gone      bool  // the jobs row was deleted: discard its output
+}
+
+type pendingChunk struct {
+	seq       int64
+	stream    Stream
+	off       int64
+	firstLine int64
+	lineCount int64
+	limit     int
+	at        time.Time
+	data      []byte
+}
+
+// NewAppender returns an Appender writing to d. Call Open to start it.
+func NewAppender(d *db.DB, o AppenderOptions) *Appender {
+	o.setDefaults()
+	a := &Appender{
+		d:        d,
+		o:        o,
+		jobs:     make(map[string]*jobState),
+		flushing: make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
+		full:     make(chan struct{}, 1),
+	}
+	a.cond = sync.NewCond(&a.mu)
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	return a
+}
+
+// Open starts the flusher goroutine. Until Open, written bytes wait for an
+// explicit Flush and Write does not apply back-pressure.
+func (a *Appender) Open() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running || a.closed {
+		return
+	}
+	a.running = true
+	a.wg.Add(1)
+	go a.run()
+}
+
+// Close stops the flusher, flushes everything written and refuses further
+// writes. It returns the error of the final flush.
+func (a *Appender) Close() error {
+	a.cancel()
+	a.wg.Wait()
+	err := a.flush()
+	a.mu.Lock()
+	a.closed = true
+	a.running = false
+	a.cond.Broadcast()
+	a.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("close appender: %w", err)
+	}
+	return nil
+}
+
+// Track starts tracking jobID, whose output is capped at maxOutput bytes
+// (0 = no cap). It resumes the job's offset, line count and chunk sequence
+// from the database, so a supervisor that restarts continues where the last
+// one stopped. Tracking a tracked job only updates its cap. It returns an
+// error wrapping ErrJobNotFound when the jobs row does not exist.
+func (a *Appender) Track(jobID string, maxOutput int64) error {
+	if maxOutput < 0 {
+		return fmt.Errorf("track job %s: negative output cap %d", jobID, maxOutput)
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return fmt.Errorf("track job %s: %w", jobID, ErrClosed)
+	}
+	if st := a.jobs[jobID]; st != nil {
+		st.maxOutput, st.head = maxOutput, a.headFor(maxOutput)
+		a.mu.Unlock()
+		return nil
+	}
+	a.mu.Unlock()
+
+	const q = `SELECT output_bytes, output_lines,
+		(SELECT coalesce(max(seq) + 1, 0) FROM chunks WHERE job_id = ?1)
+		FROM jobs WHERE id = ?1`
+	st := &jobState{id: jobID, maxOutput: maxOutput, head: a.headFor(maxOutput)}
+	err := a.d.QueryRowContext(context.Background(), q, jobID).Scan(&st.off, &st.lines, &st.seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("track job %s: %w", jobID, ErrJobNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("track job %s: %w", jobID, err)
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return fmt.Errorf("track job %s: %w", jobID, ErrClosed)
+	}
+	if cur := a.jobs[jobID]; cur != nil { // a concurrent Track won
+		cur.maxOutput, cur.head = st.maxOutput, st.head
+		return nil
+	}
+	a.jobs[jobID] = st
+	return nil
+}
+
+// headFor is the offset below which a job with cap maxOutput is never
+// evicted; 0 for no cap.
+func (a *Appender) headFor(maxOutput int64) int64 {
+	if maxOutput == 0 {
+		return 0
+	}
+	return min(a.o.HeadKeep, maxOutput/2)
+}
+
+// Untrack flushes everything written and forgets jobID; later writes for it
+// fail with ErrNotTracked. It returns the flush's error.
+func (a *Appender) Untrack(jobID string) error {
+	err := a.Flush(context.Background())
+	a.mu.Lock()
+	delete(a.jobs, jobID)
+	a.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("untrack job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// Write appends p, read from stream s of jobID, to the job's output. It
+// copies p. It blocks while MaxPendingBytes wait for the database; that wait
+// is bounded because a flush that cannot write drops its bytes after
+// RetryFor. Output of a job whose row was deleted is discarded. Write returns
+// an error only for an invalid stream, an untracked job or a closed
+// appender.
+func (a *Appender) Write(jobID string, s Stream, p []byte) error {
+	if !s.Valid() {
+		return fmt.Errorf("write output: invalid stream %q", s)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.running && !a.closed && a.pending >= a.o.MaxPendingBytes {
+		a.cond.Wait()
+	}
+	if a.closed {
+		return fmt.Errorf("write output: %w", ErrClosed)
+	}
+	st := a.jobs[jobID]
+	if st == nil {
+		return fmt.Errorf("write output of job %s: %w", jobID, ErrNotTracked)
+	}
+	if st.gone || len(p) == 0 {
+		return nil
+	}
+	now := a.d.Now()
+	n := len(p)
+	for len(p) > 0 {
+		var c *pendingChunk
+		if k := len(st.queue); k > 0 {
+			c = st.queue[k-1]
+			if c.stream != s || len(c.data) >= c.limit {
+				c = nil
+			}
+		}
+		if c == nil {
+			limit := a.o.MaxChunk
+			if st.off < st.head && st.head-st.off < int64(limit) {
+				limit = int(st.head - st.off) // the head ends on a chunk boundary
+			}
+			c = &pendingChunk{
+				seq: st.seq, stream: s, off: st.off, firstLine: st.lines, limit: limit, at: now,
+				data: make([]byte, 0, min(limit, max(len(p), 512))),
+			}
+			st.seq++
+			st.queue = append(st.queue, c)
+		}
+		part := p[:min(len(p), c.limit-len(c.data))]
+		nl := int64(bytes.Count(part, newline))
+		c.data = append(c.data, part...)
+		c.lineCount += nl
+		st.off += int64(len(part))
+		st.lines += nl
+		p = p[len(part):]
+	}
+	st.lastWrite = now
+	if a.queued == 0 {
+		signal(a.wake)
+	}
+	a.queued += n
+	a.pending += n
+	if a.queued >= a.o.MaxBatchBytes {
+		signal(a.full)
+	}
+	return nil
+}
+
+var newline = []byte{'\n'}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Flush returns when everything written before the call is in the database,
+// or was dropped (then it returns why). ctx bounds only the wait for a flush
+// already running; a flush once started is not abandoned.
+func (a *Appender) Flush(ctx context.Context) error {
+	select {
+	case a.flushing <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("flush output: %w", ctx.Err())
+	}
+	err := a.flushLocked()
+	<-a.flushing
+	if err != nil {
+		return fmt.Errorf("flush output: %w", err)
+	}
+	return nil
+}
+
+// run is the flusher: it waits for a first byte, lets FlushInterval pass
+// (or less when a batch fills up) and flushes.
+func (a *Appender) run() {
+	defer a.wg.Done()
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-a.wake:
+		case <-retry:
+		}
+		retry = nil
+		a.mu.Lock()
+		full := a.queued >= a.o.MaxBatchBytes
+		a.mu.Unlock()
+		if !full {
+			t := time.NewTimer(a.o.FlushInterval)
+			select {
+			case <-t.C:
+			case <-a.full:
+			case <-a.ctx.Done():
+				t.Stop()
+				return
+			}
+			t.Stop()
+		}
+		a.flush()
+		if a.hasUnrecordedDrops() {
+			// Nothing may be written for a while: try again later to put
+			// the dropped count in the jobs rows.
+			retry = time.After(a.o.RetryFor)
+		}
+	}
+}
+
+func (a *Appender) hasUnrecordedDrops() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, st := range a.jobs {
+		if st.dropped > 0 && !st.gone {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Appender) flush() error {
+	a.flushing <- struct{}{}
+	defer func() { <-a.flushing }()
+	return a.flushLocked()
+}
+
+// jobBatch is what one flush writes for one job.
+type jobBatch struct {
+	st      *jobState
+	chunks  []*pendingChunk
+	bytes   int64 // bytes in chunks
+	end     int64 // output_bytes after this batch
+	lines   int64 // output_lines after this batch
+	last    time.Time
+	dropped int64 // earlier drops to record
+	gone    bool  // set by the writer: the jobs row is gone
+	failed  error // set by the writer: this job's rows were refused
+}
+
+// flushLocked writes every queued chunk; the caller holds a.flushing.
+func (a *Appender) flushLocked() error {
+	a.mu.Lock()
+	var batch []jobBatch
+	for _, st := range a.jobs {
+		if st.gone || (len(st.queue) == 0 && st.dropped == 0) {
+			continue
+		}
+		b := jobBatch{st: st, chunks: st.queue, end: st.off, lines: st.lines, last: st.lastWrite, dropped: st.dropped}
+		for _, c := range st.queue {
+			b.bytes += int64(len(c.data))
+		}
+		st.queue, st.dropped = nil, 0
+		batch = append(batch, b)
+	}
+	a.queued = 0
+	degraded := a.degraded
+	a.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+
+	err := a.writeWithRetry(batch, degraded)
+
+	var total int
+	a.mu.Lock()
+	for i := range batch {
+		b := &batch[i]
+		total += int(b.bytes)
+		switch {
+		case b.gone:
+			b.st.gone, b.st.queue, b.st.dropped = true, nil, 0
+		case err != nil || b.failed != nil:
+			b.st.dropped += b.dropped + b.bytes
+		}
+	}
+	a.degraded = err != nil
+	a.pending -= total
+	a.cond.Broadcast()
+	a.mu.Unlock()
+
+	if a.o.OnDropped != nil {
+		for _, b := range batch {
+			why := err
+			if why == nil {
+				why = b.failed
+			}
+			if why != nil && !b.gone && b.bytes > 0 {
+				a.o.OnDropped(b.st.id, b.bytes, why)
+			}
+		}
+	}
+	return err
+}
+
+// writeWithRetry writes batch, retrying a failure for RetryFor (once only
+// when degraded).
+func (a *Appender) writeWithRetry(batch []jobBatch, degraded bool) error {
+	deadline := time.Now().Add(a.o.RetryFor)
+	backoff := 20 * time.Millisecond
+	for {
+		err := a.writeBatch(batch)
+		if err == nil || degraded || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		time.Sleep(backoff) // a pause between attempts, not a wait for an event
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}

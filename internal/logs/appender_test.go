@@ -1,0 +1,560 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+)
+
+func TestRoundTripBinary(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{MaxChunk: 7})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+
+	var m model
+	writes := [][]byte{
+		{0, 0, 0},
+		[]byte("\xff\xfe invalid \xc3\x28 utf-8 \xe2\x82\n"),
+		[]byte("héllo wörld €\n"),
+		{0x80, 0x81, '\n', 0, '\n'},
+		[]byte("no newline at the end \x00"),
+	}
+	for i, w := range writes {
+		s := Stdout
+		if i%2 == 1 {
+			s = Stderr
+		}
+		write(t, a, id, s, w)
+		m.write(s, w)
+	}
+	flush(t, a)
+
+	cs := checkChunks(t, d, id, &m, 7)
+	if got := storedBytes(cs, ""); !bytes.Equal(got, m.data) {
+		t.Fatalf("stored %q, want %q", got, m.data)
+	}
+	for _, limit := range []int64{0, 1, 3, 100} {
+		got, gap, _ := readAll(t, d, id, limit, Filter{})
+		if !bytes.Equal(got, m.data) || gap != 0 {
+			t.Fatalf("limit %d: read %q (gap %d), want %q", limit, got, gap, m.data)
+		}
+	}
+	row := readJobRow(t, d, id)
+	if row.Output != int64(len(m.data)) || row.Lines != int64(bytes.Count(m.data, newline)) || row.LastOutput == nil {
+		t.Fatalf("jobs row %+v, want %d bytes, %d lines, a last output time", row, len(m.data), bytes.Count(m.data, newline))
+	}
+}
+
+func TestChunksNeverMixStreamsAndCoalesce(t *testing.T) {
+	d := openDB(t)
+	a := NewAppender(d, AppenderOptions{MaxChunk: 10}) // not opened: only Flush writes
+	defer a.Close()
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	for _, w := range []struct {
+		s Stream
+		p string
+	}{{Stdout, "ab"}, {Stdout, "cd"}, {Stderr, "E"}, {Stdout, "0123456789xyz"}} {
+		write(t, a, id, w.s, []byte(w.p))
+	}
+	flush(t, a)
+	var got []string
+	for _, c := range readChunks(t, d, id) {
+		got = append(got, fmt.Sprintf("%d:%s:%d:%s", c.Seq, c.Stream, c.Off, c.Data))
+	}
+	want := []string{"0:stdout:0:abcd", "1:stderr:4:E", "2:stdout:5:0123456789", "3:stdout:15:xyz"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("chunks %v, want %v", got, want)
+	}
+}
+
+func TestTrickleIsVisibleWithoutFlush(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	start := time.Now()
+	write(t, a, id, Stdout, []byte("hello\n"))
+	waitFor(t, 5*time.Second, "the line to be readable", func() bool {
+		p, err := ReadRange(context.Background(), d, id, 0, 0, Filter{})
+		return err == nil && string(p.Data) == "hello\n"
+	})
+	t.Logf("visible after %v", time.Since(start))
+}
+
+func TestLinesSplitAcrossChunks(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{MaxChunk: 4})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	text := "first line\nsecond, much longer line\n\nfourth\nunterminated"
+	for i := 0; i < len(text); i += 3 { // writes that cut lines anywhere
+		write(t, a, id, Stdout, []byte(text[i:min(i+3, len(text))]))
+	}
+	flush(t, a)
+	ctx := context.Background()
+	lines := []string{"first line\n", "second, much longer line\n", "\n", "fourth\n", "unterminated"}
+	for from := range lines {
+		for n := 1; from+n <= len(lines); n++ {
+			p, err := ReadLines(ctx, d, id, int64(from), int64(n), Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ""
+			for _, l := range lines[from : from+n] {
+				want += l
+			}
+			if string(p.Data) != want || p.FirstLine != int64(from) {
+				t.Fatalf("ReadLines(%d, %d) = %q at line %d, want %q", from, n, p.Data, p.FirstLine, want)
+			}
+		}
+	}
+	p, err := ReadLines(ctx, d, id, 1, 0, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(p.Data), text[len(lines[0]):]; got != want || p.More || p.TotalLines != 4 {
+		t.Fatalf("ReadLines(1, 0) = %q more=%v total lines %d, want %q", got, p.More, p.TotalLines, want)
+	}
+	p, err = ReadLines(ctx, d, id, 9, 2, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Data) != 0 || p.Start != int64(len(text)) {
+		t.Fatalf("ReadLines past the end = %+v", p)
+	}
+	p, err = TailLines(ctx, d, id, 2, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(p.Data), "fourth\nunterminated"; got != want || p.FirstLine != 3 || p.Lines != 1 {
+		t.Fatalf("TailLines(2) = %q first line %d lines %d, want %q", got, p.FirstLine, p.Lines, want)
+	}
+}
+
+func TestStreamFilter(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{MaxChunk: 16})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	var m model
+	for i := 0; i < 200; i++ {
+		s, p := Stdout, fmt.Sprintf("out %d\n", i)
+		if i%3 == 0 {
+			s, p = Stderr, fmt.Sprintf("ERR %d", i) // stderr lines finish in the next stderr write
+			if i%2 == 0 {
+				p += "\n"
+			}
+		}
+		write(t, a, id, s, []byte(p))
+		m.write(s, []byte(p))
+	}
+	flush(t, a)
+	cs := checkChunks(t, d, id, &m, 16)
+	for _, s := range []Stream{Stdout, Stderr} {
+		want := storedBytes(cs, s)
+		for _, limit := range []int64{0, 5, 64} {
+			got, _, _ := readAll(t, d, id, limit, Filter{Stream: s})
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s limit %d: read %q, want %q", s, limit, got, want)
+			}
+		}
+		p, err := Tail(context.Background(), d, id, 20, Bytes, Filter{Stream: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(p.Data, want[len(want)-20:]) {
+			t.Fatalf("%s tail = %q, want %q", s, p.Data, want[len(want)-20:])
+		}
+	}
+}
+
+func TestEvictionKeepsHeadAndTail(t *testing.T) {
+	d := openDB(t)
+	const head, maxOutput, chunk = 4 << 10, 16 << 10, 1 << 10
+	a := newAppender(t, d, AppenderOptions{MaxChunk: chunk, HeadKeep: head, MaxBatchBytes: 8 << 10})
+	id := newJob(t, d, maxOutput)
+	track(t, a, id, maxOutput)
+	var m model
+	for i := 0; m.data == nil || len(m.data) < 200<<10; i++ {
+		p := []byte(fmt.Sprintf("line %06d %s\n", i, bytes.Repeat([]byte{'x'}, i%50)))
+		write(t, a, id, Stdout, p)
+		m.write(Stdout, p)
+		if i%500 == 0 {
+			flush(t, a)
+		}
+	}
+	flush(t, a)
+	cs := checkChunks(t, d, id, &m, chunk)
+	stored := storedBytes(cs, "")
+	row := readJobRow(t, d, id)
+	total := int64(len(m.data))
+	if row.Output != total || row.Evicted != total-int64(len(stored)) || row.Dropped != 0 {
+		t.Fatalf("jobs row %+v: want %d bytes, %d evicted", row, total, total-int64(len(stored)))
+	}
+	if !bytes.Equal(stored[:head], m.data[:head]) || cs[0].Off != 0 {
+		t.Fatalf("head not kept")
+	}
+	if len(stored) > maxOutput+chunk || len(stored) < maxOutput-chunk {
+		t.Fatalf("retained %d bytes, cap %d", len(stored), maxOutput)
+	}
+	if !bytes.HasSuffix(m.data, stored[head:]) {
+		t.Fatalf("tail is not the newest output")
+	}
+
+	ctx := context.Background()
+	p, err := ReadRange(ctx, d, id, 0, MaxLimit, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p.Data, stored) || p.Gap != row.Evicted || p.EvictedBytes != row.Evicted || p.End != total || p.More {
+		t.Fatalf("read across the gap: %d bytes, gap %d, end %d, more %v; want %d bytes, gap %d", len(p.Data), p.Gap, p.End, p.More, len(stored), row.Evicted)
+	}
+	// A read inside the gap starts at the first stored byte after it.
+	mid := total / 2
+	p, err = ReadRange(ctx, d, id, mid, 100, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tailStart := total - int64(len(stored)-head)
+	if p.Gap != tailStart-mid || !bytes.Equal(p.Data, m.data[tailStart:tailStart+100]) {
+		t.Fatalf("read in the gap: gap %d, want %d; data %q", p.Gap, tailStart-mid, p.Data)
+	}
+	if want := int64(bytes.Count(m.data[:tailStart], newline)); p.FirstLine != want {
+		t.Fatalf("read in the gap: first line %d, want %d", p.FirstLine, want)
+	}
+	p, err = Tail(ctx, d, id, 500, Chars, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p.Data, m.data[total-500:]) || p.Gap != 0 {
+		t.Fatalf("tail after eviction = %q", p.Data)
+	}
+	// Lines evicted: the page starts at the first stored line after them.
+	evictedLine := int64(bytes.Count(m.data[:head], newline)) + 10
+	p, err = ReadLines(ctx, d, id, evictedLine, 1000000, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Start != tailStart || !bytes.Equal(p.Data, m.data[tailStart:]) {
+		t.Fatalf("lines from the gap start at %d, want %d", p.Start, tailStart)
+	}
+}
+
+func TestClear(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	write(t, a, id, Stdout, []byte("before\n"))
+	flush(t, a)
+	ctx := context.Background()
+	if err := Clear(ctx, d, id); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, id, Stdout, []byte("after\n"))
+	flush(t, a)
+	p, err := ReadRange(ctx, d, id, 0, 0, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.Data) != "after\n" || p.Gap != 7 || p.EvictedBytes != 7 || p.TotalBytes != 13 || p.FirstLine != 1 {
+		t.Fatalf("after clear: %+v", p)
+	}
+	if err := Clear(ctx, d, "nosuchjob"); !errors.Is(err, ErrJobNotFound) {
+		t.Fatalf("Clear of a missing job = %v", err)
+	}
+}
+
+func TestResumeAfterReopen(t *testing.T) {
+	d := openDB(t)
+	id := newJob(t, d, 0)
+	a := NewAppender(d, AppenderOptions{MaxChunk: 8})
+	a.Open()
+	track(t, a, id, 0)
+	write(t, a, id, Stdout, []byte("one\ntwo\nthree"))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	d2, err := db.Open(context.Background(), d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	b := newAppender(t, d2, AppenderOptions{MaxChunk: 8})
+	track(t, b, id, 0)
+	write(t, b, id, Stderr, []byte("\nfour\n"))
+	flush(t, b)
+	m := model{}
+	m.write(Stdout, []byte("one\ntwo\nthree"))
+	m.write(Stderr, []byte("\nfour\n"))
+	cs := checkChunks(t, d2, id, &m, 8)
+	if got := storedBytes(cs, ""); !bytes.Equal(got, m.data) {
+		t.Fatalf("after resume: %q", got)
+	}
+	if row := readJobRow(t, d2, id); row.Output != int64(len(m.data)) || row.Lines != 4 {
+		t.Fatalf("after resume: %+v", row)
+	}
+}
+
+func TestTrackMissingJobAndWriteUntracked(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	if err := a.Track("nosuchjob", 0); !errors.Is(err, ErrJobNotFound) {
+		t.Fatalf("Track = %v", err)
+	}
+	if err := a.Write("nosuchjob", Stdout, []byte("x")); !errors.Is(err, ErrNotTracked) {
+		t.Fatalf("Write = %v", err)
+	}
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	if err := a.Write(id, "stdin", []byte("x")); err == nil {
+		t.Fatal("Write to an invalid stream succeeded")
+	}
+	if err := a.Untrack(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Write(id, Stdout, []byte("x")); !errors.Is(err, ErrNotTracked) {
+		t.Fatalf("Write after Untrack = %v", err)
+	}
+}
+
+func TestDeletedJobDoesNotSpoilTheBatch(t *testing.T) {
+	d := openDB(t)
+	a := NewAppender(d, AppenderOptions{})
+	defer a.Close()
+	gone, kept := newJob(t, d, 0), newJob(t, d, 0)
+	track(t, a, gone, 0)
+	track(t, a, kept, 0)
+	if _, err := d.Exec(`DELETE FROM jobs WHERE id = ?`, gone); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, gone, Stdout, []byte("lost\n"))
+	write(t, a, kept, Stdout, []byte("kept\n"))
+	flush(t, a)
+	write(t, a, gone, Stdout, []byte("discarded\n"))
+	flush(t, a)
+	if got := storedBytes(readChunks(t, d, kept), ""); string(got) != "kept\n" {
+		t.Fatalf("kept job: %q", got)
+	}
+}
+
+func TestBackPressureBoundsMemory(t *testing.T) {
+	d := openDB(t)
+	const bound = 64 << 10
+	a := newAppender(t, d, AppenderOptions{MaxBatchBytes: bound / 2, MaxPendingBytes: bound,
+		BusyTimeout: 20 * time.Second, RetryFor: 20 * time.Second})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+
+	// Hold the write lock so nothing drains, and watch the writer stop.
+	locker := lockDB(t, d)
+	var written atomic.Int64
+	done := make(chan struct{})
+	const total, piece = 1 << 20, 4 << 10
+	go func() {
+		defer close(done)
+		p := bytes.Repeat([]byte("y\n"), piece/2)
+		for written.Load() < total {
+			if err := a.Write(id, Stdout, p); err != nil {
+				t.Error(err)
+				return
+			}
+			written.Add(piece)
+		}
+	}()
+	waitFor(t, 10*time.Second, "the writer to block", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.pending >= bound
+	})
+	if w := written.Load(); w > bound+piece {
+		t.Fatalf("%d bytes accepted with the database locked, bound %d", w, bound)
+	}
+	locker.release()
+	var maxPending int
+	for {
+		select {
+		case <-done:
+			flush(t, a)
+			if row := readJobRow(t, d, id); row.Output != total || row.Dropped != 0 {
+				t.Fatalf("jobs row %+v, want %d bytes, none dropped", row, total)
+			}
+			if maxPending > bound+piece {
+				t.Fatalf("pending reached %d, bound %d", maxPending, bound)
+			}
+			return
+		default:
+		}
+		a.mu.Lock()
+		maxPending = max(maxPending, a.pending)
+		a.mu.Unlock()
+	}
+}
+
+// dbLock holds the database's write lock from a connection of its own.
+type dbLock struct {
+	release func()
+}
+
+func lockDB(t testing.TB, d *db.DB) *dbLock {
+	t.Helper()
+	other, err := db.Open(context.Background(), d.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	l := &dbLock{release: func() {
+		once.Do(func() {
+			conn.ExecContext(context.Background(), "ROLLBACK")
+			conn.Close()
+			other.Close()
+		})
+	}}
+	t.Cleanup(l.release)
+	return l
+}
+
+func TestDroppedWhenDatabaseIsLocked(t *testing.T) {
+	d := openDB(t)
+	var mu sync.Mutex
+	var dropped int64
+	var why error
+	a := newAppender(t, d, AppenderOptions{
+		MaxBatchBytes: 16 << 10, MaxPendingBytes: 32 << 10,
+		BusyTimeout: 20 * time.Millisecond, RetryFor: 60 * time.Millisecond,
+		OnDropped: func(jobID string, n int64, err error) {
+			mu.Lock()
+			dropped += n
+			why = err
+			mu.Unlock()
+		},
+	})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	locker := lockDB(t, d)
+
+	// A flooding child: its writes must all return although nothing can
+	// be stored.
+	const total = 1 << 20
+	done := make(chan error, 1)
+	go func() {
+		p := bytes.Repeat([]byte("z"), 8<<10)
+		for n := 0; n < total; n += len(p) {
+			if err := a.Write(id, Stdout, p); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Write blocked on a locked database")
+	}
+	if err := a.Flush(context.Background()); err == nil {
+		t.Fatal("Flush with the database locked succeeded")
+	}
+	locker.release()
+	write(t, a, id, Stderr, []byte("back\n"))
+	flush(t, a)
+
+	mu.Lock()
+	defer mu.Unlock()
+	row := readJobRow(t, d, id)
+	if dropped == 0 || why == nil {
+		t.Fatal("OnDropped was not called")
+	}
+	stored := storedBytes(readChunks(t, d, id), "")
+	if row.Output != total+5 || row.Dropped != dropped || row.Dropped+int64(len(stored)) != row.Output {
+		t.Fatalf("jobs row %+v; OnDropped counted %d; %d bytes stored", row, dropped, len(stored))
+	}
+	p, err := ReadRange(context.Background(), d, id, total, 0, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.Data) != "back\n" {
+		t.Fatalf("after the outage, offset %d holds %q", total, p.Data)
+	}
+	t.Logf("dropped %d of %d bytes: %v", dropped, total, why)
+}
+
+func TestWriteAfterClose(t *testing.T) {
+	d := openDB(t)
+	a := NewAppender(d, AppenderOptions{})
+	a.Open()
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	write(t, a, id, Stdout, []byte("last words"))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedBytes(readChunks(t, d, id), ""); string(got) != "last words" {
+		t.Fatalf("Close did not flush: %q", got)
+	}
+	if err := a.Write(id, Stdout, []byte("x")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Write after Close = %v", err)
+	}
+}
+
+func TestManyJobsConcurrently(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{MaxChunk: 1 << 10, MaxBatchBytes: 32 << 10})
+	const jobs = 8
+	ids := make([]string, jobs)
+	models := make([]model, jobs)
+	for i := range ids {
+		ids[i] = newJob(t, d, 0)
+		track(t, a, ids[i], 0)
+	}
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 300; k++ {
+				s := Stdout
+				if k%4 == 0 {
+					s = Stderr
+				}
+				p := []byte(fmt.Sprintf("job %d line %d\n", i, k))
+				if err := a.Write(ids[i], s, p); err != nil {
+					t.Error(err)
+					return
+				}
+				models[i].write(s, p)
+			}
+		}()
+	}
+	wg.Wait()
+	flush(t, a)
+	for i, id := range ids {
+		cs := checkChunks(t, d, id, &models[i], 1<<10)
+		if got := storedBytes(cs, ""); !bytes.Equal(got, models[i].data) {
+			t.Fatalf("job %d: stored %d bytes, want %d", i, len(got), len(models[i].data))
+		}
+	}
+}

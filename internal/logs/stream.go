@@ -1,0 +1,75 @@
+package logs
+
+import (
+	"errors"
+	"time"
+)
+
+// Stream names the pipe a chunk was read from.
+type Stream string
+
+const (
+	// Stdout is the child's standard output.
+	Stdout Stream = "stdout"
+	// Stderr is the child's standard error.
+	Stderr Stream = "stderr"
+	// PTY is the terminal of a tmux job, where both streams are one.
+	PTY Stream = "pty"
+)
+
+// Valid reports whether s is one of the streams the schema accepts.
+func (s Stream) Valid() bool {
+	switch s {
+	case Stdout, Stderr, PTY:
+		return true
+	}
+	return false
+}
+
+// Unit is what [Tail] counts.
+type Unit int
+
+const (
+	// Bytes counts bytes.
+	Bytes Unit = iota
+	// Chars counts UTF-8 characters; each byte of an invalid sequence counts
+	// as one character.
+	Chars
+)
+
+// Defaults and bounds.
+const (
+	// DefaultFlushInterval is how long written bytes may wait before they
+	// are flushed: a trickle of output is visible within about twice this.
+	DefaultFlushInterval = 50 * time.Millisecond
+	// DefaultMaxBatchBytes flushes at once when this many bytes wait.
+	DefaultMaxBatchBytes = 4 << 20
+	// DefaultMaxChunk is the largest chunk row.
+	DefaultMaxChunk = 64 << 10
+	// DefaultHeadKeep is how much of the start of a capped job's output is
+	// never evicted.
+	DefaultHeadKeep = 1 << 20
+	// DefaultBusyTimeout bounds one flush's wait for the write lock.
+	DefaultBusyTimeout = 2 * time.Second
+	// DefaultRetryFor is how long a failing flush is retried before its
+	// bytes are dropped.
+	DefaultRetryFor = 3 * time.Second
+
+	// DefaultLimit is the read limit when a read passes 0.
+	DefaultLimit = 64 << 10
+	// MaxLimit is the largest page a read returns.
+	MaxLimit = 16 << 20
+	// ScanLimit is the most output a filtered read (stream or regex)
+	// examines before it returns what it found.
+	ScanLimit = 64 << 20
+)
+
+var (
+	// ErrJobNotFound is returned when the jobs row does not exist.
+	ErrJobNotFound = errors.New("job not found")
+	// ErrNotTracked is returned by Write for a job the appender does not
+	// track.
+	ErrNotTracked = errors.New("job not tracked")
+	// ErrClosed is returned by Write and Track after Close.
+	ErrClosed = errors.New("appender closed")
+)
