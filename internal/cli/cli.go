@@ -205,5 +205,6 @@ func (r *runner) commands() []*ucli.Command {
 		r.attachCommand(),
 		r.mcpCommand(),
 		r.superviseCommand(),
+		r.tmuxPipeCommand(), // hidden: tmux runs it for tmux jobs (tmuxpipe.go)
 	}
 }

@@ -2,13 +2,23 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"runtime/debug"
 
+	"github.com/agentjobs/jobs/internal/mcp"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
-// runMCP serves MCP on stdio. internal/mcp does not build yet in this
-// tree; until it does the verb says so.
+// runMCP serves the Model Context Protocol on stdio for c's scope until the
+// client hangs up or ctx ends.
 func runMCP(ctx context.Context, c *jobs.Client) error {
-	return fmt.Errorf("mcp: %w (internal/mcp is not wired in yet)", errUnavailable)
+	return mcp.Run(ctx, c, version())
+}
+
+// version is the module version the binary was built from, "(devel)" for
+// a build from a working tree.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

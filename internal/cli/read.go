@@ -109,19 +109,24 @@ func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string
 // omittedText says what a read left out and how to page to it, or "".
 func omittedText(o jobs.Output, id string, isNew bool) string {
 	var parts []string
-	if o.OmittedBefore > 0 {
+	// Evicted bytes outside the page lie before it (the cap keeps the head
+	// and the newest output): they are gone, not worth a hint.
+	earlier := o.OmittedBefore - max(o.EvictedTotal-o.Evicted, 0)
+	if earlier > 0 {
 		hint := fmt.Sprintf("jobs log %s --offset %d", id, max(o.Start-o.OmittedBefore, 0))
 		if isNew {
-			parts = append(parts, fmt.Sprintf("%s of new output skipped (%s)", formatSize(o.OmittedBefore), hint))
+			parts = append(parts, fmt.Sprintf("%s of new output skipped (%s)", formatSize(earlier), hint))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s earlier (%s)", formatSize(o.OmittedBefore), hint))
+			parts = append(parts, fmt.Sprintf("%s earlier (%s)", formatSize(earlier), hint))
 		}
 	}
 	if o.OmittedAfter > 0 {
 		parts = append(parts, fmt.Sprintf("%s more after this (jobs log %s --offset %d)", formatSize(o.OmittedAfter), id, o.NextOffset))
 	}
 	if o.Evicted > 0 {
-		parts = append(parts, fmt.Sprintf("%s evicted by the output cap", formatSize(o.Evicted)))
+		parts = append(parts, fmt.Sprintf("%s inside this range evicted by the output cap or jobs clear", formatSize(o.Evicted)))
+	} else if o.EvictedTotal > 0 {
+		parts = append(parts, fmt.Sprintf("%s evicted by the output cap or jobs clear", formatSize(o.EvictedTotal)))
 	}
 	if len(parts) == 0 {
 		return ""

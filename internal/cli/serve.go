@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"errors"
-
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -49,5 +47,3 @@ func (r *runner) superviseCommand() *ucli.Command {
 		},
 	}
 }
-
-var errUnavailable = errors.New("not available in this build")

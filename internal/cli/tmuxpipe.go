@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"os/signal"
+	"syscall"
+
+	supervisor "github.com/agentjobs/jobs/internal/runner"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// tmuxPipeCommand is the hidden helper verb that tmux runs, with
+// pipe-pane, for every tmux job: it captures the pane's output into the
+// database and records the job's end, with or without a supervisor (see
+// supervisor.RunTmuxPipe). People never type it.
+func (r *runner) tmuxPipeCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "tmux-pipe",
+		Usage:     "capture a tmux job's pane (run by tmux)",
+		ArgsUsage: " ",
+		Hidden:    true,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "job", Usage: "job `ID`"},
+		},
+		Action: func(cc *ucli.Context) error {
+			if cc.Args().Present() {
+				return usagef("tmux-pipe", "too many arguments: %q", cc.Args().Slice())
+			}
+			dbPath, job := cc.String("db"), cc.String("job")
+			if dbPath == "" || job == "" {
+				return usagef("tmux-pipe", "missing --db PATH or --job ID")
+			}
+			// The helper must outlive whatever hangs up: it alone records
+			// the job's end once the supervisor is gone.
+			signal.Ignore(syscall.SIGHUP)
+			return supervisor.RunTmuxPipe(cc.Context, dbPath, job, r.stdin)
+		},
+	}
+}
