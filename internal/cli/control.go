@@ -208,7 +208,7 @@ func (r *runner) kill(cc *ucli.Context) error {
 		survivors = append(survivors, res.Survivors...)
 	}
 	if len(survivors) > 0 {
-		return &exitError{code: ExitError, msg: fmt.Sprintf("jobs: %s survived SIGKILL: %s", plural(int64(len(survivors)), "process", "processes"), pidList(survivors))}
+		return &exitError{code: ExitError, msg: fmt.Sprintf("%s survived SIGKILL: %s", plural(int64(len(survivors)), "process", "processes"), pidList(survivors))}
 	}
 	return nil
 }

@@ -694,3 +694,118 @@ func TestStartFailures(t *testing.T) {
 		t.Errorf("--replace left the old job running")
 	}
 }
+
+func TestTimeout(t *testing.T) {
+	e := newEnv(t)
+	r := e.run2("start", "--wait", "--timeout", "300ms", "echo started; sleep 30")
+	if r.code != 128+15 && r.code != 128+9 {
+		t.Errorf("timed out job exit %d, want 143 or 137\n%v", r.code, r)
+	}
+	if r.stdout != "started\n" || !strings.Contains(r.stderr, "timed_out") {
+		t.Errorf("%v", r)
+	}
+}
+
+func TestEventsFollow(t *testing.T) {
+	e := newEnv(t)
+	first := e.start("true")
+	e.ok("wait", first, "--timeout", "20s")
+	var last struct {
+		ID int64 `json:"id"`
+	}
+	lines := strings.Split(strings.TrimSpace(e.ok("events")), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.ID == 0 {
+		t.Fatalf("events: %v %q", err, lines)
+	}
+
+	cmd := exec.Command(jobsBin, "events", "-f", "--since", strconv.FormatInt(last.ID, 10))
+	cmd.Env = e.environ()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = pw
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	defer cmd.Process.Kill()
+
+	id := e.start("echo x")
+	got := make(chan string, 1)
+	go func() {
+		// Read until the second job's terminal transition.
+		var seen []string
+		dec := json.NewDecoder(pr)
+		for {
+			var ev struct {
+				ID    int64  `json:"id"`
+				JobID string `json:"job_id"`
+				To    string `json:"to"`
+			}
+			if err := dec.Decode(&ev); err != nil {
+				got <- strings.Join(seen, ",") + " " + err.Error()
+				return
+			}
+			if ev.ID <= last.ID {
+				got <- fmt.Sprintf("event %d is not after --since %d", ev.ID, last.ID)
+				return
+			}
+			seen = append(seen, ev.To)
+			if ev.JobID == id && ev.To == "done" {
+				got <- strings.Join(seen, ",")
+				return
+			}
+		}
+	}()
+	select {
+	case s := <-got:
+		if s != "starting,running,done" {
+			t.Errorf("events -f gave %s", s)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("events -f did not report the job's end")
+	}
+	// Interrupting -f is a normal end.
+	_ = cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() != 0 && ee.ExitCode() != ExitInterrupted {
+		t.Errorf("events -f after SIGINT: %v %s", err, errb.String())
+	}
+	pr.Close()
+}
+
+func TestTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux")
+	}
+	e := newEnv(t)
+	id := e.start("--tmux", "echo ready; read line; echo \"got $line\"; sleep 30")
+	e.ok("wait", id, "--until", "ready", "--timeout", "20s")
+	e.ok("send-keys", id, "--literal", "hello")
+	e.ok("send-keys", id, "Enter")
+	eventually(t, 10*time.Second, "the tmux screen shows the answer", func() bool {
+		return strings.Contains(e.ok("capture", id), "got hello")
+	})
+	var c struct {
+		Screen string `json:"screen"`
+	}
+	e.jsonOf(&c, "capture", id, "--lines", "10")
+	if !strings.Contains(c.Screen, "ready") {
+		t.Errorf("capture --json: %q", c.Screen)
+	}
+	var a struct {
+		Argv []string `json:"argv"`
+	}
+	e.jsonOf(&a, "attach", id)
+	if len(a.Argv) == 0 || a.Argv[0] != "tmux" {
+		t.Errorf("attach --json: %v", a.Argv)
+	}
+	e.fails(ExitUsage, "invalid key", "send-keys", id, "not-a-key")
+	plain := e.start("sleep 30")
+	e.fails(ExitError, "tmux", "capture", plain)
+	e.ok("kill", id, "--grace", "100ms")
+	e.ok("kill", plain, "--grace", "100ms")
+}

@@ -323,3 +323,10 @@ func TestAmbiguousHint(t *testing.T) {
 		t.Errorf("errorLine = %q, %d", line, code)
 	}
 }
+
+func TestExitErrorLine(t *testing.T) {
+	line, code := errorLine(&exitError{code: 143, msg: "job x timed_out (signal TERM) after 1s"})
+	if line != "jobs: job x timed_out (signal TERM) after 1s" || code != 143 {
+		t.Errorf("errorLine = %q, %d", line, code)
+	}
+}

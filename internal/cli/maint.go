@@ -96,7 +96,7 @@ func (r *runner) rm(cc *ucli.Context) error {
 		fmt.Fprintf(r.stdout, "killed and removed %s: signalled %s\n", id, pidList(res.Signalled))
 	}
 	if len(res.Survivors) > 0 {
-		return &exitError{code: ExitError, msg: fmt.Sprintf("jobs: %s survived SIGKILL: %s", plural(int64(len(res.Survivors)), "process", "processes"), pidList(res.Survivors))}
+		return &exitError{code: ExitError, msg: fmt.Sprintf("%s survived SIGKILL: %s", plural(int64(len(res.Survivors)), "process", "processes"), pidList(res.Survivors))}
 	}
 	return nil
 }

@@ -222,7 +222,7 @@ func (r *runner) start(cc *ucli.Context) error {
 		if reason == "" {
 			reason = "could not start"
 		}
-		return &exitError{code: jobExitCode(j), msg: fmt.Sprintf("jobs: job %s failed: %s", j.ID, oneLine(reason))}
+		return &exitError{code: jobExitCode(j), msg: fmt.Sprintf("job %s failed: %s", j.ID, oneLine(reason))}
 	}
 	switch {
 	case req.wait:
@@ -324,13 +324,13 @@ func (r *runner) finish(j jobs.Job) error {
 	if j.Status == jobs.StatusDone {
 		return exitWith(j)
 	}
-	return &exitError{code: jobExitCode(j), msg: "jobs: job " + j.ID + " " + endText(j)}
+	return &exitError{code: jobExitCode(j), msg: "job " + j.ID + " " + endText(j)}
 }
 
 // endText says how a finished job ended: "failed (exit 2) after 3.1s".
 func endText(j jobs.Job) string {
 	s := statusText(j)
-	if j.Reason != "" && j.Status != jobs.StatusDone {
+	if j.Reason != "" && (j.Status == jobs.StatusFailed || j.Status == jobs.StatusLost) {
 		s += ": " + oneLine(j.Reason)
 	}
 	return s + " after " + formatDuration(j.Runtime)
@@ -339,7 +339,7 @@ func endText(j jobs.Job) string {
 // interrupted turns a cancelled wait into a message that the job runs on.
 func interrupted(ctx context.Context, j jobs.Job, err error) error {
 	if ctx.Err() != nil {
-		return &exitError{code: ExitInterrupted, msg: fmt.Sprintf("jobs: interrupted; job %s keeps running ('jobs kill %s' ends it)", j.ID, j.ID)}
+		return &exitError{code: ExitInterrupted, msg: fmt.Sprintf("interrupted; job %s keeps running ('jobs kill %s' ends it)", j.ID, j.ID)}
 	}
 	return err
 }

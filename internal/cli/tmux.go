@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"syscall"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -74,6 +75,11 @@ func (r *runner) sendKeysCommand() *ucli.Command {
 				return usagef(verb, "missing KEYS (such as Enter or C-c) or --literal TEXT")
 			}
 			keys := a[1:]
+			for _, k := range keys {
+				if err := parse.ValidateKey(k); err != nil {
+					return usagef(verb, "%v", err)
+				}
+			}
 			if literal {
 				keys = []string{cc.String("literal")}
 			}

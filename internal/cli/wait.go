@@ -93,7 +93,7 @@ func (r *runner) wait(cc *ucli.Context) error {
 	live.clear()
 	if err != nil {
 		if cc.Context.Err() != nil {
-			return &exitError{code: ExitInterrupted, msg: "jobs: interrupted; the jobs keep running"}
+			return &exitError{code: ExitInterrupted, msg: "interrupted; the jobs keep running"}
 		}
 		return err
 	}
