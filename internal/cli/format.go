@@ -149,6 +149,8 @@ func statusText(j jobs.Job) string {
 	var extra []string
 	if e := exitText(j); e != "" && j.Status != jobs.StatusDone {
 		extra = append(extra, e)
+	} else if j.Status == jobs.StatusFailed && j.StartedAt == nil {
+		extra = append(extra, "could not start")
 	}
 	if j.WaitingForInput {
 		extra = append(extra, "waiting for input")

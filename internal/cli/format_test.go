@@ -330,3 +330,17 @@ func TestExitErrorLine(t *testing.T) {
 		t.Errorf("errorLine = %q, %d", line, code)
 	}
 }
+
+func TestLiveLine(t *testing.T) {
+	var b strings.Builder
+	l := &liveLine{w: &b, start: time.Now(), lastLine: func(string) string { return "compiling foo" }}
+	l.update([]jobs.Job{{ID: "a", Status: jobs.StatusRunning, OutputBytes: 2048}})
+	l.clear()
+	got := b.String()
+	if !strings.HasPrefix(got, "\r\x1b[Kwaiting 0s · 1 of 1 running · 2 KiB output · compiling foo") || !strings.HasSuffix(got, "\r\x1b[K") {
+		t.Errorf("live line = %q", got)
+	}
+	var nilLine *liveLine
+	nilLine.update(nil) // no terminal: no line
+	nilLine.clear()
+}
