@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -152,6 +153,7 @@ func (r *runner) logCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "grep", Usage: "keep only lines matching `REGEX`"},
 			&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing output as it comes until the job ends"},
 			&ucli.BoolFlag{Name: "clean", Usage: "strip escape codes and collapse carriage-return overwrites"},
+			&ucli.BoolFlag{Name: "all", Usage: "print all retained output (from --offset, default 0) to the end, page by page"},
 		},
 		Action: r.log,
 	}
@@ -242,9 +244,16 @@ func (r *runner) log(cc *ucli.Context) error {
 			return usagef("log", "--follow reads to the end: give a start (--offset, --from-line or --tail), not a length")
 		}
 	}
+	all := cc.Bool("all")
+	if all && (follow || jsonOut(cc) || rg.Limit > 0 || rg.FromLine > 0 || rg.TailLines > 0 || rg.Grep != "") {
+		return usagef("log", "--all prints raw bytes from --offset to the end: it cannot be combined with --limit, line selections, --grep, --follow or --json")
+	}
 	c, err := r.client(cc)
 	if err != nil {
 		return err
+	}
+	if all {
+		return r.logAll(cc, c, ref, rg)
 	}
 	if follow {
 		if !rg.ByteRange && rg.FromLine == 0 && rg.TailLines == 0 {
@@ -264,6 +273,32 @@ func (r *runner) log(cc *ucli.Context) error {
 	}
 	if s := omittedText(out, out.JobID, false); s != "" {
 		fmt.Fprintln(r.stderr, s)
+	}
+	return nil
+}
+
+// logAll streams every retained byte from rg.Offset to the end of the
+// output in pages, so memory stays bounded however large the log is.
+func (r *runner) logAll(cc *ucli.Context, c *jobs.Client, ref string, rg jobs.Range) error {
+	rg.ByteRange = true
+	rg.Limit = jobs.MaxPageBytes
+	var evicted int64
+	for {
+		out, err := c.Log(cc.Context, ref, rg)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(r.stdout, out.Text); err != nil {
+			return err
+		}
+		evicted += out.Evicted
+		if out.NextOffset <= rg.Offset || out.NextOffset >= out.TotalBytes {
+			break
+		}
+		rg.Offset = out.NextOffset
+	}
+	if evicted > 0 {
+		fmt.Fprintf(r.stderr, "[%s of this range were evicted by the output cap or a clear]\n", formatSize(evicted))
 	}
 	return nil
 }
