@@ -37,6 +37,13 @@ env_args=(-e "XDG_STATE_HOME=$state" -e "XDG_RUNTIME_DIR=$run" -e "JOBS_SCOPE=in
 # it instead of starting a detached one.
 XDG_STATE_HOME=$state XDG_RUNTIME_DIR=$run "$jobs" supervise --idle 0 </dev/null >"$tmp/supervise.log" 2>&1 &
 sup=$!
+for _ in $(seq 100); do
+	if ls "$run"/jobs/*/default.sock >/dev/null 2>&1; then break; fi
+	if ! kill -0 "$sup" 2>/dev/null; then
+		echo "FAIL jobs supervise exited:"; cat "$tmp/supervise.log"; exit 1
+	fi
+	sleep 0.05
+done
 
 inspector=(npx -y @modelcontextprotocol/inspector --cli)
 out=""

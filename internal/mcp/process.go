@@ -246,7 +246,11 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 			out.NextOffset = &next
 			notes = append(notes, fmt.Sprintf("more after: continue with offset=%d", next))
 		}
-		notes = append(notes, fmt.Sprintf("lines %d-%d of %d shown", out.FirstLine, out.FirstLine+out.Lines, out.TotalLines))
+		if out.Lines > 0 {
+			notes = append(notes, fmt.Sprintf("lines %d-%d of %d shown (offset %d)", out.FirstLine+1, out.FirstLine+out.Lines, out.TotalLines, out.FirstLine))
+		} else {
+			notes = append(notes, fmt.Sprintf("no lines here; the output has %d", out.TotalLines))
+		}
 	} else {
 		next = o.NextOffset
 		if next < out.TotalBytes {

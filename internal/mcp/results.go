@@ -198,7 +198,7 @@ func summary(j jobs.Job) string {
 		fmt.Fprintf(&b, " for %s", round(j.Runtime))
 	}
 	fmt.Fprintf(&b, ", %s of output", size(j.OutputBytes))
-	if j.Reason != "" {
+	if j.Reason != "" && j.Reason != string(j.Status) {
 		fmt.Fprintf(&b, "; %s", j.Reason)
 	}
 	if j.WaitingForInput {
