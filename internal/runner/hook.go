@@ -64,7 +64,21 @@ func (s *Supervisor) hookLost(job db.Job) {
 // runHook runs the job's on_exit command with `/bin/sh -c`, the job's
 // facts in its environment, bounded by HookTimeout (then its process
 // group is killed), and records the outcome as a 'hook' event.
+//
+// A hook runs once per job whoever notices the job's end: the claim in the
+// database decides between this supervisor and any other that found the
+// same lost job.
 func (s *Supervisor) runHook(job db.Job, baseEnv []string) {
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(s.ctx), finalWriteTimeout)
+	won, err := s.db.ClaimHook(cctx, job.ID, job.Scope)
+	ccancel()
+	if err != nil {
+		s.logf("on-exit hook of job %s: %v", job.ID, err)
+		return
+	}
+	if !won {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), s.cfg.HookTimeout)
 	defer cancel()
 	if baseEnv == nil {
@@ -86,12 +100,13 @@ func (s *Supervisor) runHook(job db.Job, baseEnv []string) {
 	cmd.WaitDelay = 2 * time.Second
 
 	start := timeNow()
-	err := s.reaper.StartCmd(cmd)
+	err = s.reaper.StartCmd(cmd)
 	if err == nil {
 		err = cmd.Wait()
 		s.reaper.Disown(cmd.Process.Pid)
 	}
 	detail := map[string]any{
+		"state":       "finished",
 		"ok":          err == nil,
 		"duration_ms": timeNow().Sub(start).Milliseconds(),
 	}
@@ -176,3 +191,19 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return string(t.b) }
+
+// RunPendingHooks starts, in the background, the hooks of lost jobs that
+// nobody ran: jobs another process (a poll, a list, `jobs gc`) marked lost
+// while no supervisor was there to run them. Each runs once, whoever asks.
+func (s *Supervisor) RunPendingHooks(ctx context.Context) { s.runPendingHooks(ctx) }
+
+func (s *Supervisor) runPendingHooks(ctx context.Context) {
+	jobs, err := s.db.PendingHooks(ctx)
+	if err != nil {
+		s.logf("%v", err)
+		return
+	}
+	for _, j := range jobs {
+		s.hookLost(j)
+	}
+}

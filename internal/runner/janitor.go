@@ -65,9 +65,9 @@ func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost f
 // call it; racing callers each mark a job at most once between them,
 // because the transition is conditional on the current status.
 //
-// tmux jobs are skipped: their process lives in a tmux session, not under
-// the dead supervisor, so the tmux capture helper re-adopts them when the
-// session still lives instead of declaring them lost.
+// tmux jobs whose session still lives are skipped: their process runs in
+// tmux, not under the dead supervisor, and their tmux-pipe helper records
+// them (see tmux.go). A tmux job whose session is gone is marked lost.
 func SweepLost(ctx context.Context, d *db.DB) (int, error) {
 	return sweepLost(ctx, d, nil)
 }
@@ -92,8 +92,8 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 			continue
 		}
 		for _, j := range jobs {
-			if j.Mode == "tmux" {
-				continue // re-adopted by the tmux capture helper, see above
+			if j.Mode == "tmux" && tmuxJobAlive(j) {
+				continue // its tmux-pipe helper still records it, see above
 			}
 			lost, err := d.Transition(ctx, j.ID, db.Transition{
 				To: db.StatusLost, Reason: fmt.Sprintf("supervisor %s died", sup.ID),
@@ -142,6 +142,7 @@ func (s *Supervisor) janitor() {
 		if err != nil && s.ctx.Err() == nil {
 			s.logf("janitor: %v", err)
 		}
+		s.runPendingHooks(s.ctx)
 		if res.Lost > 0 || res.Deleted > 0 {
 			s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)
 		}

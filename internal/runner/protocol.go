@@ -22,6 +22,7 @@ const (
 	OpSendKeys   = "send_keys"
 	OpFlush      = "flush"
 	OpPing       = "ping"
+	OpHooks      = "hooks"
 )
 
 // Request is one call over the socket.

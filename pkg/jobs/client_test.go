@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -391,5 +392,71 @@ func TestCLIKillsEmbeddedJob(t *testing.T) {
 	}
 	if got.Status != jobs.StatusKilled {
 		t.Errorf("status = %s, want killed", got.Status)
+	}
+}
+
+// TestLostJobRunsHookOnce kills a detached supervisor mid-job: the next
+// poll marks the job lost, and its on_exit hook runs once, with
+// JOBS_STATUS=lost, though no supervisor saw the job end.
+func TestLostJobRunsHookOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "jobs.db")
+	marks := filepath.Join(dir, "hook.out")
+	ctx := context.Background()
+	c := open(t, jobs.Options{DB: path, Detached: true, Executable: jobsBin})
+	j, err := c.Start(ctx, jobs.Spec{
+		Command: "echo before; exec sleep 60",
+		OnExit:  `echo "$JOBS_STATUS $JOBS_OUTPUT_TAIL" >> ` + marks,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill(ctx, j.ID, 0)
+	eventually(t, "output stored", func() bool {
+		got, err := c.Get(ctx, j.ID)
+		return err == nil && got.OutputBytes > 0
+	})
+	d, err := db.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	sup, err := d.FindSupervisor(ctx, j.Supervisor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(sup.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "job lost", func() bool {
+		got, err := c.Get(ctx, j.ID)
+		return err == nil && got.Status == jobs.StatusLost
+	})
+	eventually(t, "hook output", func() bool {
+		b, _ := os.ReadFile(marks)
+		return strings.Contains(string(b), "\n")
+	})
+	// Further polls and a gc must not run it again.
+	for range 3 {
+		if _, err := c.Poll(ctx, j.ID, jobs.PollOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.GC(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.History(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := 0
+	for _, e := range h {
+		if e.Kind == "hook" && strings.Contains(string(e.Detail), `"finished"`) {
+			hooks++
+		}
+	}
+	b, _ := os.ReadFile(marks)
+	if got := string(b); got != "lost before\n\n" || hooks != 1 {
+		t.Errorf("hook wrote %q with %d finished hook events; want %q once", got, hooks, "lost before\n\n")
 	}
 }

@@ -118,7 +118,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 			}
 			return killResult(r), nil
 		}
-		_, _ = runner.SweepLost(ctx, c.db)
+		_, _ = c.sweep(ctx)
 	}
 	// Finished or lost: end whatever of it still runs, checked by start
 	// time so a reused pid is never hit.
@@ -169,7 +169,7 @@ func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult
 	if err := c.check(ctx); err != nil {
 		return nil, err
 	}
-	_, _ = runner.SweepLost(ctx, c.db)
+	_, _ = c.sweep(ctx)
 	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []db.Status{db.StatusStarting, db.StatusRunning}})
 	if err != nil {
 		return nil, err
@@ -290,5 +290,8 @@ func (c *Client) GC(ctx context.Context) (GCResult, error) {
 		return GCResult{}, err
 	}
 	r, err := runner.RunJanitor(ctx, c.db, 0)
+	if r.Lost > 0 {
+		c.kickHooks(ctx)
+	}
 	return GCResult{Lost: r.Lost, Jobs: r.Deleted, Events: r.EventsDeleted}, err
 }

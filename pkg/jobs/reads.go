@@ -27,7 +27,7 @@ func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
 		return db.Job{}, publicErr(ref, err)
 	}
 	if !j.Status.Terminal() {
-		if n, _ := runner.SweepLost(ctx, c.db); n > 0 {
+		if n, _ := c.sweep(ctx); n > 0 {
 			if j2, err := c.db.FindJobByID(ctx, j.ID); err == nil {
 				j = j2
 			}
@@ -64,7 +64,7 @@ func (c *Client) List(ctx context.Context, f Filter) ([]Job, error) {
 	if err := c.check(ctx); err != nil {
 		return nil, err
 	}
-	_, _ = runner.SweepLost(ctx, c.db)
+	_, _ = c.sweep(ctx)
 	df := db.Filter{Scope: c.opts.Scope, AllScopes: f.AllScopes, Limit: f.Limit}
 	for _, s := range f.Statuses {
 		df.Statuses = append(df.Statuses, db.Status(s))
@@ -360,4 +360,32 @@ func pickTail(n int64) int64 {
 		return n
 	}
 	return DefaultTailChars
+}
+
+// sweep marks lost the jobs of dead supervisors, as whoever notices must.
+// Their on_exit hooks need a supervisor to run them once: ask ours, or the
+// default one (starting it if needed), when any is waiting.
+func (c *Client) sweep(ctx context.Context) (int, error) {
+	n, err := runner.SweepLost(ctx, c.db)
+	if n > 0 {
+		c.kickHooks(ctx)
+	}
+	return n, err
+}
+
+// kickHooks has a supervisor run the hooks of lost jobs that nobody ran.
+func (c *Client) kickHooks(ctx context.Context) {
+	pending, err := c.db.PendingHooks(ctx)
+	if err != nil || len(pending) == 0 {
+		return
+	}
+	if c.sup != nil {
+		c.sup.RunPendingHooks(context.WithoutCancel(ctx))
+		return
+	}
+	if s, err := c.starter(ctx); err == nil {
+		if conn, ok := s.(*runner.Conn); ok {
+			_ = conn.RunPendingHooks(ctx)
+		}
+	}
 }

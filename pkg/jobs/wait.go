@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
-	"github.com/agentjobs/jobs/internal/runner"
 )
 
 // Wait blocks until the jobs finish (or one of them with o.Any), output of
@@ -120,7 +119,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			lastProgress = time.Now()
 		}
 		if time.Since(lastSweep) >= 2*time.Second {
-			_, _ = runner.SweepLost(ctx, c.db)
+			_, _ = c.sweep(ctx)
 			lastSweep = time.Now()
 		}
 		if err := w.Wait(ctx, time.Second); err != nil {
@@ -230,7 +229,7 @@ func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) e
 			return nil
 		}
 		if time.Since(lastSweep) >= 2*time.Second {
-			_, _ = runner.SweepLost(ctx, c.db)
+			_, _ = c.sweep(ctx)
 			lastSweep = time.Now()
 		}
 		if err := wt.Wait(ctx, time.Second); err != nil {
@@ -272,7 +271,7 @@ func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, er
 		lastSweep := time.Time{}
 		for {
 			if o.Follow && time.Since(lastSweep) >= 2*time.Second {
-				_, _ = runner.SweepLost(ctx, c.db)
+				_, _ = c.sweep(ctx)
 				lastSweep = time.Now()
 			}
 			evs, err := c.db.Events(ctx, db.EventFilter{Scope: c.opts.Scope, AllScopes: o.AllScopes, JobID: o.JobID, SinceID: since, Limit: batch})

@@ -1,0 +1,55 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+const claimHookCheck = `SELECT count(*) FROM events WHERE job_id = ? AND kind = 'hook'`
+
+// ClaimHook records, once per job, that its on_exit hook is starting: it
+// inserts a 'hook' event with {"state":"started"} and returns true, or
+// returns false when a hook event for the job exists already. The check and
+// the insert share one transaction, so of several supervisors racing to run
+// a lost job's hook exactly one wins.
+func (d *DB) ClaimHook(ctx context.Context, jobID, scope string) (bool, error) {
+	won := false
+	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		var n int
+		if err := tx.GetContext(ctx, &n, claimHookCheck, jobID); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		var r eventRow
+		if err := tx.GetContext(ctx, &r, insertEventQuery, jobID, scope, FormatTime(d.Now()), "hook", `{"state":"started"}`); err != nil {
+			return err
+		}
+		won = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim hook of job %s: %w", jobID, err)
+	}
+	return won, nil
+}
+
+const pendingHooksQuery = `SELECT ` + jobColumns + ` FROM jobs j
+WHERE j.status = 'lost' AND j.on_exit <> ''
+  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.job_id = j.id AND e.kind = 'hook')
+ORDER BY j.ended_at`
+
+// PendingHooks lists lost jobs with an on_exit command whose hook nobody
+// has claimed yet: jobs marked lost by a process that is not a supervisor
+// (a poll, a list, `jobs gc`). Jobs that end any other way have their hook
+// run by whoever recorded the end.
+func (d *DB) PendingHooks(ctx context.Context) ([]Job, error) {
+	jobs, err := queryJobs(ctx, d, pendingHooksQuery)
+	if err != nil {
+		return nil, fmt.Errorf("find pending hooks: %w", err)
+	}
+	return jobs, nil
+}
