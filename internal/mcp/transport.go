@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,14 +25,25 @@ const maxFrame = 64 << 20
 // error (parse error, invalid request, message too large) and passes on only
 // frames that decode, so one bad line from a client costs one error reply,
 // not the session.
+//
+// It also holds the end of input back until every request read so far has
+// been answered (within drainTimeout): the SDK drops the answers to requests
+// still in flight when its input ends, so `printf '…' | jobs mcp` would
+// otherwise lose them.
 type stdioTransport struct {
-	in  io.Reader
-	out *lockedWriter
-	pr  *io.PipeReader
+	in      io.Reader
+	out     *lockedWriter
+	pr      *io.PipeReader
+	pending *pending
 }
 
+// drainTimeout bounds how long the end of input waits for answers; the
+// longest call (wait) is bounded by maxWait.
+const drainTimeout = maxWait + 10*time.Second
+
 func newStdioTransport(in io.Reader, out io.Writer) *stdioTransport {
-	return &stdioTransport{in: in, out: &lockedWriter{w: out}}
+	p := &pending{ids: make(map[string]bool)}
+	return &stdioTransport{in: in, out: &lockedWriter{w: out, pending: p}, pending: p}
 }
 
 // Connect implements mcp.Transport. It starts the filter goroutine, which
@@ -63,11 +75,15 @@ func (t *stdioTransport) filter(pw *io.PipeWriter) {
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
 			if id, code, msg := check(frame); code != 0 {
 				t.reply(id, code, msg)
-			} else if _, werr := pw.Write(append(frame, '\n')); werr != nil {
-				return
+			} else {
+				t.pending.add(frame)
+				if _, werr := pw.Write(append(frame, '\n')); werr != nil {
+					return
+				}
 			}
 		}
 		if err != nil {
+			t.pending.drain(drainTimeout)
 			if errors.Is(err, io.EOF) {
 				pw.Close()
 			} else {
@@ -145,16 +161,91 @@ func (t *stdioTransport) reply(id any, code int64, msg string) {
 }
 
 // lockedWriter serializes writes: the SDK writes each message with one
-// Write call, and so does reply, so messages never interleave.
+// Write call, and so does reply, so messages never interleave. It marks
+// the requests it sees answered.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	pending *pending
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	l.mu.Unlock()
+	l.pending.answer(p)
+	return n, err
+}
+
+// pending tracks the ids of requests read but not yet answered.
+type pending struct {
+	mu   sync.Mutex
+	ids  map[string]bool
+	idle chan struct{} // closed when ids becomes empty while drain waits
+}
+
+// add records the requests in frame (a message or a batch).
+func (p *pending) add(frame []byte) {
+	p.each(frame, func(m jsonrpc.Message) {
+		if r, ok := m.(*jsonrpc.Request); ok && r.ID.IsValid() {
+			p.mu.Lock()
+			p.ids[fmt.Sprint(r.ID.Raw())] = true
+			p.mu.Unlock()
+		}
+	})
+}
+
+// answer forgets the requests that the responses in frame answer.
+func (p *pending) answer(frame []byte) {
+	p.each(bytes.TrimSpace(frame), func(m jsonrpc.Message) {
+		r, ok := m.(*jsonrpc.Response)
+		if !ok {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		delete(p.ids, fmt.Sprint(r.ID.Raw()))
+		if len(p.ids) == 0 && p.idle != nil {
+			close(p.idle)
+			p.idle = nil
+		}
+	})
+}
+
+func (p *pending) each(frame []byte, f func(jsonrpc.Message)) {
+	if len(frame) > 0 && frame[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(frame, &batch) != nil {
+			return
+		}
+		for _, raw := range batch {
+			if m, err := jsonrpc.DecodeMessage(raw); err == nil {
+				f(m)
+			}
+		}
+		return
+	}
+	if m, err := jsonrpc.DecodeMessage(frame); err == nil {
+		f(m)
+	}
+}
+
+// drain waits until every request seen has been answered, or d passes.
+func (p *pending) drain(d time.Duration) {
+	p.mu.Lock()
+	if len(p.ids) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	idle := make(chan struct{})
+	p.idle = idle
+	p.mu.Unlock()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-idle:
+	case <-timer.C:
+	}
 }
 
 // nopCloser keeps the SDK from closing stdout when the session ends.

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -140,4 +141,18 @@ func TestOversizedFrame(t *testing.T) {
 func jsonText(v any) string {
 	data, _ := json.Marshal(v)
 	return string(data)
+}
+
+// TestAnswersBeforeEOF checks that requests followed at once by the end of
+// input are still answered, as `printf '…' | jobs mcp` needs.
+func TestAnswersBeforeEOF(t *testing.T) {
+	for i := range 20 {
+		r := serveRaw(t)
+		r.initialize()
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, 1000+i))
+		r.in.Close()
+		if m := r.recv(); m["id"] != float64(1000+i) || m["result"] == nil {
+			t.Fatalf("run %d: answer before EOF: %v", i, m)
+		}
+	}
 }
