@@ -1,0 +1,194 @@
+// Command jobsbench measures jobs against its baselines on the same
+// workloads, in one run on one machine, and prints a markdown table of
+// medians and ratios. bench/run.sh builds it and the jobs binary and runs
+// it; see bench/README.md.
+//
+// The binary doubles as the helper processes of the workloads (spew,
+// lines, tree, sleeper), so the harness needs nothing but itself, the jobs
+// binary and the baselines' tools (tsp, tmux, sh, cat, tail).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "spew":
+			size, _ := strconv.ParseInt(os.Args[3], 10, 64)
+			exit(spew(os.Args[2], size))
+		case "lines":
+			exit(lines(os.Args[2], atoi(os.Args[3], 1000), atoi(os.Args[4], 100)))
+		case "tree":
+			exit(tree(self(), false))
+		case "tree-mid":
+			exit(tree(self(), true))
+		case "sleeper":
+			sleeper()
+			return
+		case "run":
+			exit(run(context.Background(), os.Args[2:]))
+		}
+	}
+	fmt.Fprintln(os.Stderr, "usage: jobsbench run [-out FILE] [-quick]   (see bench/README.md)")
+	os.Exit(2)
+}
+
+func exit(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jobsbench:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func self() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return os.Args[0]
+	}
+	return exe
+}
+
+// config holds the size knobs, from the environment (see bench/README.md).
+type config struct {
+	jobsBin      string
+	work         string
+	out          string
+	quick        bool
+	startRuns    int
+	pollRuns     int
+	captureBytes int64
+	concJobs     int
+	concRate     int
+	concSecs     int
+	killTrials   int
+}
+
+func loadConfig(args []string) (config, error) {
+	c := config{jobsBin: os.Getenv("JOBS_BIN"), work: os.Getenv("BENCH_WORK")}
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-quick", "--quick":
+			c.quick = true
+		case "-out", "--out":
+			if i+1 < len(args) {
+				c.out = args[i+1]
+				i++
+			}
+		default:
+			return c, fmt.Errorf("unknown argument %q", args[i])
+		}
+	}
+	if c.jobsBin == "" {
+		return c, fmt.Errorf("set JOBS_BIN to the jobs binary")
+	}
+	// Full run by default; -quick shrinks everything for a CI smoke run.
+	c.startRuns, c.pollRuns = 50, 50
+	c.captureBytes = 1 << 30
+	c.concJobs, c.concRate, c.concSecs = 100, 100, 10
+	c.killTrials = 5
+	if c.quick {
+		c.startRuns, c.pollRuns = 15, 15
+		c.captureBytes = 64 << 20
+		c.concJobs, c.concSecs = 20, 3
+		c.killTrials = 2
+	}
+	envInt := func(name string, p *int) {
+		if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+			*p = v
+		}
+	}
+	envInt("BENCH_START_RUNS", &c.startRuns)
+	envInt("BENCH_POLL_RUNS", &c.pollRuns)
+	envInt("BENCH_CONC_JOBS", &c.concJobs)
+	envInt("BENCH_CONC_RATE", &c.concRate)
+	envInt("BENCH_CONC_SECS", &c.concSecs)
+	envInt("BENCH_KILL_TRIALS", &c.killTrials)
+	if v := os.Getenv("BENCH_CAPTURE_BYTES"); v != "" {
+		n, err := parseSize(v)
+		if err != nil {
+			return c, fmt.Errorf("BENCH_CAPTURE_BYTES: %w", err)
+		}
+		c.captureBytes = n
+	}
+	return c, nil
+}
+
+// parseSize reads 1073741824, 64MiB, 1GiB, 512KiB.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}
+
+func run(ctx context.Context, args []string) error {
+	cfg, err := loadConfig(args)
+	if err != nil {
+		return err
+	}
+	if cfg.work == "" {
+		if cfg.work, err = os.MkdirTemp("", "jobsbench"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(cfg.work)
+	}
+	if cfg.jobsBin, err = filepath.Abs(cfg.jobsBin); err != nil {
+		return err
+	}
+	b := &bench{cfg: cfg, self: self()}
+	b.machine = describeMachine(cfg)
+	defer b.cleanup()
+
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"start latency", b.startLatency},
+		{"capture", b.capture},
+		{"concurrent jobs", b.concurrent},
+		{"kill tree", b.killTree},
+	}
+	for _, s := range steps {
+		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
+		if err := s.fn(ctx); err != nil {
+			b.add(row{workload: s.name, metric: "error", jobs: err.Error(), ok: "FAIL"})
+			fmt.Fprintf(os.Stderr, "jobsbench: %s: %v\n", s.name, err)
+		}
+	}
+	b.machine.loadAfter = loadavg()
+	table := b.render()
+	fmt.Print(table)
+	if cfg.out != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg.out, []byte(table), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, r := range b.rows {
+		if r.ok == "FAIL" {
+			return fmt.Errorf("some targets missed (see the table)")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	_ "modernc.org/sqlite" // the driver jobs uses
+)
+
+// rawRowBytes and rawTxBytes shape the raw-SQLite baseline: the bytes go in
+// as 64 KiB BLOB rows, many rows per transaction. That is the storage
+// engine's own pace with the connection settings jobs uses (db.DSN: WAL,
+// synchronous=NORMAL, immediate transactions), without any bookkeeping.
+const (
+	rawRowBytes = 64 << 10
+	rawTxBytes  = 16 << 20
+)
+
+// rawInsert copies src into a fresh SQLite database at path as 64 KiB rows
+// and returns how long it took (open and schema excluded, final commit and
+// close included).
+func rawInsert(ctx context.Context, path, src string) (time.Duration, error) {
+	os.Remove(path)
+	sqldb, err := sql.Open("sqlite", db.DSN(path))
+	if err != nil {
+		return 0, err
+	}
+	defer sqldb.Close()
+	sqldb.SetMaxOpenConns(1)
+	if _, err := sqldb.ExecContext(ctx, `CREATE TABLE raw (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT`); err != nil {
+		return 0, err
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, rawRowBytes)
+	begin := time.Now()
+	var tx *sql.Tx
+	var stmt *sql.Stmt
+	inTx := 0
+	for {
+		n, rerr := io.ReadFull(f, buf)
+		if n > 0 {
+			if tx == nil {
+				if tx, err = sqldb.BeginTx(ctx, nil); err != nil {
+					return 0, err
+				}
+				if stmt, err = tx.PrepareContext(ctx, `INSERT INTO raw (data) VALUES (?)`); err != nil {
+					return 0, err
+				}
+			}
+			if _, err := stmt.ExecContext(ctx, buf[:n]); err != nil {
+				return 0, fmt.Errorf("insert: %w", err)
+			}
+			inTx += n
+			if inTx >= rawTxBytes {
+				stmt.Close()
+				if err := tx.Commit(); err != nil {
+					return 0, err
+				}
+				tx, inTx = nil, 0
+			}
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return 0, rerr
+		}
+	}
+	if tx != nil {
+		stmt.Close()
+		if err := tx.Commit(); err != nil {
+			return 0, err
+		}
+	}
+	if err := sqldb.Close(); err != nil {
+		return 0, err
+	}
+	return time.Since(begin), nil
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The benchmark harness: measures jobs against its baselines (task-spooler,
+# tmux, nohup, raw SQLite inserts, cat, tail) on the same workloads in one
+# run, prints a markdown table and writes it to bench/out/results.md.
+#
+#   bench/run.sh            full run (1 GiB capture, 100 jobs × 10 s; several minutes)
+#   bench/run.sh --quick    CI smoke run (64 MiB, 20 jobs × 3 s; under a minute)
+#
+# Size knobs (environment): BENCH_CAPTURE_BYTES (e.g. 256MiB), BENCH_START_RUNS,
+# BENCH_POLL_RUNS, BENCH_CONC_JOBS, BENCH_CONC_RATE, BENCH_CONC_SECS,
+# BENCH_KILL_TRIALS. Run the full mode on a quiet machine (see `uptime`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v tsp >/dev/null && ! command -v ts >/dev/null; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "installing task-spooler (a baseline)" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get install -y -qq task-spooler >/dev/null 2>&1 ||
+			{ apt-get update -qq && apt-get install -y -qq task-spooler >/dev/null; } ||
+			echo "task-spooler not installed: its row is left out" >&2
+	else
+		echo "task-spooler (tsp) missing: its row is left out" >&2
+	fi
+fi
+
+bin=$(mktemp -d "${TMPDIR:-/tmp}/jobsbench-bin.XXXXXX")
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/jobs" .
+go build -o "$bin/jobsbench" ./bench/cmd/jobsbench
+
+mkdir -p bench/out
+JOBS_BIN="$bin/jobs" "$bin/jobsbench" run -out bench/out/results.md "$@"

@@ -1,0 +1,439 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/runner"
+)
+
+// readAll reads a job's whole stored output through paged `jobs log
+// --offset --limit` calls.
+func (w *world) readAll(id string, total int64) []byte {
+	w.t.Helper()
+	const page = 16 << 20
+	var out []byte
+	for off := int64(0); off < total; off += page {
+		r := w.jobs("log", id, "--offset", strconv.FormatInt(off, 10), "--limit", strconv.Itoa(page))
+		if r.code != 0 {
+			w.t.Fatalf("%v", r)
+		}
+		out = append(out, r.stdout...)
+	}
+	return out
+}
+
+// waitTerminal waits for the job to reach a terminal status and returns it.
+func (w *world) waitTerminal(id string, d time.Duration) job {
+	w.t.Helper()
+	var j job
+	waitFor(w.t, d, "job "+id+" to end", func() bool {
+		j = w.poll(id)
+		switch j.Status {
+		case "starting", "running":
+			return false
+		}
+		return true
+	})
+	return j
+}
+
+// waitOutput waits until the job's output contains s.
+func (w *world) waitOutput(id, s string) string {
+	w.t.Helper()
+	var out string
+	waitFor(w.t, 30*time.Second, "output "+strconv.Quote(s), func() bool {
+		out = w.ok("log", id, "--offset", "0")
+		return strings.Contains(out, s)
+	})
+	return out
+}
+
+// Protection: chunks are appended in transactions in WAL mode (a crash
+// loses at most the batch in flight, never corrupts or reorders), and
+// whoever notices a dead supervisor (here: poll) marks its jobs lost.
+func TestSupervisorKilledDuringFlood(t *testing.T) {
+	w := newWorld(t)
+	n := envInt64("JOBS_E2E_FLOOD_BYTES", 64<<20)
+	id := w.start(append([]string{"--max-output", "0", "--no-stdin", "--ttl", "0"}, helper("flood", strconv.FormatInt(n, 10))...)...)
+	sup := w.supervisorPID()
+	var before job
+	waitFor(t, 2*time.Minute, "a quarter of the flood captured", func() bool {
+		before, _ = w.status(id)
+		return before.OutputBytes >= n/4 || before.Status != "running"
+	})
+	if before.Status != "running" {
+		t.Skipf("the flood ended (%s) before the supervisor could be killed; raise JOBS_E2E_FLOOD_BYTES", before.Status)
+	}
+	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The thread group leader turns zombie before the other threads have
+	// exited and the files (the supervisor's lock) are released: wait for
+	// the lock, the mark of a dead supervisor.
+	lock := w.supervisorLock(sup)
+	waitFor(t, 10*time.Second, "the supervisor's lock to be free", func() bool { return lockFree(lock) })
+
+	j := w.poll(id)
+	if j.Status != "lost" {
+		t.Errorf("status on the next poll = %q, want lost", j.Status)
+	}
+	w.integrity()
+	got := w.readAll(id, j.OutputBytes)
+	if int64(len(got)) != j.OutputBytes {
+		t.Errorf("read %d bytes, job says %d", len(got), j.OutputBytes)
+	}
+	if int64(len(got)) >= n || len(got) < int(before.OutputBytes) {
+		t.Errorf("captured %d bytes of %d; %d were captured before the kill", len(got), n, before.OutputBytes)
+	}
+	want := make([]byte, len(got))
+	if _, err := io.ReadFull(pattern(), want); err != nil {
+		t.Fatal(err)
+	}
+	if i := firstDiff(got, want); i >= 0 {
+		t.Fatalf("captured output is not a prefix of what the child wrote: differs at byte %d of %d", i, len(got))
+	}
+	// The processes of a lost job are not killed behind the user's back;
+	// jobs kill still ends them, and the next start gets a new supervisor.
+	w.jobs("kill", id, "--grace", "100ms")
+	next := w.start("--", "true")
+	if j := w.waitTerminal(next, 30*time.Second); j.Status != "done" {
+		t.Errorf("start after the crash: %s", j.Status)
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	if bytes.Equal(a, b) {
+		return -1
+	}
+	for i := range a {
+		if i >= len(b) || a[i] != b[i] {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// Protection: the supervisor, not the CLI, creates the job and carries it
+// to running or failed whatever happens to the caller (Start continues
+// under context.WithoutCancel); a CLI killed while it spawns the
+// supervisor leaves at most a supervisor, no job row.
+func TestCLIKilledMidStart(t *testing.T) {
+	w := newWorld(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 16; i++ {
+		if i%4 == 0 {
+			w.stop() // also kill CLIs that are spawning the supervisor
+		}
+		c := w.cmd(append([]string{"start", "--ttl", "0"}, helper("ready-idle")...)...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The fault: SIGKILL at a random point of the CLI's work.
+		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	d := w.sqlDB()
+	waitFor(t, 30*time.Second, "no job left starting", func() bool {
+		w.ok("list") // list notices dead supervisors, as poll does
+		var n int
+		if err := d.QueryRow(`SELECT count(*) FROM jobs WHERE status = 'starting'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	w.ok("kill", "--all", "--grace", "100ms")
+	w.integrity()
+}
+
+// Protection: a job left in starting by a supervisor that died between
+// creating it and starting its process is marked lost by the next reader
+// (SweepLost covers starting as well as running jobs).
+func TestHalfMadeJobOfDeadSupervisor(t *testing.T) {
+	w := newWorld(t)
+	w.ok("list") // creates the database
+	ctx := context.Background()
+	d, err := db.Open(ctx, w.dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	sup := db.Supervisor{ID: db.NewID(), PID: 1 << 22, Kind: "detached",
+		LockPath: filepath.Join(w.base, "dead.lock"), SocketPath: filepath.Join(w.base, "dead.sock")}
+	if err := os.WriteFile(sup.LockPath, nil, 0o600); err != nil { // a lock nobody holds
+		t.Fatal(err)
+	}
+	if err := d.CreateSupervisor(ctx, sup); err != nil {
+		t.Fatal(err)
+	}
+	j, err := d.CreateJob(ctx, db.NewJob{Scope: "default", Command: "true", Cwd: w.base, SupervisorID: sup.ID, Mode: "pipe", Stdin: "pipe"}, db.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.poll(j.ID); got.Status != "lost" {
+		t.Errorf("half-made job of a dead supervisor: poll says %q, want lost", got.Status)
+	}
+}
+
+// killResult is the JSON of `jobs kill`.
+type killResult struct {
+	Status    string `json:"status"`
+	Signalled []int  `json:"signalled"`
+	Survivors []int  `json:"survivors"`
+	Escalated bool   `json:"escalated"`
+}
+
+func (w *world) kill(args ...string) killResult {
+	w.t.Helper()
+	var k killResult
+	out := w.ok(append([]string{"--json", "kill"}, args...)...)
+	if err := json.Unmarshal([]byte(out), &k); err != nil {
+		w.t.Fatalf("kill: %v\n%s", err, out)
+	}
+	return k
+}
+
+// Protection: kill escalates to SIGKILL after the grace period.
+func TestChildIgnoringSIGTERM(t *testing.T) {
+	w := newWorld(t)
+	id := w.start(helper("ignore-term")...)
+	w.waitOutput(id, "ready")
+	pid := w.poll(id).PID
+	_, start, _ := procState(pid)
+	defer killLeftover(pid, start)
+	k := w.kill(id, "--grace", "200ms")
+	if k.Status != "killed" || !k.Escalated || len(k.Survivors) != 0 {
+		t.Errorf("kill = %+v, want killed, escalated, no survivors", k)
+	}
+	if sameProcAlive(pid, start) {
+		t.Errorf("pid %d survived the kill", pid)
+	}
+	if j, _ := w.status(id); j.Status != "killed" {
+		t.Errorf("status %q, want killed", j.Status)
+	}
+}
+
+// Protection: a job is finished when its main process exits even while a
+// daemon grandchild holds its pipes (bounded drain, Cmd.WaitDelay), and
+// poll counts the descendants still alive.
+func TestDaemonGrandchildHoldsPipes(t *testing.T) {
+	w := newWorld(t)
+	id := w.start(helper("daemon")...)
+	out := w.waitOutput(id, "ready")
+	var daemon int
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "daemon "); ok {
+			daemon, _ = strconv.Atoi(rest)
+		}
+	}
+	if daemon == 0 {
+		t.Fatalf("no daemon pid in %q", out)
+	}
+	_, start, _ := procState(daemon)
+	defer killLeftover(daemon, start)
+	j := w.waitTerminal(id, 60*time.Second)
+	if j.Status != "done" || j.ExitCode == nil || *j.ExitCode != 0 {
+		t.Errorf("job ended %s (exit %v), want done with 0", j.Status, j.ExitCode)
+	}
+	if !sameProcAlive(daemon, start) {
+		t.Fatalf("the daemon died with its parent; nothing to check")
+	}
+	if j.Descendants < 1 {
+		t.Errorf("poll reports %d descendants while daemon %d runs", j.Descendants, daemon)
+	}
+	// jobs kill still reaches it through JOBS_ID.
+	w.ok("kill", id, "--grace", "100ms")
+	waitFor(t, 10*time.Second, "the daemon to end", func() bool { return !sameProcAlive(daemon, start) })
+}
+
+// Protection: kill sends SIGCONT after SIGTERM, so a stopped child acts
+// on the TERM at once instead of sitting out the grace until SIGKILL.
+func TestStoppedChildThenKill(t *testing.T) {
+	w := newWorld(t)
+	id := w.start(helper("ready-idle")...)
+	w.waitOutput(id, "ready")
+	pid := w.poll(id).PID
+	_, start, _ := procState(pid)
+	defer killLeftover(pid, start)
+	w.ok("kill", "--signal", "STOP", id)
+	waitFor(t, 10*time.Second, "the child to stop", func() bool {
+		s, _, _ := procState(pid)
+		return s == 'T'
+	})
+	k := w.kill(id, "--grace", "20s")
+	if k.Status != "killed" || k.Escalated || len(k.Survivors) != 0 {
+		t.Errorf("kill of a stopped child = %+v, want killed by SIGTERM without escalation", k)
+	}
+	if j, _ := w.status(id); strings.TrimPrefix(j.Signal, "SIG") != "TERM" {
+		t.Errorf("ended by signal %q, want TERM", j.Signal)
+	}
+}
+
+// Protection: when the database cannot take writes (file system full) the
+// runner keeps draining the pipes, counts the dropped bytes and records an
+// output_dropped event; the child never hangs and the job still ends with
+// its real status; SQLite's journal keeps the file intact.
+func TestDiskFullMidCapture(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a size-limited tmpfs")
+	}
+	w := newWorld(t)
+	mnt := filepath.Join(w.base, "m")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, bytes.TrimSpace(out))
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	w.state = mnt
+	n := int64(16 << 20)
+	id := w.start(append([]string{"--max-output", "0", "--no-stdin"}, helper("flood", strconv.FormatInt(n, 10))...)...)
+	j := w.waitTerminal(id, 2*time.Minute)
+	if j.Status != "done" || j.ExitCode == nil || *j.ExitCode != 0 {
+		t.Errorf("job on a full disk ended %s (exit %v, reason %q), want done with 0", j.Status, j.ExitCode, j.Reason)
+	}
+	// output_bytes counts everything the job wrote, dropped bytes included.
+	if j.DroppedBytes <= 0 || j.DroppedBytes > j.OutputBytes || j.OutputBytes != n {
+		t.Errorf("dropped %d of %d bytes written (child wrote %d)", j.DroppedBytes, j.OutputBytes, n)
+	}
+	_, events := w.status(id)
+	dropped := false
+	for _, e := range events {
+		if e.Kind == "output_dropped" {
+			dropped = true
+			if !bytes.Contains(bytes.ToLower(e.Detail), []byte("full")) {
+				t.Errorf("output_dropped event does not say the disk is full: %s", e.Detail)
+			}
+		}
+	}
+	if !dropped {
+		t.Errorf("no output_dropped event in %+v", events)
+	}
+	w.integrity()
+	w.stop()
+}
+
+// Protection: the busy timeout in every connection's DSN (and immediate
+// transactions): a writer holding the lock for seconds delays start and
+// poll, it does not fail them.
+func TestWriteLockHeldFiveSeconds(t *testing.T) {
+	w := newWorld(t)
+	hold := os.Getenv("JOBS_E2E_LOCK_HOLD")
+	if hold == "" {
+		hold = "5s"
+	}
+	running := w.start(helper("until-eof")...)
+	w.waitOutput(running, "started")
+
+	locker := exec.Command(helperBin, "e2e-helper", "hold-lock", w.dbPath(), hold)
+	out, err := locker.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	locker.Stderr = os.Stderr
+	if err := locker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Process.Kill()
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
+		t.Fatalf("locker said %q", line)
+	}
+	// Under the lock: every verb must succeed, quietly.
+	id := w.start("--", "echo", "under the lock")
+	w.ok("poll", running)
+	w.ok("write", running, "data\n")
+	w.ok("log", running)
+	w.ok("list")
+	if err := locker.Wait(); err != nil {
+		t.Fatalf("locker: %v", err)
+	}
+	if j := w.waitTerminal(id, 30*time.Second); j.Status != "done" {
+		t.Errorf("job started under the lock ended %s", j.Status)
+	}
+	w.ok("write", running, "--eof")
+	j := w.waitTerminal(running, 30*time.Second)
+	if j.Status != "done" || j.DroppedBytes != 0 {
+		t.Errorf("job running under the lock: %s, %d bytes dropped", j.Status, j.DroppedBytes)
+	}
+}
+
+// Protection: timeouts run on the monotonic clock, and durations are
+// measured with it, not by subtracting wall-clock timestamps: here the
+// database's clock (db.DB.Now) jumps two hours forward while a job with a
+// one-hour timeout runs.
+func TestClockJump(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	d, err := db.Open(ctx, w.dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var jump atomic.Int64
+	d.Now = func() time.Time { return time.Now().Add(time.Duration(jump.Load())) }
+	s, err := runner.New(runner.Config{DB: d, Kind: "embedded", RuntimeDir: filepath.Join(w.run, "x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	argv := []string{helperBin, "e2e-helper", "until-eof"}
+	j, err := s.Start(ctx, runner.StartRequest{Job: db.NewJob{Argv: argv, Timeout: time.Hour, TTL: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	w.waitOutput(j.ID, "started")
+	jump.Store(int64(2 * time.Hour))
+	if err := s.Write(ctx, j.ID, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	got := w.waitTerminal(j.ID, 30*time.Second)
+	took := time.Since(began)
+	if got.Status != "done" {
+		t.Errorf("status %s (reason %q), want done: the wall clock passing the timeout must not end the job", got.Status, got.Reason)
+	}
+	if limit := (took + time.Second).Milliseconds(); got.RuntimeMS < 0 || got.RuntimeMS > limit {
+		t.Errorf("runtime_ms = %d after a wall-clock jump; the job ran %d ms by the monotonic clock", got.RuntimeMS, took.Milliseconds())
+	}
+}
+
+// The JSON contract (docs/json.md): durations are integers in
+// milliseconds; signal names are "TERM", "KILL" ….
+func TestJSONDurationsInMilliseconds(t *testing.T) {
+	w := newWorld(t)
+	began := time.Now()
+	id := w.start("--timeout", "90s", "--ttl", "5m", "--", "true")
+	j := w.waitTerminal(id, 30*time.Second)
+	killed := w.start(helper("ready-idle")...)
+	w.waitOutput(killed, "ready")
+	w.kill(killed, "--grace", "5s")
+	if k, _ := w.status(killed); k.Signal != "TERM" {
+		t.Errorf("signal = %q, want \"TERM\" as docs/json.md shows", k.Signal)
+	}
+	took := time.Since(began)
+	if j.TimeoutMS != 90_000 || j.TTLMS != 300_000 {
+		t.Errorf("timeout_ms = %d, ttl_ms = %d; want 90000 and 300000", j.TimeoutMS, j.TTLMS)
+	}
+	if j.RuntimeMS > took.Milliseconds()+1 {
+		t.Errorf("runtime_ms = %d for a job that ended within %d ms", j.RuntimeMS, took.Milliseconds())
+	}
+}

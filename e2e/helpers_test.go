@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+)
+
+// runHelper runs the helper process name (the test binary started by jobs
+// as a job's command) and returns its exit code.
+func runHelper(name string, args []string) int {
+	var err error
+	switch name {
+	case "flood": // flood N: N bytes of the pattern stream on stdout
+		n, _ := strconv.ParseInt(args[0], 10, 64)
+		_, err = io.CopyN(os.Stdout, pattern(), n)
+	case "ignore-term": // ignores SIGTERM, says ready, waits to be killed
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ready")
+		idle()
+	case "ready-idle": // says ready, waits to be signalled
+		fmt.Println("ready")
+		idle()
+	case "daemon": // starts a setsid'd grandchild that keeps our stdout/stderr, then exits 0
+		c := exec.Command(os.Args[0], "e2e-helper", "ready-idle")
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err = c.Start(); err == nil {
+			fmt.Printf("daemon %d\n", c.Process.Pid)
+		}
+	case "until-eof": // prints a line, then waits for stdin to close
+		fmt.Println("started")
+		_, err = io.Copy(io.Discard, os.Stdin)
+	case "hold-lock": // hold-lock DB DURATION: holds the write lock, says locked, lets go after DURATION
+		err = holdLock(args[0], args[1])
+	default:
+		err = fmt.Errorf("unknown helper %q", name)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e-helper:", err)
+		return 1
+	}
+	return 0
+}
+
+// pattern is the deterministic byte stream the flood helper writes; the
+// test regenerates it to check what was captured. All byte values occur.
+func pattern() io.Reader {
+	return bufio.NewReaderSize(rand.NewChaCha8([32]byte{'e', '2', 'e'}), 1<<16)
+}
+
+// idle blocks until the process is killed.
+func idle() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// holdLock takes SQLite's write lock on the database (db.DSN makes BeginTx
+// a BEGIN IMMEDIATE, which takes the lock at once), prints "locked", holds it for the given duration (the fault being
+// injected), then commits.
+func holdLock(path, hold string) error {
+	d, err := time.ParseDuration(hold)
+	if err != nil {
+		return err
+	}
+	sqldb, err := sql.Open("sqlite", db.DSN(path))
+	if err != nil {
+		return err
+	}
+	defer sqldb.Close()
+	ctx := context.Background()
+	tx, err := sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Println("locked")
+	time.Sleep(d) // the fault: keep the lock this long
+	return tx.Commit()
+}

@@ -1,0 +1,307 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/runner"
+)
+
+func mode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode()
+}
+
+// The database is 0600 and every directory jobs creates 0700, the
+// supervisor's socket and lock 0600, even when the user's umask is 000.
+func TestFileModesUnderPermissiveUmask(t *testing.T) {
+	w := newWorld(t)
+	w.state = filepath.Join(w.base, "new", "state") // jobs creates it
+	w.run = filepath.Join(w.base, "new", "run")
+	if err := os.MkdirAll(filepath.Dir(w.state), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("/bin/sh", "-c", `umask 000; exec "$0" start --no-stdin -- sh -c 'echo hi'`, jobsBin)
+	c.Env = w.environ()
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("start under umask 000: %v\n%s", err, out)
+	}
+	w.ok("wait", "--timeout", "30s", firstID(t, w))
+
+	for _, d := range []string{w.state, filepath.Join(w.state, "jobs"), w.run, filepath.Join(w.run, "jobs")} {
+		if m := mode(t, d); !m.IsDir() || m.Perm() != 0o700 {
+			t.Errorf("%s: %v, want a 0700 directory", d, m)
+		}
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		p := w.dbPath() + suffix
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if m := mode(t, p); m.Perm() != 0o600 {
+			t.Errorf("%s: %v, want 0600", p, m)
+		}
+	}
+	t.Setenv("XDG_RUNTIME_DIR", w.run)
+	rt := runner.DefaultRuntimeDir(w.dbPath())
+	if m := mode(t, rt); !m.IsDir() || m.Perm() != 0o700 {
+		t.Errorf("runtime directory %s: %v, want 0700", rt, m)
+	}
+	ents, err := os.ReadDir(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sockets := 0
+	for _, e := range ents {
+		m := mode(t, filepath.Join(rt, e.Name()))
+		if m&os.ModeSocket != 0 {
+			sockets++
+		}
+		if m.Perm() != 0o600 {
+			t.Errorf("%s: %v, want 0600", e.Name(), m)
+		}
+	}
+	if sockets == 0 {
+		t.Errorf("no socket in %s", rt)
+	}
+}
+
+// firstID returns the id of the newest job of the world's scope.
+func firstID(t *testing.T, w *world) string {
+	t.Helper()
+	m := regexp.MustCompile(`"id": "([a-z2-7]+)"`).FindStringSubmatch(w.ok("--json", "list"))
+	if m == nil {
+		t.Fatal("no job listed")
+	}
+	return m[1]
+}
+
+func secret(t *testing.T) string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "s3cr3t" + hex.EncodeToString(b)
+}
+
+// Environment values never reach the database: neither --env values nor
+// the caller's environment (sent to the supervisor as the job's base
+// environment). Only the names of --env variables are stored.
+func TestEnvValuesNeverStored(t *testing.T) {
+	w := newWorld(t)
+	flag, caller := secret(t), secret(t)
+	w.extra = append(w.extra, "JOBS_E2E_CALLER_TOKEN="+caller)
+	id := w.start("--env", "JOBS_E2E_TOKEN="+flag, "--", "sh", "-c", `test -n "$JOBS_E2E_TOKEN" && test -n "$JOBS_E2E_CALLER_TOKEN" && echo seen`)
+	j := w.waitTerminal(id, 30*time.Second)
+	if j.Status != "done" {
+		t.Fatalf("the job did not see its environment: %s %s", j.Status, w.ok("log", id))
+	}
+	if len(j.EnvNames) != 1 || j.EnvNames[0] != "JOBS_E2E_TOKEN" {
+		t.Errorf("env_names = %v, want [JOBS_E2E_TOKEN]", j.EnvNames)
+	}
+	w.ok("--json", "status", id)
+	w.ok("events", "--job", id)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		b, err := os.ReadFile(w.dbPath() + suffix)
+		if err != nil {
+			continue
+		}
+		for _, s := range []string{flag, caller} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("an environment value is stored in %s", filepath.Base(w.dbPath()+suffix))
+			}
+		}
+	}
+}
+
+var idPattern = regexp.MustCompile(`^[a-z2-7]{13,}$`)
+
+// Ids carry at least 64 random bits: 13+ base32 characters, every symbol
+// used at every position, no collision in 100k.
+func TestIDEntropy(t *testing.T) {
+	const n = 100_000
+	seen := make(map[string]bool, n)
+	var perPos [13]map[byte]bool
+	for i := range perPos {
+		perPos[i] = map[byte]bool{}
+	}
+	for i := 0; i < n; i++ {
+		id := db.NewID()
+		if !idPattern.MatchString(id) {
+			t.Fatalf("id %q is not 13+ lower-case base32 characters", id)
+		}
+		if seen[id] {
+			t.Fatalf("collision after %d ids: %s", i, id)
+		}
+		seen[id] = true
+		for k := range perPos {
+			perPos[k][id[k]] = true
+		}
+	}
+	bits := 0
+	for k, m := range perPos {
+		switch {
+		case len(m) >= 32:
+			bits += 5
+		case len(m) >= 16:
+			bits += 4
+		default:
+			t.Errorf("position %d takes only %d symbols", k, len(m))
+		}
+	}
+	if bits < 64 {
+		t.Errorf("ids carry %d bits, want at least 64", bits)
+	}
+	w := newWorld(t)
+	if id := w.start("--", "true"); !idPattern.MatchString(id) {
+		t.Errorf("jobs start printed id %q", id)
+	}
+}
+
+// A symlink planted where the runtime directory or its parent goes is
+// refused: nothing is created at its target and no job starts.
+func TestSymlinkAtRuntimeDirRefused(t *testing.T) {
+	for _, at := range []string{"runtime dir", "its parent"} {
+		t.Run(at, func(t *testing.T) {
+			w := newWorld(t)
+			t.Setenv("XDG_RUNTIME_DIR", w.run)
+			rt := runner.DefaultRuntimeDir(w.dbPath())
+			target := filepath.Join(w.base, "attacker")
+			if err := os.Mkdir(target, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			link := rt
+			if at == "its parent" {
+				link = filepath.Dir(rt)
+			} else if err := os.MkdirAll(filepath.Dir(rt), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			r := w.jobs("start", "--", "true")
+			if r.code == 0 {
+				t.Errorf("start with a symlink at the %s succeeded: %v", at, r)
+			}
+			if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "jobs: ") {
+				t.Errorf("not a one-line error: %v", r)
+			}
+			if ents, _ := os.ReadDir(target); len(ents) != 0 {
+				t.Errorf("jobs created %d entries in the symlink's target", len(ents))
+			}
+		})
+	}
+}
+
+// A symlink planted at the supervisor's socket path, pointing at another
+// listener, never gets the request (which carries the caller's whole
+// environment).
+func TestSymlinkAtSocketPathRefused(t *testing.T) {
+	w := newWorld(t)
+	t.Setenv("XDG_RUNTIME_DIR", w.run)
+	rt := runner.DefaultRuntimeDir(w.dbPath())
+	if err := os.MkdirAll(rt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	evil := filepath.Join(w.base, "evil.sock")
+	l, err := net.Listen("unix", evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var got atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			got.Add(1)
+			c.Close()
+		}
+	}()
+	if err := os.Symlink(evil, filepath.Join(rt, "default.sock")); err != nil {
+		t.Fatal(err)
+	}
+	r := w.jobs("start", "--", "true")
+	if n := got.Load(); n != 0 {
+		t.Errorf("the CLI connected to a planted symlink's target %d times (start: %v)", n, r)
+	}
+	if r.code != 0 && (strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "jobs: ")) {
+		t.Errorf("not a one-line error: %v", r)
+	}
+}
+
+// Every verb answers about another scope's job exactly as about a job that
+// does not exist (by id, id prefix and name), and changes nothing.
+func TestScopeIsolationEveryVerb(t *testing.T) {
+	w := newWorld(t)
+	w.scope = "alice"
+	id := w.start("--name", "alicejob", "--", helperBin, "e2e-helper", "until-eof")
+	w.waitOutput(id, "started")
+	missing := db.NewID()
+	for missing[:6] == id[:6] {
+		missing = db.NewID()
+	}
+	w.scope = "bob"
+	verbs := [][]string{
+		{"poll", "REF"}, {"poll", "REF", "--new"}, {"log", "REF"}, {"write", "REF", "data"}, {"write", "REF", "--eof"},
+		{"kill", "REF"}, {"kill", "--signal", "INT", "REF"}, {"status", "REF"}, {"wait", "--timeout", "1s", "REF"},
+		{"rm", "REF"}, {"clear", "REF"}, {"capture", "REF"}, {"send-keys", "REF", "Enter"}, {"attach", "--json", "REF"},
+		{"events", "--job", "REF"},
+	}
+	refs := [][2]string{{id, missing}, {id[:6], missing[:6]}, {"alicejob", "nosuchjob"}}
+	for _, v := range verbs {
+		for _, ref := range refs {
+			for _, json := range []bool{false, true} {
+				args := func(r string) []string {
+					var a []string
+					if json {
+						a = append(a, "--json")
+					}
+					for _, x := range v {
+						if x == "REF" {
+							x = r
+						}
+						a = append(a, x)
+					}
+					return a
+				}
+				other, none := w.jobs(args(ref[0])...), w.jobs(args(ref[1])...)
+				norm := func(r result, ref string) string {
+					return strings.ReplaceAll(r.stdout+"\x00"+r.stderr, ref, "REF")
+				}
+				if other.code != none.code || norm(other, ref[0]) != norm(none, ref[1]) {
+					t.Errorf("another scope's job answers unlike a missing one:\n%v\n%v", other, none)
+				}
+			}
+		}
+	}
+	w.scope = "alice"
+	j := w.poll(id)
+	if j.Status != "running" {
+		t.Errorf("alice's job is %s after bob's verbs", j.Status)
+	}
+	if out := w.ok("log", id); out != "started\n" {
+		t.Errorf("alice's job output is %q after bob's verbs", out)
+	}
+	w.ok("write", id, "--eof")
+	if j := w.waitTerminal(id, 30*time.Second); j.Status != "done" {
+		t.Errorf("alice's job ended %s", j.Status)
+	}
+}
