@@ -186,20 +186,20 @@ func helper(name string, args ...string) []string {
 
 // job is the part of the job object the tests read.
 type job struct {
-	ID           string `json:"id"`
-	Status       string `json:"status"`
-	ExitCode     *int   `json:"exit_code"`
-	Signal       string `json:"signal"`
-	Reason       string `json:"reason"`
-	PID          int    `json:"pid"`
-	Supervisor   string `json:"supervisor"`
+	ID           string   `json:"id"`
+	Status       string   `json:"status"`
+	ExitCode     *int     `json:"exit_code"`
+	Signal       string   `json:"signal"`
+	Reason       string   `json:"reason"`
+	PID          int      `json:"pid"`
+	Supervisor   string   `json:"supervisor"`
 	EnvNames     []string `json:"env_names"`
-	RuntimeMS    int64 `json:"runtime_ms"`
-	TimeoutMS    int64 `json:"timeout_ms"`
-	TTLMS        int64 `json:"ttl_ms"`
-	OutputBytes  int64 `json:"output_bytes"`
-	DroppedBytes int64 `json:"dropped_bytes"`
-	Descendants  int   `json:"descendants"`
+	RuntimeMS    int64    `json:"runtime_ms"`
+	TimeoutMS    int64    `json:"timeout_ms"`
+	TTLMS        int64    `json:"ttl_ms"`
+	OutputBytes  int64    `json:"output_bytes"`
+	DroppedBytes int64    `json:"dropped_bytes"`
+	Descendants  int      `json:"descendants"`
 }
 
 type event struct {
