@@ -48,11 +48,17 @@ func (r *runner) events(cc *ucli.Context) error {
 	}
 	ctx := cc.Context
 	if ref := cc.String("job"); ref != "" {
+		// Events outlive their job: a deleted job's full id still selects
+		// its history; a prefix or a name must match a job that exists.
 		j, err := c.Get(ctx, ref)
-		if err != nil {
+		switch {
+		case err == nil:
+			o.JobID = j.ID
+		case errors.Is(err, jobs.ErrNotFound) && len(ref) == jobs.IDLength:
+			o.JobID = ref
+		default:
 			return err
 		}
-		o.JobID = j.ID
 	}
 	for ev, err := range c.Events(ctx, o) {
 		if err != nil {

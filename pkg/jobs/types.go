@@ -336,3 +336,6 @@ type WaitResult struct {
 	// Match is the matching line for WaitMatched.
 	Match string `json:"match,omitempty"`
 }
+
+// IDLength is the length of a job id: 64 random bits in lower-case base32.
+const IDLength = 13
