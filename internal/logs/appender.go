@@ -27,7 +27,8 @@ type AppenderOptions struct {
 	// half the cap as head.
 	HeadKeep int64
 	// MaxPendingBytes bounds the bytes written but not yet in the database;
-	// Write blocks above it (2 × MaxBatchBytes).
+	// Write blocks above it (4 × MaxBatchBytes). It also bounds a transaction
+	// under a flood.
 	MaxPendingBytes int
 	// BusyTimeout bounds one flush's wait for the database's write lock
 	// (DefaultBusyTimeout).
@@ -55,7 +56,7 @@ func (o *AppenderOptions) setDefaults() {
 		o.HeadKeep = DefaultHeadKeep
 	}
 	if o.MaxPendingBytes <= 0 {
-		o.MaxPendingBytes = 2 * o.MaxBatchBytes
+		o.MaxPendingBytes = 4 * o.MaxBatchBytes
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = DefaultBusyTimeout
@@ -146,16 +147,19 @@ func (a *Appender) Open() {
 	go a.run()
 }
 
-// Close stops the flusher, flushes everything written and refuses further
-// writes. It returns the error of the final flush.
+// Close refuses further writes (a Write blocked by back-pressure returns
+// ErrClosed), stops the flusher and flushes everything written. It returns
+// the error of the final flush.
 func (a *Appender) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	a.cond.Broadcast()
+	a.mu.Unlock()
 	a.cancel()
 	a.wg.Wait()
 	err := a.flush()
 	a.mu.Lock()
-	a.closed = true
 	a.running = false
-	a.cond.Broadcast()
 	a.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("close appender: %w", err)
@@ -393,26 +397,14 @@ type jobBatch struct {
 // flushLocked writes every queued chunk; the caller holds a.flushing.
 func (a *Appender) flushLocked() error {
 	a.mu.Lock()
-	var batch []jobBatch
-	for _, st := range a.jobs {
-		if st.gone || (len(st.queue) == 0 && st.dropped == 0) {
-			continue
-		}
-		b := jobBatch{st: st, chunks: st.queue, end: st.off, lines: st.lines, last: st.lastWrite, dropped: st.dropped}
-		for _, c := range st.queue {
-			b.bytes += int64(len(c.data))
-		}
-		st.queue, st.dropped = nil, 0
-		batch = append(batch, b)
-	}
-	a.queued = 0
+	batch := a.takeLocked()
 	degraded := a.degraded
 	a.mu.Unlock()
 	if len(batch) == 0 {
 		return nil
 	}
 
-	err := a.writeWithRetry(batch, degraded)
+	err := a.writeWithRetry(&batch, degraded)
 
 	var total int
 	a.mu.Lock()
@@ -445,9 +437,41 @@ func (a *Appender) flushLocked() error {
 	return err
 }
 
+// takeLocked moves every job's queue into a batch; a.mu is held.
+func (a *Appender) takeLocked() []jobBatch {
+	var batch []jobBatch
+	for _, st := range a.jobs {
+		if st.gone || (len(st.queue) == 0 && st.dropped == 0) {
+			continue
+		}
+		b := jobBatch{st: st, chunks: st.queue, end: st.off, lines: st.lines, last: st.lastWrite, dropped: st.dropped}
+		for _, c := range st.queue {
+			b.bytes += int64(len(c.data))
+		}
+		st.queue, st.dropped = nil, 0
+		batch = append(batch, b)
+	}
+	a.queued = 0
+	return batch
+}
+
+// takeMore returns the next batch when a flood has queued MaxBatchBytes
+// again while a transaction was being written, so that the transaction goes
+// on instead of committing: fewer, larger transactions keep up with a flood.
+// The batches stay counted as pending until the commit, so memory stays
+// under MaxPendingBytes.
+func (a *Appender) takeMore() []jobBatch {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.queued < a.o.MaxBatchBytes {
+		return nil
+	}
+	return a.takeLocked()
+}
+
 // writeWithRetry writes batch, retrying a failure for RetryFor (once only
-// when degraded).
-func (a *Appender) writeWithRetry(batch []jobBatch, degraded bool) error {
+// when degraded). The writer may append batches taken while it ran.
+func (a *Appender) writeWithRetry(batch *[]jobBatch, degraded bool) error {
 	deadline := time.Now().Add(a.o.RetryFor)
 	backoff := 20 * time.Millisecond
 	for {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
 )
@@ -39,7 +40,11 @@ type flushStmts struct {
 // statements fail on a constraint is rolled back to its savepoint and counted
 // as dropped alone, so one bad job does not cost the others their output;
 // any other error fails the whole batch.
-func (a *Appender) writeBatch(batch []jobBatch) (err error) {
+//
+// While a flood keeps MaxBatchBytes queued, the transaction takes the next
+// batches too (appending them to *batch), for at most 4 × FlushInterval, so
+// that a trickle of another job still becomes visible soon.
+func (a *Appender) writeBatch(batch *[]jobBatch) (err error) {
 	// Statements run under a context that is never cancelled: once the
 	// transaction holds the lock, abandoning it half way helps no one.
 	ctx := context.Background()
@@ -71,8 +76,19 @@ func (a *Appender) writeBatch(batch []jobBatch) (err error) {
 	}
 	defer st.update.Close()
 
-	for i := range batch {
-		b := &batch[i]
+	txStart := time.Now()
+	for i := 0; ; i++ {
+		if i == len(*batch) {
+			if time.Since(txStart) >= 4*a.o.FlushInterval {
+				break
+			}
+			more := a.takeMore()
+			if len(more) == 0 {
+				break
+			}
+			*batch = append(*batch, more...)
+		}
+		b := &(*batch)[i]
 		b.gone, b.failed = false, nil
 		if _, err = conn.ExecContext(ctx, "SAVEPOINT job"); err != nil {
 			return fmt.Errorf("write output: %w", err)

@@ -103,20 +103,23 @@ type chunk struct {
 	lineCount int64
 	size      int64
 	data      []byte
+	from      int64 // absolute offset of data[0]: off, or later when only a suffix was fetched
 }
 
 func (c *chunk) end() int64 { return c.off + c.size }
 
 // linesBefore is the number of newlines before absolute offset pos, which
-// lies in [c.off, c.end()].
+// lies in [c.from, c.end()].
 func (c *chunk) linesBefore(pos int64) int64 {
-	switch pos {
-	case c.off:
+	switch {
+	case pos == c.off:
 		return c.firstLine
-	case c.end():
+	case pos == c.end():
 		return c.firstLine + c.lineCount
+	case c.from == c.off:
+		return c.firstLine + int64(bytes.Count(c.data[:pos-c.off], newline))
 	}
-	return c.firstLine + int64(bytes.Count(c.data[:pos-c.off], newline))
+	return c.firstLine + c.lineCount - int64(bytes.Count(c.data[pos-c.from:], newline))
 }
 
 const chunkColumns = `stream, byte_offset, first_line, line_count, length(data)`
@@ -143,7 +146,7 @@ func (r *readTx) forward(ctx context.Context, from int64, only Stream, fn func(c
 		if err := rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &data); err != nil {
 			return fmt.Errorf("read chunks: %w", err)
 		}
-		c.data = data
+		c.data, c.from = data, c.off
 		if c.data == nil && c.size == 0 {
 			c.data = []byte{}
 		}
@@ -512,10 +515,14 @@ type backward struct {
 	eof  bool
 }
 
-func (r *readTx) backward(ctx context.Context, only Stream) (*backward, error) {
-	const q = `SELECT ` + chunkColumns + `, CASE WHEN ?2 = '' OR stream = ?2 THEN data END
+// backward walks the chunks from the end. With suffix > 0 only the last
+// suffix bytes of each chunk are fetched: a tail of n bytes never needs more
+// of any chunk, and a chunk is 64 KiB where a tail is typically 500 bytes.
+func (r *readTx) backward(ctx context.Context, only Stream, suffix int64) (*backward, error) {
+	const q = `SELECT ` + chunkColumns + `,
+		CASE WHEN ?2 = '' OR stream = ?2 THEN (CASE WHEN ?3 > 0 THEN substr(data, -?3) ELSE data END) END
 		FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC`
-	rows, err := r.tx.QueryContext(ctx, q, r.jobID, string(only))
+	rows, err := r.tx.QueryContext(ctx, q, r.jobID, string(only), suffix)
 	if err != nil {
 		return nil, fmt.Errorf("read chunks: %w", err)
 	}
@@ -537,6 +544,7 @@ func (b *backward) next() *chunk {
 		b.eof, b.err = true, err
 		return nil
 	}
+	c.from = c.end() - int64(len(c.data))
 	return c
 }
 
@@ -558,11 +566,16 @@ type segment struct {
 
 // build concatenates the kept chunks in order.
 func (w *tailWindow) build() {
-	w.buf = make([]byte, 0, w.kept)
 	w.segs = w.segs[:0]
+	if c := w.chunks; len(c) == 1 && c[0].data != nil { // the usual tail: no copy
+		w.buf = c[0].data
+		w.segs = append(w.segs, segment{abs: c[0].from, at: 0})
+		return
+	}
+	w.buf = make([]byte, 0, w.kept)
 	for i := len(w.chunks) - 1; i >= 0; i-- {
-		if c := w.chunks[i]; c.data != nil && c.size > 0 {
-			w.segs = append(w.segs, segment{abs: c.off, at: len(w.buf)})
+		if c := w.chunks[i]; len(c.data) > 0 {
+			w.segs = append(w.segs, segment{abs: c.from, at: len(w.buf)})
 			w.buf = append(w.buf, c.data...)
 		}
 	}
@@ -607,7 +620,11 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 		budget = need
 	}
 
-	back, err := r.backward(ctx, f.Stream)
+	var suffix int64 // fetch only what a byte or character tail can use
+	if !lines && f.Grep == nil {
+		suffix = need
+	}
+	back, err := r.backward(ctx, f.Stream, suffix)
 	if err != nil {
 		return Page{}, fmt.Errorf("tail output of job %s: %w", jobID, err)
 	}
@@ -629,7 +646,7 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 			w.chunks = append(w.chunks, c)
 			scanned += c.size
 			if c.data != nil {
-				w.kept += c.size
+				w.kept += int64(len(c.data))
 				w.nl += c.lineCount
 			}
 			if lines && f.Grep == nil && w.nl > n {
@@ -639,7 +656,7 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 		w.build()
 		var ok bool
 		sel, ok = selectTail(w, n, unit, lines, f.Grep, wholeLines)
-		if ok || w.all || scanned >= budget {
+		if ok || w.all || scanned >= budget || suffix > 0 { // suffixes cannot grow
 			if !ok && !w.all {
 				sel.truncated = true
 			}
@@ -736,7 +753,10 @@ func selectTail(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp
 		}
 		sel.from = k + 1
 	case unit == Chars:
-		sel.from = charStart(buf, n)
+		// n characters take at most 4n bytes; decoding from a few bytes
+		// earlier finds the true boundaries (see charStart).
+		win := max(0, len(buf)-int(4*n+utf8.UTFMax))
+		sel.from = win + charStart(buf[win:], n)
 		if sel.from == 0 && !w.all && len(buf) > 0 {
 			return sel, false
 		}
