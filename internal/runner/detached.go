@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -33,6 +34,12 @@ func Supervise(ctx context.Context, dbPath string, cfg Config) error {
 	}
 	defer d.Close()
 	cfg.DB, cfg.Kind, cfg.Default = d, "detached", true
+	if cfg.Limits.PerScope == 0 {
+		cfg.Limits.PerScope = envLimit("JOBS_MAX_RUNNING_PER_SCOPE")
+	}
+	if cfg.Limits.Total == 0 {
+		cfg.Limits.Total = envLimit("JOBS_MAX_RUNNING")
+	}
 	switch {
 	case cfg.IdleExit == 0:
 		cfg.IdleExit = DefaultIdleExit
@@ -59,4 +66,14 @@ func Supervise(ctx context.Context, dbPath string, cfg Config) error {
 	case <-ctx.Done():
 	}
 	return s.Close()
+}
+
+// envLimit reads a running-jobs limit from the environment: a positive
+// number, or 0 (the default) when unset or malformed.
+func envLimit(name string) int {
+	n, err := strconv.Atoi(os.Getenv(name))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

@@ -118,11 +118,14 @@ func publicErr(ref string, err error) error {
 	case errors.Is(err, db.ErrNotFound):
 		return fmt.Errorf("job %s %w", ref, ErrNotFound)
 	case errors.As(err, &taken):
-		return fmt.Errorf("%w: job %s is already running as %q (use --replace to end it first)", ErrNameTaken, taken.ID, taken.Name)
+		return fmt.Errorf("%w: job %s is already running as %q", ErrNameTaken, taken.ID, taken.Name)
 	case errors.Is(err, db.ErrNameTaken):
 		return fmt.Errorf("%w: %v", ErrNameTaken, err)
 	case errors.As(err, &lim):
-		return fmt.Errorf("%w: %v", ErrLimit, err)
+		if lim.Total {
+			return fmt.Errorf("%w: %d of at most %d in all scopes", ErrLimit, lim.Running, lim.Max)
+		}
+		return fmt.Errorf("%w: %d of at most %d in scope %q", ErrLimit, lim.Running, lim.Max, lim.Scope)
 	case errors.Is(err, db.ErrLimit):
 		return fmt.Errorf("%w: %v", ErrLimit, err)
 	case errors.Is(err, db.ErrInvalidTransition):
