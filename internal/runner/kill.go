@@ -80,6 +80,9 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 	if err != nil {
 		return KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
+	if job.Mode == "tmux" {
+		return s.killTmux(ctx, job, grace) // needs no owner: tmux.go
+	}
 	if !job.Status.Terminal() {
 		conn, err := s.owner(ctx, job)
 		if err != nil {
@@ -239,6 +242,9 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 	job, err := s.db.FindJobByID(ctx, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("signal job %s: %w", jobID, err)
+	}
+	if job.Mode == "tmux" {
+		return signalTmux(ctx, job, sig) // needs no owner: tmux.go
 	}
 	if !job.Status.Terminal() {
 		conn, err := s.owner(ctx, job)

@@ -67,7 +67,7 @@ func (s *Supervisor) Start(ctx context.Context, req StartRequest) (db.Job, error
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
 	if nj.Mode == "tmux" {
-		return db.Job{}, fmt.Errorf("start job: tmux mode: %w", ErrNoTmux)
+		return s.startTmux(ctx, req, nj, argv, env) // tmux.go
 	}
 	if req.Replace && nj.Name != "" {
 		if err := s.replace(ctx, nj.Scope, nj.Name); err != nil {

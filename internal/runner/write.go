@@ -24,6 +24,9 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 		if job.Status.Terminal() {
 			return fmt.Errorf("write job %s: %w", jobID, ErrNotRunning)
 		}
+		if job.Mode == "tmux" {
+			return writeTmux(job, data, eof) // types into the pane: tmux.go
+		}
 		if job.Stdin != "pipe" {
 			return fmt.Errorf("write job %s: %w", jobID, ErrStdinClosed)
 		}
@@ -111,8 +114,10 @@ func writeCtx(ctx context.Context, f *os.File, data []byte) error {
 	return err
 }
 
-// SendKeys sends tmux key names to a tmux job. This supervisor does not run
-// tmux jobs yet: ErrNotTmux for a pipe job, ErrNoTmux for a tmux one.
+// SendKeys sends tmux key names (or, with literal, text as typed) to a tmux
+// job. tmux delivers them, so any supervisor serves any tmux job (tmux.go).
+// Errors: db.ErrNotFound, ErrNotTmux for a pipe job, ErrNotRunning,
+// ErrNoTmux, ErrInvalid for an unknown key name.
 func (s *Supervisor) SendKeys(ctx context.Context, jobID string, keys []string, literal bool) error {
 	job, err := s.db.FindJobByID(ctx, jobID)
 	if err != nil {
@@ -121,8 +126,5 @@ func (s *Supervisor) SendKeys(ctx context.Context, jobID string, keys []string, 
 	if job.Mode != "tmux" {
 		return fmt.Errorf("send keys to job %s: %w", jobID, ErrNotTmux)
 	}
-	if job.Status.Terminal() {
-		return fmt.Errorf("send keys to job %s: %w", jobID, ErrNotRunning)
-	}
-	return fmt.Errorf("send keys to job %s: %w", jobID, ErrNoTmux)
+	return SendKeysDirect(job, keys, literal)
 }
