@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentjobs/jobs/internal/db"
 )
 
 func TestTailNeverSplitsUTF8(t *testing.T) {
@@ -135,7 +137,7 @@ func TestReadBadArguments(t *testing.T) {
 	if _, err := ReadRange(ctx, d, id, 0, 0, Filter{Stream: "stdin"}); err == nil {
 		t.Error("invalid stream accepted")
 	}
-	if _, err := ReadRange(ctx, d, "nosuchjob", 0, 0, Filter{}); !errors.Is(err, ErrJobNotFound) {
+	if _, err := ReadRange(ctx, d, "nosuchjob", 0, 0, Filter{}); !errors.Is(err, ErrJobNotFound) || !errors.Is(err, db.ErrNotFound) {
 		t.Errorf("missing job: %v", err)
 	}
 	p, err := Tail(ctx, d, id, 0, Chars, Filter{})

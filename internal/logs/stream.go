@@ -2,7 +2,10 @@ package logs
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
 )
 
 // Stream names the pipe a chunk was read from.
@@ -65,8 +68,9 @@ const (
 )
 
 var (
-	// ErrJobNotFound is returned when the jobs row does not exist.
-	ErrJobNotFound = errors.New("job not found")
+	// ErrJobNotFound is returned when the jobs row does not exist. It is
+	// also db.ErrNotFound.
+	ErrJobNotFound = fmt.Errorf("job %w", db.ErrNotFound)
 	// ErrNotTracked is returned by Write for a job the appender does not
 	// track.
 	ErrNotTracked = errors.New("job not tracked")
