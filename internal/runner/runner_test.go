@@ -674,8 +674,9 @@ func TestOnExitHook(t *testing.T) {
 		eventually(t, 10*time.Second, "hook event", func() bool {
 			evs, _ := s.db.Events(ctx, db.EventFilter{AllScopes: true, JobID: id})
 			for _, e := range evs {
-				if e.Kind == "hook" {
-					json.Unmarshal(e.Detail, &detail)
+				// The first hook event claims the run; the second
+				// says how it went.
+				if e.Kind == "hook" && json.Unmarshal(e.Detail, &detail) == nil && detail["state"] == "finished" {
 					return true
 				}
 			}
