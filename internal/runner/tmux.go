@@ -27,7 +27,7 @@ import (
 //     status once the pane is dead, records the final status and closes
 //     the session;
 //   - kill, signal, write and send-keys act through tmux and /proc, from
-//     whichever process asks (tmuxKill and friends below);
+//     whichever process asks (KillTmux, SendKeysDirect and friends below);
 //   - a sweep leaves a tmux job alone while its session exists
 //     (tmuxJobAlive), and marks it lost once the session is gone.
 //
