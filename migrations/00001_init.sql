@@ -77,8 +77,7 @@ CREATE TABLE chunks (
     first_line  INTEGER NOT NULL CHECK (first_line >= 0),
     line_count  INTEGER NOT NULL CHECK (line_count >= 0), -- newlines inside data
     at     TEXT NOT NULL,
-    data   BLOB NOT NULL,
-    PRIMARY KEY (job_id, seq)
+    data   BLOB NOT NULL
 ) STRICT;
 
 CREATE UNIQUE INDEX chunks_offset ON chunks (job_id, byte_offset);

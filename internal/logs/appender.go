@@ -189,7 +189,7 @@ func (a *Appender) Track(jobID string, maxOutput int64) error {
 	a.mu.Unlock()
 
 	const q = `SELECT output_bytes, output_lines,
-		(SELECT coalesce(max(seq) + 1, 0) FROM chunks WHERE job_id = ?1)
+		coalesce((SELECT seq + 1 FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)
 		FROM jobs WHERE id = ?1`
 	st := &jobState{id: jobID, maxOutput: maxOutput, head: a.headFor(maxOutput)}
 	err := a.d.QueryRowContext(context.Background(), q, jobID).Scan(&st.off, &st.lines, &st.seq)
