@@ -486,12 +486,14 @@ func isNoSession(msg string) bool {
 
 // clientEnv is the environment for tmux commands: ours without TMUX and
 // TMUX_PANE, which would otherwise point the default socket at whatever
-// server the caller happens to run inside.
+// server the caller happens to run inside, and without JOBS_ID: a tmux
+// server first started from inside a job would carry that job's id, and
+// killing the job would kill the server with every session on it.
 func clientEnv() []string {
 	env := os.Environ()
 	out := env[:0:0]
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
+		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") || strings.HasPrefix(kv, "JOBS_ID=") {
 			continue
 		}
 		out = append(out, kv)

@@ -68,10 +68,11 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) e
 		return fmt.Errorf("job %s is %w (%s)", ref, ErrNotRunning, j.Status)
 	}
 	if j.Mode == "tmux" {
+		// tmux types into the pane itself: no supervisor needed.
 		if eof {
-			return tmuxErr(ref, tmuxServer().SendKeys(j.TmuxSession, "C-d"))
+			return publicErr(ref, runner.SendKeysDirect(j, []string{"C-d"}, false))
 		}
-		return tmuxErr(ref, tmuxServer().SendLiteral(j.TmuxSession, string(data)))
+		return publicErr(ref, runner.SendKeysDirect(j, []string{string(data)}, true))
 	}
 	if j.Stdin != "pipe" {
 		return fmt.Errorf("job %s: %w", ref, ErrStdinClosed)
@@ -104,6 +105,15 @@ func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (Kil
 func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillResult, error) {
 	if grace <= 0 {
 		grace = c.opts.Grace
+	}
+	if j.Mode == "tmux" {
+		// Any process can end a tmux job: it records the stop first, so
+		// whoever records the exit says killed.
+		r, err := runner.KillTmux(ctx, c.db, j, grace)
+		if err != nil {
+			return KillResult{}, publicErr(j.ID, err)
+		}
+		return killResult(r), nil
 	}
 	if !j.Status.Terminal() {
 		ctl, done, err := c.controllerFor(ctx, j)

@@ -139,7 +139,7 @@ func publicErr(ref string, err error) error {
 	case errors.Is(err, runner.ErrInvalid):
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	case errors.Is(err, runner.ErrNoTmux):
-		return fmt.Errorf("%w: install it (apt-get install tmux) or start the job without --tmux", ErrNoTmux)
+		return fmt.Errorf("%w: %v", ErrNoTmux, err)
 	}
 	return err
 }
