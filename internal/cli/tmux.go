@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/agentjobs/jobs/internal/parse"
@@ -55,8 +57,8 @@ func (r *runner) sendKeysCommand() *ucli.Command {
 		Name:      "send-keys",
 		Usage:     "send keystrokes to a tmux job",
 		ArgsUsage: "ID KEYS…",
-		Description: "KEYS are tmux key names: Enter, C-c, Up, Escape, or text. --literal TEXT sends\n" +
-			"the text exactly as typed, without key-name lookup.",
+		Description: "KEYS are tmux key names: Enter, Tab, Escape, Up, C-c, M-x, F5, a single character.\n" +
+			"--literal TEXT types the text exactly as given (jobs write does the same).",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "literal", Aliases: []string{"l"}, Usage: "send `TEXT` as typed"},
 		},
@@ -134,8 +136,9 @@ func (r *runner) attachCommand() *ucli.Command {
 			if err != nil {
 				return fmt.Errorf("attach: %s not found in PATH", argv[0])
 			}
+			argv, env := attachFromHere(argv, os.Getenv("TMUX"), os.Getenv("JOBS_TMUX_SOCKET"), os.Environ())
 			r.close()
-			return syscall.Exec(path, argv, os.Environ())
+			return syscall.Exec(path, argv, env)
 		},
 	}
 }
@@ -144,4 +147,25 @@ func (r *runner) attachCommand() *ucli.Command {
 type attachResult struct {
 	Ref  string   `json:"ref"`
 	Argv []string `json:"argv"`
+}
+
+// attachFromHere adapts tmux's attach command to where it runs. Inside a
+// tmux client of the same (default) server, attach would refuse to nest:
+// switching the client to the job's session is what a person means. Inside
+// another server's client, attach works once TMUX is out of the way.
+func attachFromHere(argv []string, tmuxVar, jobsSocket string, environ []string) ([]string, []string) {
+	if tmuxVar == "" {
+		return argv, environ
+	}
+	socket, _, _ := strings.Cut(tmuxVar, ",")
+	if jobsSocket == "" && filepath.Base(socket) == "default" && len(argv) >= 2 && argv[len(argv)-2] == "-t" {
+		return []string{argv[0], "switch-client", "-t", argv[len(argv)-1]}, environ
+	}
+	env := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "TMUX=") && !strings.HasPrefix(kv, "TMUX_PANE=") {
+			env = append(env, kv)
+		}
+	}
+	return argv, env
 }
