@@ -91,6 +91,16 @@ func (b *bench) killTree(ctx context.Context) error {
 		waitFor(2*time.Second, func() bool { return !alive(pg) })
 		_ = syscall.Kill(-pg, syscall.SIGKILL)
 		_ = c.Wait()
+		// Let the SIGKILL land on every member of the group before
+		// counting: only the processes that left it should remain.
+		waitFor(2*time.Second, func() bool {
+			for k, p := range pids {
+				if s, err := readStat(p); err == nil && s.pgid == pg && aliveSame(p, starts[k]) {
+					return false
+				}
+			}
+			return true
+		})
 		baseD = append(baseD, time.Since(t0))
 		baseTotal += len(pids)
 		for k, p := range pids {

@@ -173,6 +173,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 // procStat is what the harness reads from /proc/PID/stat.
 type procStat struct {
 	state     byte
+	pgid      int
 	cpu       time.Duration // utime + stime
 	startTime int64
 }
@@ -197,7 +198,8 @@ func readStat(pid int) (procStat, error) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	start, _ := strconv.ParseInt(f[19], 10, 64)
-	return procStat{state: f[0][0], cpu: time.Duration(ut+st) * clockTick, startTime: start}, nil
+	pgid, _ := strconv.Atoi(f[2])
+	return procStat{state: f[0][0], pgid: pgid, cpu: time.Duration(ut+st) * clockTick, startTime: start}, nil
 }
 
 // alive: the process exists and is not a zombie (PID 1 may not reap here).
