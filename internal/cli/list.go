@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -63,6 +64,20 @@ func parseStatuses(verb string, vals []string) ([]jobs.Status, error) {
 type listItem struct {
 	jobs.Job
 	Tail *string `json:"tail,omitempty"`
+}
+
+// MarshalJSON adds "tail" to the job's own JSON (which Job.MarshalJSON
+// would otherwise write alone, being promoted).
+func (it listItem) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(it.Job)
+	if err != nil || it.Tail == nil {
+		return b, err
+	}
+	tail, err := json.Marshal(*it.Tail)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(b[:len(b)-1:len(b)-1], `,"tail":`...), tail...), '}'), nil
 }
 
 func (r *runner) list(cc *ucli.Context) error {

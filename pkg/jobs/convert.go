@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -27,7 +28,7 @@ func fromDB(j db.Job, now time.Time) Job {
 		TmuxSession:  j.TmuxSession,
 		Status:       Status(j.Status),
 		ExitCode:     j.ExitCode,
-		Signal:       j.Signal,
+		Signal:       strings.TrimPrefix(j.Signal, "SIG"),
 		Reason:       j.Reason,
 		PID:          j.PID,
 		PGID:         j.PGID,

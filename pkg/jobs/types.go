@@ -90,11 +90,11 @@ type Spec struct {
 	// names are stored.
 	Env []string `json:"env,omitempty"`
 	// Timeout is the maximum runtime: 0 means DefaultTimeout, negative
-	// means none.
-	Timeout time.Duration `json:"timeout,omitempty"`
+	// means none (JSON: timeout_ms).
+	Timeout time.Duration `json:"-"`
 	// TTL is how long a finished job is kept after its last access:
-	// 0 means DefaultTTL, negative means forever.
-	TTL time.Duration `json:"ttl,omitempty"`
+	// 0 means DefaultTTL, negative means forever (JSON: ttl_ms).
+	TTL time.Duration `json:"-"`
 	// MaxOutput is how many bytes of output are retained: 0 means
 	// DefaultMaxOutput, negative means no cap.
 	MaxOutput int64 `json:"max_output,omitempty"`
@@ -146,9 +146,13 @@ type Job struct {
 	EndedAt     *time.Time `json:"ended_at"`
 	LastAccess  time.Time  `json:"last_access_at"`
 	// Runtime is how long the job has run (until now, or until it ended).
-	Runtime time.Duration `json:"runtime_ms"`
-	Timeout time.Duration `json:"timeout_ms"`
-	TTL     time.Duration `json:"ttl_ms"`
+	// In JSON, like every duration, it is whole milliseconds: runtime_ms.
+	Runtime time.Duration `json:"-"`
+	// Timeout is the maximum runtime, 0 for none (timeout_ms).
+	Timeout time.Duration `json:"-"`
+	// TTL is how long the finished job is kept after its last access, 0
+	// for forever (ttl_ms).
+	TTL time.Duration `json:"-"`
 	// MaxOutput is the output cap in bytes; 0 means none.
 	MaxOutput int64 `json:"max_output"`
 	// OutputBytes is how many bytes the job has written in all.
@@ -162,10 +166,12 @@ type Job struct {
 	DroppedBytes int64      `json:"dropped_bytes"`
 	LastOutputAt *time.Time `json:"last_output_at"`
 	// ReadCursor is where the next ReadNew starts.
-	ReadCursor int64         `json:"read_cursor"`
-	UserCPU    time.Duration `json:"user_cpu_ms"`
-	SysCPU     time.Duration `json:"sys_cpu_ms"`
-	MaxRSSKB   int64         `json:"max_rss_kb"`
+	ReadCursor int64 `json:"read_cursor"`
+	// UserCPU and SysCPU are the CPU time the job used, once it ended
+	// (user_cpu_ms, sys_cpu_ms).
+	UserCPU  time.Duration `json:"-"`
+	SysCPU   time.Duration `json:"-"`
+	MaxRSSKB int64         `json:"max_rss_kb"`
 
 	// WaitingForInput reports that a process of the job is blocked
 	// reading the job's stdin, as the kernel sees it. Live jobs only.
@@ -267,8 +273,9 @@ type Output struct {
 type PollResult struct {
 	Job    Job    `json:"job"`
 	Output Output `json:"output"`
-	// RetryIn suggests when to poll next: it grows while nothing changes.
-	RetryIn time.Duration `json:"retry_in_ms"`
+	// RetryIn suggests when to poll next: it grows while nothing changes
+	// (retry_in_ms).
+	RetryIn time.Duration `json:"-"`
 }
 
 // PollOptions shapes Poll and ReadNew.
