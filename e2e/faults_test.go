@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -114,6 +115,14 @@ func TestSupervisorKilledDuringFlood(t *testing.T) {
 	if j := w.waitTerminal(next, 30*time.Second); j.Status != "done" {
 		t.Errorf("start after the crash: %s", j.Status)
 	}
+}
+
+func eventsText(events []event) string {
+	var b strings.Builder
+	for _, e := range events {
+		fmt.Fprintf(&b, "\n  %s %s→%s %s", e.Kind, e.From, e.To, e.Detail)
+	}
+	return b.String()
 }
 
 func firstDiff(a, b []byte) int {
@@ -310,7 +319,8 @@ func TestDiskFullMidCapture(t *testing.T) {
 	}
 	// output_bytes counts everything the job wrote, dropped bytes included.
 	if j.DroppedBytes <= 0 || j.DroppedBytes > j.OutputBytes || j.OutputBytes != n {
-		t.Errorf("dropped %d of %d bytes written (child wrote %d)", j.DroppedBytes, j.OutputBytes, n)
+		_, events := w.status(id)
+		t.Errorf("dropped %d of %d bytes written (child wrote %d); history:%s", j.DroppedBytes, j.OutputBytes, n, eventsText(events))
 	}
 	_, events := w.status(id)
 	dropped := false
@@ -323,7 +333,7 @@ func TestDiskFullMidCapture(t *testing.T) {
 		}
 	}
 	if !dropped {
-		t.Errorf("no output_dropped event in %+v", events)
+		t.Errorf("no output_dropped event in %s", eventsText(events))
 	}
 	w.integrity()
 	w.stop()
