@@ -133,7 +133,7 @@ func jobProcs(t Target) (map[int]Info, bool, error) {
 	}
 	inGroup := func(info Info) bool { return t.PGID > 1 && info.PGID == t.PGID }
 
-	found, err := scan(inGroup, t.EnvKey, t.EnvValue)
+	found, err := scanSince(inGroup, t.EnvKey, t.EnvValue, t.PIDStart)
 	if err != nil {
 		return nil, false, err
 	}

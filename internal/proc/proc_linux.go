@@ -146,6 +146,15 @@ func FindByEnv(key, value string) ([]Info, error) {
 // when key is set, whose environment holds key=value. Processes that vanish
 // during the walk are skipped.
 func scan(match func(Info) bool, key, value string) ([]Info, error) {
+	return scanSince(match, key, value, 0)
+}
+
+// scanSince is scan that reads the environment only of processes started
+// at or after minStart (clock ticks since boot). A process carrying a job's
+// JOBS_ID inherited it from the job, so it cannot be older than the job's
+// main process; skipping the environ files of older processes — most of a
+// machine's — makes the scan several times cheaper.
+func scanSince(match func(Info) bool, key, value string, minStart int64) ([]Info, error) {
 	all, err := pids()
 	if err != nil {
 		return nil, err
@@ -160,7 +169,7 @@ func scan(match func(Info) bool, key, value string) ([]Info, error) {
 		if err != nil {
 			continue
 		}
-		if match(info) || (entry != nil && !info.Dead() && hasEnv(pid, entry)) {
+		if match(info) || (entry != nil && !info.Dead() && info.StartTime >= minStart && hasEnv(pid, entry)) {
 			out = append(out, info)
 		}
 	}
