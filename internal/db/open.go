@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,6 +130,14 @@ func unwrapPathError(err error) error {
 // objects that now exist; a failed Up is therefore retried while the schema
 // version moves, and succeeds once another process has finished the work.
 func (d *DB) migrate(ctx context.Context) error {
+	// Every CLI call opens the database, and building a goose Provider
+	// parses every migration: first ask the version table, which is one
+	// query, whether there is anything to do.
+	if latest, ok := embeddedLatest(); ok {
+		if v, err := d.SchemaVersion(ctx); err == nil && v == latest {
+			return nil
+		}
+	}
 	p, err := goose.NewProvider(goose.DialectSQLite3, d.DB.DB, migrations.FS)
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
@@ -156,6 +165,28 @@ func (d *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate: %w", cleanSQLiteError(upErr))
 		}
 	}
+}
+
+// embeddedLatest returns the highest version among the embedded migration
+// files, read from their names (NNNNN_description.sql).
+func embeddedLatest() (int64, bool) {
+	entries, err := fs.ReadDir(migrations.FS, ".")
+	if err != nil {
+		return 0, false
+	}
+	var latest int64
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if !ok || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		latest = max(latest, v)
+	}
+	return latest, latest > 0
 }
 
 // SchemaVersion reports the newest migration applied to the database.
