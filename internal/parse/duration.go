@@ -3,12 +3,15 @@ package parse
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
 // durationSyntax is time.ParseDuration's grammar. Input that matches it
 // but does not parse overflowed, which deserves its own message.
-var durationSyntax = regexp.MustCompile(`^[+-]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+var durationSyntax = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[+-]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+})
 
 // MaxDuration is the longest duration Duration accepts. Nothing a job does
 // runs for ten years; a value past it is a typo (a missing unit, an extra
@@ -38,7 +41,7 @@ func Duration(s string) (time.Duration, error) {
 		if strings.HasSuffix(t, "d") && isDecimal(strings.TrimSuffix(t, "d")) {
 			return 0, invalid("duration", s, "days are not a unit; use hours like 48h")
 		}
-		if durationSyntax.MatchString(t) {
+		if durationSyntax().MatchString(t) {
 			return 0, invalid("duration", s, "too long; at most 10 years")
 		}
 		return 0, invalid("duration", s, durationHint)

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -90,12 +91,14 @@ func (s Server) Available() error {
 	return nil
 }
 
-var versionRE = regexp.MustCompile(`(\d+)\.(\d+)`)
+// Compiled on first use: every jobs command loads this package, few ask
+// tmux for its version.
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)`) })
 
 // parseVersion reads "tmux 3.3a" or "tmux next-3.4". Builds named after
 // a branch ("tmux master") report no number and are assumed recent.
 func parseVersion(v string) (major, minor int, ok bool) {
-	m := versionRE.FindStringSubmatch(v)
+	m := versionRE().FindStringSubmatch(v)
 	if m == nil {
 		return 0, 0, false
 	}
@@ -107,12 +110,12 @@ func parseVersion(v string) (major, minor int, ok bool) {
 // nameRE is what session names may hold. tmux gives '.' and ':' meaning
 // in targets and would rename a session holding them; the rest is kept
 // simple so a name is safe on any command line a person copies it into.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,199}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,199}$`) })
 
 // ValidateName reports whether name can be used as a session name: 1 to
 // 200 letters, digits, '-' and '_', starting with a letter or digit.
 func ValidateName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("invalid tmux session name %q: use letters, digits, - and _", name)
 	}
 	return nil
