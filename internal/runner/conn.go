@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -37,6 +38,9 @@ type Conn struct {
 
 // Dial connects to the supervisor listening on socketPath.
 func Dial(ctx context.Context, socketPath string) (*Conn, error) {
+	if err := checkSocket(socketPath); err != nil {
+		return nil, fmt.Errorf("dial supervisor: %w", err)
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", socketPath)
 	if err != nil {
@@ -198,6 +202,14 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 	sock := filepath.Join(runtimeDir, "default.sock")
 	if c, err := dialPing(ctx, sock); err == nil {
 		return c, nil
+	}
+	// Say so at once when something was planted on the way, rather than
+	// starting a supervisor that will refuse it too and timing out.
+	if err := checkRuntimeDir(runtimeDir); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	if err := checkSocket(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	if executable == "" {
 		exe, err := os.Executable()

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -52,15 +51,73 @@ func prepareRuntimeDir(dir string) error {
 	if len(dir) > maxSocketDir {
 		return fmt.Errorf("prepare runtime directory %s: path too long for a unix socket", dir)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Create and check one level at a time: MkdirAll would follow a
+	// symlink planted at the parent and create our directory wherever it
+	// points before any check could see it.
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(filepath.Dir(parent), 0o700); err != nil {
 		return fmt.Errorf("prepare runtime directory: %w", err)
 	}
-	if parent := filepath.Dir(dir); strings.HasPrefix(filepath.Base(parent), "jobs") {
-		if err := securePrivateDir(parent); err != nil {
+	for _, d := range []string{parent, dir} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("prepare runtime directory: %w", err)
+		}
+		if err := securePrivateDir(d); err != nil {
 			return err
 		}
 	}
-	return securePrivateDir(dir)
+	return nil
+}
+
+// checkRuntimeDir checks, without creating anything, that the runtime
+// directory and its parent are not symlinks and are ours where they exist.
+func checkRuntimeDir(dir string) error {
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		fi, err := os.Lstat(d)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("runtime directory %s is a symlink: refusing it", d)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+			return fmt.Errorf("runtime directory %s is owned by uid %d, not by us: refusing it", d, st.Uid)
+		}
+	}
+	return nil
+}
+
+// checkSocket refuses to talk to anything at path but a unix socket of
+// ours in a private directory of ours: a symlink or a socket planted by
+// someone else would receive our start requests, environment included.
+func checkSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("socket %s is a symlink: refusing it", path)
+	case fi.Mode()&os.ModeSocket == 0:
+		return fmt.Errorf("%s is not a socket", path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("socket %s is owned by uid %d, not by us: refusing it", path, st.Uid)
+	}
+	di, err := os.Lstat(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	if !di.IsDir() || di.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("socket directory %s is not private (mode %v): refusing it", filepath.Dir(path), di.Mode())
+	}
+	if st, ok := di.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("socket directory %s is owned by uid %d, not by us: refusing it", filepath.Dir(path), st.Uid)
+	}
+	return nil
 }
 
 func securePrivateDir(dir string) error {
