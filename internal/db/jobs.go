@@ -60,6 +60,9 @@ type Job struct {
 
 	UserCPU, SysCPU time.Duration
 	MaxRSSKB        int64
+	// Duration is how long the finished job ran by the supervisor's
+	// monotonic clock; 0 when not recorded (still running, or lost).
+	Duration time.Duration
 }
 
 // NewJob is what CreateJob needs to create a job. Empty Mode and Stdin mean
@@ -101,7 +104,7 @@ const jobColumns = `id, scope, name, label, command, argv, cwd, env_names, mode,
 	status, exit_code, signal, reason, pid, pgid, pid_start, supervisor_id, stdin, color, on_exit,
 	created_at, started_at, ended_at, last_access_at, timeout_ms, ttl_ms, max_output,
 	output_bytes, output_lines, evicted_bytes, dropped_bytes, last_output_at, read_cursor,
-	user_cpu_ms, sys_cpu_ms, max_rss_kb`
+	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms`
 
 // jobRow is a jobs row as stored.
 type jobRow struct {
@@ -142,6 +145,7 @@ type jobRow struct {
 	UserCPUMS    sql.NullInt64  `db:"user_cpu_ms"`
 	SysCPUMS     sql.NullInt64  `db:"sys_cpu_ms"`
 	MaxRSSKB     sql.NullInt64  `db:"max_rss_kb"`
+	DurationMS   sql.NullInt64  `db:"duration_ms"`
 }
 
 // job converts a stored row to a Job.
@@ -176,6 +180,7 @@ func (r *jobRow) job() (Job, error) {
 		UserCPU:      time.Duration(r.UserCPUMS.Int64) * time.Millisecond,
 		SysCPU:       time.Duration(r.SysCPUMS.Int64) * time.Millisecond,
 		MaxRSSKB:     r.MaxRSSKB.Int64,
+		Duration:     time.Duration(r.DurationMS.Int64) * time.Millisecond,
 	}
 	if r.ExitCode.Valid {
 		c := int(r.ExitCode.Int64)

@@ -36,9 +36,24 @@ type Transition struct {
 	// Reason is recorded with a terminal To, and in the event either way.
 	Reason string
 
+	// Runtime, with a terminal To, is how long the job ran by a monotonic
+	// clock (duration_ms); zero records nothing.
+	Runtime time.Duration
+
+	// Output, with a terminal To, raises the job's output counters to at
+	// least these totals. The appender counts every byte the job wrote;
+	// when the database refused its last batches, their counter updates
+	// were lost with them, and the end of the job puts them right.
+	Output *OutputTotals
+
 	// Detail is extra JSON for the event row. The standard fields (pid,
 	// exit_code, signal, reason) are added to it and win over its keys.
 	Detail map[string]any
+}
+
+// OutputTotals are a job's output counters as its appender knows them.
+type OutputTotals struct {
+	Bytes, Lines, Dropped int64
 }
 
 const (
@@ -49,8 +64,11 @@ const (
 	toRunningQuery = `UPDATE jobs SET status = 'running', started_at = ?, pid = ?, pgid = ?, pid_start = ?
 	WHERE id = ? AND status = ?`
 	toTerminalQuery = `UPDATE jobs SET status = ?, ended_at = ?, last_access_at = ?,
-	exit_code = ?, signal = ?, reason = ?, user_cpu_ms = ?, sys_cpu_ms = ?, max_rss_kb = ?
+	exit_code = ?, signal = ?, reason = ?, user_cpu_ms = ?, sys_cpu_ms = ?, max_rss_kb = ?,
+	duration_ms = coalesce(?, duration_ms)
 	WHERE id = ? AND status = ?`
+	raiseOutputQuery = `UPDATE jobs SET output_bytes = max(output_bytes, ?),
+	output_lines = max(output_lines, ?), dropped_bytes = max(dropped_bytes, ?) WHERE id = ?`
 	insertTransitionEventQuery = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
 	SELECT id, scope, ?, 'transition', ?, ?, ? FROM jobs WHERE id = ?`
 )
@@ -95,8 +113,17 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 				sys = sql.NullInt64{Int64: u.SysCPU.Milliseconds(), Valid: true}
 				rss = sql.NullInt64{Int64: u.MaxRSSKB, Valid: true}
 			}
+			var dur sql.NullInt64
+			if t.Runtime > 0 {
+				dur = sql.NullInt64{Int64: t.Runtime.Milliseconds(), Valid: true}
+			}
 			res, err = tx.ExecContext(ctx, toTerminalQuery, string(t.To), when, when,
-				exit, nullString(t.Signal), nullString(t.Reason), user, sys, rss, id, from)
+				exit, nullString(t.Signal), nullString(t.Reason), user, sys, rss, dur, id, from)
+			if err == nil && t.Output != nil {
+				if _, err := tx.ExecContext(ctx, raiseOutputQuery, t.Output.Bytes, t.Output.Lines, t.Output.Dropped, id); err != nil {
+					return err
+				}
+			}
 		}
 		if err != nil {
 			return err

@@ -48,6 +48,7 @@ type child struct {
 	end      db.Status // set by kill, timeout or Close before they signal
 	reason   string
 	final    db.Job
+	spawned  time.Time // when the runner goroutine took the process over
 }
 
 func newChild(id string, baseEnv []string) *child {
@@ -91,6 +92,9 @@ func (s *Supervisor) run(c *child, timeout time.Duration) {
 	defer s.wg.Done()
 	c.mu.Lock()
 	cmd, stdout, stderr, pid := c.cmd, c.stdout, c.stderr, c.pid
+	// The runtime is measured from here with the monotonic clock: the
+	// process was spawned just before this goroutine started.
+	c.spawned = time.Now()
 	c.mu.Unlock()
 
 	var pumps sync.WaitGroup
@@ -185,6 +189,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 	c.mu.Lock()
 	started := c.job.Status == db.StatusRunning
 	scope := c.job.Scope
+	spawned := c.spawned
 	c.mu.Unlock()
 
 	var t db.Transition
@@ -213,12 +218,26 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 		t.To = db.StatusFailed
 	}
 
+	if !spawned.IsZero() {
+		t.Runtime = time.Since(spawned)
+	}
+	// The pipes are drained: the appender's counts are final. Recorded
+	// with the status, they survive a database that refused the last
+	// batches (and their counter updates).
+	totals, tracked := s.app.Totals(c.id)
 	// Untrack flushes; bytes the database refused are counted by then
 	// (OnDropped runs inside the flush that gives up on them).
 	if err := s.app.Untrack(c.id); err != nil {
 		s.logf("flush output of job %s: %v", c.id, err)
 	}
-	if d := s.takeDropped(c.id); d != nil && d.bytes > 0 {
+	d := s.takeDropped(c.id)
+	if tracked {
+		t.Output = &db.OutputTotals{Bytes: totals.Bytes, Lines: totals.Lines}
+		if d != nil {
+			t.Output.Dropped = d.bytes
+		}
+	}
+	if d != nil && d.bytes > 0 {
 		t.Detail = map[string]any{"dropped_bytes": d.bytes}
 		detail, _ := json.Marshal(map[string]any{"bytes": d.bytes, "error": d.err})
 		if err := s.persist("record dropped output of job "+c.id, func(ctx context.Context) error {

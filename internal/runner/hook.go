@@ -143,8 +143,8 @@ func hookEnv(job db.Job, tail string) []string {
 	if job.ExitCode != nil {
 		code = strconv.Itoa(*job.ExitCode)
 	}
-	var dur time.Duration
-	if job.EndedAt != nil {
+	dur := job.Duration // monotonic, when the supervisor measured it
+	if dur == 0 && job.EndedAt != nil {
 		from := job.CreatedAt
 		if job.StartedAt != nil {
 			from = *job.StartedAt

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/runner"
 )
 
@@ -55,16 +56,31 @@ func fromDB(j db.Job, now time.Time) Job {
 	if out.Argv == nil {
 		out.Argv = []string{}
 	}
-	if j.StartedAt != nil {
-		end := now
-		if j.EndedAt != nil {
-			end = *j.EndedAt
-		}
-		if d := end.Sub(*j.StartedAt); d > 0 {
-			out.Runtime = d
+	out.Runtime = runtimeOf(j, now)
+	return out
+}
+
+// runtimeOf prefers clocks that do not jump: the supervisor's monotonic
+// measure for a finished job, the kernel's boot-time clock against the main
+// process's start for a running one. The wall-clock difference of
+// started_at and ended_at is the fallback (a lost job, another platform).
+func runtimeOf(j db.Job, now time.Time) time.Duration {
+	if j.Status.Terminal() && j.Duration > 0 {
+		return j.Duration
+	}
+	if j.Status == db.StatusRunning && j.PIDStart > 0 {
+		if d, ok := proc.Since(j.PIDStart); ok {
+			return d
 		}
 	}
-	return out
+	if j.StartedAt == nil {
+		return 0
+	}
+	end := now
+	if j.EndedAt != nil {
+		end = *j.EndedAt
+	}
+	return max(end.Sub(*j.StartedAt), 0)
 }
 
 func eventFromDB(e db.Event) Event {
