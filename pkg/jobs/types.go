@@ -122,29 +122,53 @@ const (
 
 // Job is everything known about a job.
 type Job struct {
-	ID          string     `json:"id"`
-	Scope       string     `json:"scope"`
-	Name        string     `json:"name,omitempty"`
-	Label       string     `json:"label,omitempty"`
-	Command     string     `json:"command"`
-	Argv        []string   `json:"argv"`
-	Cwd         string     `json:"cwd"`
-	EnvNames    []string   `json:"env_names,omitempty"`
-	Mode        Mode       `json:"mode"`
-	TmuxSession string     `json:"tmux_session,omitempty"`
-	Status      Status     `json:"status"`
-	ExitCode    *int       `json:"exit_code"`
-	Signal      string     `json:"signal,omitempty"`
-	Reason      string     `json:"reason,omitempty"`
-	PID         int        `json:"pid,omitempty"`
-	PGID        int        `json:"pgid,omitempty"`
-	Supervisor  string     `json:"supervisor,omitempty"`
-	Stdin       string     `json:"stdin"`
-	OnExit      string     `json:"on_exit,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	StartedAt   *time.Time `json:"started_at"`
-	EndedAt     *time.Time `json:"ended_at"`
-	LastAccess  time.Time  `json:"last_access_at"`
+	// ID is 64 random bits in lower-case base32 (IDLength characters).
+	ID string `json:"id"`
+	// Scope is the agent or conversation that owns the job.
+	Scope string `json:"scope"`
+	// Name, when set, works wherever the id does.
+	Name string `json:"name,omitempty"`
+	// Label is free text for people.
+	Label string `json:"label,omitempty"`
+	// Command is the command as given: the shell command line, or the
+	// argv quoted for a shell.
+	Command string `json:"command"`
+	// Argv is what was executed: /bin/sh -c Command, or the argv itself.
+	Argv []string `json:"argv"`
+	// Cwd is the working directory.
+	Cwd string `json:"cwd"`
+	// EnvNames are the names of the variables added (never the values).
+	EnvNames []string `json:"env_names,omitempty"`
+	// Mode is pipe or tmux.
+	Mode Mode `json:"mode"`
+	// TmuxSession names the tmux session of a tmux job.
+	TmuxSession string `json:"tmux_session,omitempty"`
+	// Status is where the job is in its life.
+	Status Status `json:"status"`
+	// ExitCode is the exit status once the main process ended (128+n
+	// when signal n ended it); nil before.
+	ExitCode *int `json:"exit_code"`
+	// Signal names the signal that ended the main process ("TERM").
+	Signal string `json:"signal,omitempty"`
+	// Reason says why the job failed to start, was killed or was lost.
+	Reason string `json:"reason,omitempty"`
+	// PID and PGID are the main process and its process group.
+	PID  int `json:"pid,omitempty"`
+	PGID int `json:"pgid,omitempty"`
+	// Supervisor is the id of the supervisor that owns the job.
+	Supervisor string `json:"supervisor,omitempty"`
+	// Stdin is pipe, closed, or null (/dev/null).
+	Stdin string `json:"stdin"`
+	// OnExit is the command run when the job ends.
+	OnExit string `json:"on_exit,omitempty"`
+	// CreatedAt, StartedAt and EndedAt are wall-clock times for people;
+	// Runtime is the measure of how long it ran.
+	CreatedAt time.Time  `json:"created_at"`
+	StartedAt *time.Time `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at"`
+	// LastAccess is the last read or change: the TTL of a finished job
+	// counts from it.
+	LastAccess time.Time `json:"last_access_at"`
 	// Runtime is how long the job has run (until now, or until it ended).
 	// In JSON, like every duration, it is whole milliseconds: runtime_ms.
 	Runtime time.Duration `json:"-"`
@@ -185,13 +209,19 @@ type Job struct {
 // Event is one row of the audit trail: a status transition or a note.
 type Event struct {
 	// ID is the cursor: events are numbered in the order they happened.
-	ID     int64           `json:"id"`
-	JobID  string          `json:"job_id"`
-	Scope  string          `json:"scope"`
-	At     time.Time       `json:"at"`
-	Kind   string          `json:"kind"`
-	From   Status          `json:"from,omitempty"`
-	To     Status          `json:"to,omitempty"`
+	ID int64 `json:"id"`
+	// JobID is the job's id; the job may have been deleted since.
+	JobID string    `json:"job_id"`
+	Scope string    `json:"scope"`
+	At    time.Time `json:"at"`
+	// Kind is transition, output_dropped (output the database could not
+	// take), hook (an on_exit command ran) or note.
+	Kind string `json:"kind"`
+	// From and To are the statuses of a transition (From is empty for the
+	// creation).
+	From Status `json:"from,omitempty"`
+	To   Status `json:"to,omitempty"`
+	// Detail is a JSON object: pid, exit code, reason, bytes …
 	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
