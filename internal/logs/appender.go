@@ -84,6 +84,7 @@ type Appender struct {
 	degraded bool // the last flush dropped its bytes: try once, do not retry
 
 	flushing chan struct{} // holds one token while a flush runs
+	w        *writer       // the flushes' connection; guarded by flushing
 	wake     chan struct{} // the first byte after an idle period
 	full     chan struct{} // MaxBatchBytes are queued
 
@@ -158,6 +159,9 @@ func (a *Appender) Close() error {
 	a.cancel()
 	a.wg.Wait()
 	err := a.flush()
+	a.flushing <- struct{}{}
+	a.dropWriterLocked()
+	<-a.flushing
 	a.mu.Lock()
 	a.running = false
 	a.mu.Unlock()
@@ -222,10 +226,16 @@ func (a *Appender) headFor(maxOutput int64) int64 {
 	return min(a.o.HeadKeep, maxOutput/2)
 }
 
-// Untrack flushes everything written and forgets jobID; later writes for it
-// fail with ErrNotTracked. It returns the flush's error.
+// Untrack flushes everything written for jobID and forgets it; later writes
+// for it fail with ErrNotTracked. It returns the flush's error.
 func (a *Appender) Untrack(jobID string) error {
-	err := a.Flush(context.Background())
+	// Only this job's output: every job that ends would otherwise cost a
+	// transaction over all the others' few queued lines, which the flusher
+	// writes soon anyway (100 jobs ending: 100 extra transactions of 100
+	// jobs each).
+	a.flushing <- struct{}{}
+	err := a.flushLocked(jobID)
+	<-a.flushing
 	a.mu.Lock()
 	delete(a.jobs, jobID)
 	a.mu.Unlock()
@@ -320,7 +330,7 @@ func (a *Appender) Flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("flush output: %w", ctx.Err())
 	}
-	err := a.flushLocked()
+	err := a.flushLocked("")
 	<-a.flushing
 	if err != nil {
 		return fmt.Errorf("flush output: %w", err)
@@ -378,7 +388,7 @@ func (a *Appender) hasUnrecordedDrops() bool {
 func (a *Appender) flush() error {
 	a.flushing <- struct{}{}
 	defer func() { <-a.flushing }()
-	return a.flushLocked()
+	return a.flushLocked("")
 }
 
 // jobBatch is what one flush writes for one job.
@@ -394,10 +404,11 @@ type jobBatch struct {
 	failed  error // set by the writer: this job's rows were refused
 }
 
-// flushLocked writes every queued chunk; the caller holds a.flushing.
-func (a *Appender) flushLocked() error {
+// flushLocked writes the queued chunks of jobID, or of every job when jobID
+// is ""; the caller holds a.flushing.
+func (a *Appender) flushLocked(jobID string) error {
 	a.mu.Lock()
-	batch := a.takeLocked()
+	batch := a.takeLocked(jobID)
 	degraded := a.degraded
 	a.mu.Unlock()
 	if len(batch) == 0 {
@@ -413,6 +424,11 @@ func (a *Appender) flushLocked() error {
 		total += int(b.bytes)
 		switch {
 		case b.gone:
+			// What was queued since the take is discarded with the job.
+			for _, c := range b.st.queue {
+				a.queued -= len(c.data)
+				a.pending -= len(c.data)
+			}
 			b.st.gone, b.st.queue, b.st.dropped = true, nil, 0
 		case err != nil || b.failed != nil:
 			b.st.dropped += b.dropped + b.bytes
@@ -437,22 +453,41 @@ func (a *Appender) flushLocked() error {
 	return err
 }
 
-// takeLocked moves every job's queue into a batch; a.mu is held.
-func (a *Appender) takeLocked() []jobBatch {
+// takeLocked moves the queue of jobID (every job's when jobID is "") into a
+// batch; a.mu is held.
+func (a *Appender) takeLocked(jobID string) []jobBatch {
+	if jobID != "" {
+		st := a.jobs[jobID]
+		if st == nil {
+			return nil
+		}
+		b, ok := a.takeJobLocked(st)
+		if !ok {
+			return nil
+		}
+		return []jobBatch{b}
+	}
 	var batch []jobBatch
 	for _, st := range a.jobs {
-		if st.gone || (len(st.queue) == 0 && st.dropped == 0) {
-			continue
+		if b, ok := a.takeJobLocked(st); ok {
+			batch = append(batch, b)
 		}
-		b := jobBatch{st: st, chunks: st.queue, end: st.off, lines: st.lines, last: st.lastWrite, dropped: st.dropped}
-		for _, c := range st.queue {
-			b.bytes += int64(len(c.data))
-		}
-		st.queue, st.dropped = nil, 0
-		batch = append(batch, b)
 	}
-	a.queued = 0
 	return batch
+}
+
+// takeJobLocked moves st's queue into a batch; a.mu is held.
+func (a *Appender) takeJobLocked(st *jobState) (jobBatch, bool) {
+	if st.gone || (len(st.queue) == 0 && st.dropped == 0) {
+		return jobBatch{}, false
+	}
+	b := jobBatch{st: st, chunks: st.queue, end: st.off, lines: st.lines, last: st.lastWrite, dropped: st.dropped}
+	for _, c := range st.queue {
+		b.bytes += int64(len(c.data))
+	}
+	st.queue, st.dropped = nil, 0
+	a.queued -= int(b.bytes)
+	return b, true
 }
 
 // takeMore returns the next batch when a flood has queued MaxBatchBytes
@@ -466,7 +501,7 @@ func (a *Appender) takeMore() []jobBatch {
 	if a.queued < a.o.MaxBatchBytes {
 		return nil
 	}
-	return a.takeLocked()
+	return a.takeLocked("")
 }
 
 // writeWithRetry writes batch, retrying a failure for RetryFor (once only

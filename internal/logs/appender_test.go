@@ -351,6 +351,36 @@ func TestDeletedJobDoesNotSpoilTheBatch(t *testing.T) {
 	}
 }
 
+// A job whose rows break a rule of the schema loses its batch alone: the
+// grouped statements fail, and the job-by-job retry keeps the others.
+func TestConstraintFailureCostsOnlyItsJob(t *testing.T) {
+	d := openDB(t)
+	var dropped []string
+	a := NewAppender(d, AppenderOptions{OnDropped: func(id string, n int64, err error) { dropped = append(dropped, id) }})
+	defer a.Close()
+	bad, good := newJob(t, d, 0), newJob(t, d, 0)
+	track(t, a, bad, 0)
+	track(t, a, good, 0)
+	// A stray row where the appender's first chunk of bad goes.
+	if _, err := d.Exec(`INSERT INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data)
+		VALUES (?, 99, 'stdout', 0, 0, 0, '2026-01-01T00:00:00.000Z', x'00')`, bad); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, bad, Stdout, []byte("refused\n"))
+	write(t, a, good, Stdout, []byte("kept\n"))
+	flush(t, a)
+	if got := storedBytes(readChunks(t, d, good), ""); string(got) != "kept\n" {
+		t.Fatalf("good job: %q", got)
+	}
+	flush(t, a) // records the drop in the jobs row
+	if row := readJobRow(t, d, bad); row.Dropped != int64(len("refused\n")) {
+		t.Fatalf("bad job row %+v, want its bytes counted as dropped", row)
+	}
+	if len(dropped) != 1 || dropped[0] != bad {
+		t.Fatalf("OnDropped for %v, want only %s", dropped, bad)
+	}
+}
+
 func TestBackPressureBoundsMemory(t *testing.T) {
 	d := openDB(t)
 	const bound = 64 << 10

@@ -387,3 +387,81 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// BenchmarkTrickle100Jobs is one flush of the many-jobs workload (100 jobs,
+// each printing 100 short lines a second): every job has a few lines
+// queued, and one Flush writes them all. It reports the CPU one flush costs
+// (µs_cpu_flush) against a baseline measured in the same run: the same
+// rows inserted raw into a table without indexes in one transaction
+// (x_raw_cpu = raw CPU / appender CPU; 1 would be the storage engine's own
+// pace).
+func BenchmarkTrickle100Jobs(b *testing.B) {
+	const jobs, linesPerFlush = 100, 5
+	var piece []byte
+	for i := 0; i < linesPerFlush; i++ {
+		piece = fmt.Appendf(piece, "j%03d %06d\n", i, i)
+	}
+	dir := b.TempDir()
+	d, err := db.Open(context.Background(), filepath.Join(dir, "jobs.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	a := NewAppender(d, AppenderOptions{})
+	ids := make([]string, jobs)
+	for i := range ids {
+		ids[i] = newJob(b, d, 64<<20)
+		if err := a.Track(ids[i], 64<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+	raw, err := sql.Open("sqlite", db.DSN(filepath.Join(dir, "raw.db")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`CREATE TABLE raw (id INTEGER PRIMARY KEY, job INTEGER NOT NULL, data BLOB NOT NULL) STRICT`); err != nil {
+		b.Fatal(err)
+	}
+	var app, base cost
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		app.add(measure(func() {
+			for _, id := range ids {
+				if err := a.Write(id, Stdout, piece); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := a.Flush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}))
+		base.add(measure(func() {
+			tx, err := raw.Begin()
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, err := tx.Prepare(`INSERT INTO raw (job, data) VALUES (?, ?)`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := range ids {
+				if _, err := st.Exec(j, piece); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st.Close()
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}))
+	}
+	b.StopTimer()
+	if err := a.Close(); err != nil {
+		b.Fatal(err)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(app.cpu.Microseconds())/n, "µs_cpu_flush")
+	b.ReportMetric(float64(base.cpu.Microseconds())/n, "µs_cpu_raw")
+	b.ReportMetric(base.cpu.Seconds()/app.cpu.Seconds(), "x_raw_cpu")
+}
