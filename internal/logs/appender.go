@@ -14,7 +14,8 @@ import (
 
 // AppenderOptions tunes an [Appender]. Zero fields take the defaults.
 type AppenderOptions struct {
-	// FlushInterval is the longest a written byte waits before a flush
+	// FlushInterval is the spacing of the grid the flusher flushes on, and
+	// so the longest a written byte waits before a flush
 	// (DefaultFlushInterval).
 	FlushInterval time.Duration
 	// MaxBatchBytes starts a flush at once when this many bytes wait
@@ -338,8 +339,25 @@ func (a *Appender) Flush(ctx context.Context) error {
 	return nil
 }
 
-// run is the flusher: it waits for a first byte, lets FlushInterval pass
-// (or less when a batch fills up) and flushes.
+// flushGrid is the origin of every appender's grid of flushes (monotonic).
+var flushGrid = time.Now()
+
+// NextFlush is the time, after now, of the next flush of written bytes that
+// do not fill a batch. Flushes of a trickle fall on a grid of FlushInterval,
+// so that a reader that pauses between reads can read just before each and
+// have its bytes written at once, one read and one transaction per
+// interval.
+func (a *Appender) NextFlush(now time.Time) time.Time {
+	return now.Add(a.untilFlush(now))
+}
+
+func (a *Appender) untilFlush(now time.Time) time.Duration {
+	f := a.o.FlushInterval
+	return f - now.Sub(flushGrid)%f
+}
+
+// run is the flusher: it waits for a first byte, waits for the next point
+// of its grid (or less when a batch fills up) and flushes.
 func (a *Appender) run() {
 	defer a.wg.Done()
 	var retry <-chan time.Time
@@ -355,7 +373,7 @@ func (a *Appender) run() {
 		full := a.queued >= a.o.MaxBatchBytes
 		a.mu.Unlock()
 		if !full {
-			t := time.NewTimer(a.o.FlushInterval)
+			t := time.NewTimer(a.untilFlush(time.Now()))
 			select {
 			case <-t.C:
 			case <-a.full:

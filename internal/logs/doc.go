@@ -8,10 +8,10 @@
 // copies the bytes, coalesces consecutive writes of one stream into chunks of
 // at most MaxChunk bytes (a chunk never mixes streams) and a flusher
 // goroutine writes the chunks of every tracked job in one IMMEDIATE
-// transaction, either when FlushInterval has passed since the first unwritten
-// byte or as soon as MaxBatchBytes are waiting; under a flood one
-// transaction goes on taking batches for up to 4 × FlushInterval, so the
-// database sees few large transactions. The same transaction advances
+// transaction, either at the next point of a grid of FlushInterval
+// ([Appender.NextFlush]) after the first unwritten byte or as soon as
+// MaxBatchBytes are waiting; under a flood one transaction goes on taking
+// batches for up to 200 ms, so the database sees few large transactions. The same transaction advances
 // the jobs row (output_bytes, output_lines, last_output_at, dropped_bytes) and
 // enforces the output cap.
 //

@@ -42,6 +42,10 @@ const (
 // 7 statement shapes of each kind serve every size and stay prepared.
 const groupRows = 64
 
+// maxTxSpan bounds how long a transaction goes on taking batches under a
+// flood (4 × the flush interval of 50 ms it was first tuned with).
+const maxTxSpan = 200 * time.Millisecond
+
 // writer is the appender's own connection with its prepared statements,
 // kept from one flush to the next: preparing a 64-row statement costs more
 // than running it. It is used only by the holder of a.flushing.
@@ -126,8 +130,8 @@ func (a *Appender) dropWriterLocked() {
 // not cost the others their output. Any other error fails the whole batch.
 //
 // While a flood keeps MaxBatchBytes queued, the transaction takes the next
-// batches too (appending them to *batch), for at most 4 × FlushInterval, so
-// that a trickle of another job still becomes visible soon.
+// batches too (appending them to *batch), for at most maxTxSpan, so that a
+// trickle of another job still becomes visible soon.
 func (a *Appender) writeBatch(batch *[]jobBatch) error {
 	err := a.writeTx(batch, true)
 	if err != nil && isConstraint(err) {
@@ -169,7 +173,7 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 	txStart := time.Now()
 	for i := 0; ; {
 		if i == len(*batch) {
-			if time.Since(txStart) >= 4*a.o.FlushInterval {
+			if time.Since(txStart) >= maxTxSpan {
 				break
 			}
 			more := a.takeMore()
