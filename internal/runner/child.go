@@ -19,11 +19,6 @@ import (
 // timeNow is the clock for durations the supervisor measures itself.
 var timeNow = time.Now
 
-// finalSweep is how long a pipe is read once more after its drain deadline
-// passed, so that what is already buffered is not lost when the reader was
-// busy with the appender when the deadline hit.
-const finalSweep = 100 * time.Millisecond
-
 // child is one job's live process, shared by its runner goroutine and the
 // verbs (kill, write, signal) that act on it.
 type child struct {
@@ -98,9 +93,10 @@ func (s *Supervisor) run(c *child, timeout time.Duration) {
 	c.mu.Unlock()
 
 	var pumps sync.WaitGroup
+	var drain pipeDrain
 	pumps.Add(2)
-	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout) }()
-	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr) }()
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain) }()
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain) }()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
@@ -143,44 +139,13 @@ wait:
 	// are drained. A grandchild that inherited the pipes (`sleep 999 &`)
 	// would hold them open forever, so the drain is bounded, as
 	// exec.Cmd.WaitDelay bounds Wait; what the grandchild writes after
-	// that is not captured.
-	deadline := timeNow().Add(s.cfg.DrainTimeout)
-	stdout.SetReadDeadline(deadline)
-	stderr.SetReadDeadline(deadline)
+	// that is not captured. The pumps close the pipes.
+	drain.set(timeNow().Add(s.cfg.DrainTimeout))
 	pumps.Wait()
-	stdout.Close()
-	stderr.Close()
 
 	<-c.ready
 	job := s.finish(c, cmd.ProcessState, waitErr, end, reason)
 	s.afterExit(job, c.baseEnv)
-}
-
-// pump copies one pipe into the appender until EOF or the drain deadline.
-// The appender's Write blocks while the database lags, which slows the
-// child through the full pipe without using memory; it never fails for
-// long on a dead database (it drops and counts instead), so the pipe keeps
-// draining and the child never hangs on us.
-func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File) {
-	buf := make([]byte, 64<<10)
-	swept := false
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if werr := s.app.Write(jobID, stream, buf[:n]); werr != nil {
-				s.noteDropped(jobID, int64(n), werr)
-			}
-		}
-		if err == nil {
-			continue
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) && !swept {
-			swept = true
-			r.SetReadDeadline(timeNow().Add(finalSweep))
-			continue
-		}
-		return
-	}
 }
 
 // finish stores the job's final status. The output goes in first, so that

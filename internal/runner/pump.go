@@ -1,0 +1,299 @@
+package runner
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentjobs/jobs/internal/logs"
+)
+
+// How a pump reads its pipe, and why.
+//
+// A pipe in Go's netpoller costs a wakeup of the poller for every write the
+// child makes, whether or not a goroutine waits for it: the poller is
+// edge-triggered and each write is an edge. With 100 jobs printing 100
+// lines a second, that was 10,000 wakeups and context switches a second,
+// most of the supervisor's CPU (in a profile of that workload: pump,
+// netpoll and the scheduler above the appender's flushes; perf: 12,600
+// context switches a second).
+//
+// So a pump keeps its pipe out of the netpoller while the child is
+// writing. It reads without blocking, and after each read pauses for as long
+// as the child, at the pace it just showed, takes to fill half the pipe, but
+// no later than readLead before the appender's next flush: a trickle is read
+// once per flush, just in time for it (the pumps of many trickling jobs
+// wake together, in one pass of the scheduler, and the flush that follows
+// is the only one in its interval), and a flood, which fills the pipe
+// between two reads, is not paused at all. Only when the pipe stays empty
+// (an idle job, a quiet stderr, a flood that outran its child) does the
+// pump wait for data in the netpoller, through a duplicate of the
+// descriptor registered for that wait alone. A trickle shows within the
+// appender's flush interval plus readLead and a commit.
+const (
+	// readLead is how long before a flush of the appender a trickling pump
+	// reads, so that what it reads makes that flush despite a busy
+	// scheduler.
+	readLead = 10 * time.Millisecond
+	// pipeHalf is half the capacity of a Linux pipe (64 KiB): pausing
+	// until about this much waits never blocks a steady writer.
+	pipeHalf = 32 << 10
+	// minReadPause: shorter pauses are not worth a timer.
+	minReadPause = time.Millisecond
+	// idleTicks is how many empty reads, one a flush, send a trickling
+	// pump to wait in the netpoller.
+	idleTicks = 2
+	// finalSweep bounds the last read of a pipe after its drain deadline
+	// passed, which takes what is already buffered, so that it is not lost
+	// when the reader was busy with the appender when the deadline hit.
+	finalSweep = 100 * time.Millisecond
+)
+
+// readPause is how long the child takes, at the pace of a read of n bytes
+// that came in over since, to fill half the pipe; 0 when that is too short
+// to wait for.
+func readPause(n int, since time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := time.Duration(float64(since) * pipeHalf / float64(n))
+	if d < minReadPause {
+		return 0
+	}
+	return d
+}
+
+// trickleWait is how long a pump waits, at now, to read readLead before
+// one of the appender's flushes.
+func (s *Supervisor) trickleWait(now time.Time) time.Duration {
+	return s.app.NextFlush(now.Add(readLead+minReadPause)).Sub(now) - readLead
+}
+
+// pipeDrain is the drain deadline of one job's pipes, set once its main
+// process has exited; the zero deadline is none. It reaches the pumps that
+// wait in the netpoller at that moment as a read deadline.
+type pipeDrain struct {
+	mu       sync.Mutex
+	deadline time.Time
+	waiting  map[*os.File]struct{}
+}
+
+func (d *pipeDrain) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deadline = t
+	for f := range d.waiting {
+		f.SetReadDeadline(t)
+	}
+}
+
+func (d *pipeDrain) get() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.deadline
+}
+
+// enter registers f, about to be read in the netpoller, and gives it the
+// deadline.
+func (d *pipeDrain) enter(f *os.File) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.waiting == nil {
+		d.waiting = map[*os.File]struct{}{}
+	}
+	d.waiting[f] = struct{}{}
+	if !d.deadline.IsZero() {
+		f.SetReadDeadline(d.deadline)
+	}
+}
+
+func (d *pipeDrain) leave(f *os.File) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.waiting, f)
+}
+
+// pipe is the read end of a child's pipe outside the netpoller:
+// non-blocking and close-on-exec.
+type pipe struct{ fd int }
+
+// newPipe takes r out of the netpoller: it duplicates the descriptor and
+// closes r, which unregisters it.
+func newPipe(r *os.File) (*pipe, error) {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd := -1
+	var dupErr error
+	if err := rc.Control(func(f uintptr) { fd, dupErr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if dupErr != nil {
+		return nil, dupErr
+	}
+	r.Close()
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &pipe{fd: fd}, nil
+}
+
+func (p *pipe) close() { unix.Close(p.fd) }
+
+// read reads what the pipe holds without waiting: 0 and no error when it
+// is empty, io.EOF when every writer has closed it.
+func (p *pipe) read(buf []byte) (int, error) {
+	for {
+		n, err := unix.Read(p.fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// wait reads, waiting in the netpoller for data, EOF or the drain
+// deadline, through a duplicate of the descriptor registered for this wait
+// alone.
+func (p *pipe) wait(buf []byte, drain *pipeDrain) (int, error) {
+	fd, err := unix.FcntlInt(uintptr(p.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	f := os.NewFile(uintptr(fd), "pipe") // non-blocking, so pollable
+	drain.enter(f)
+	n, err := f.Read(buf)
+	drain.leave(f)
+	f.Close()
+	return n, err
+}
+
+// sweep reads what the pipe still holds, for at most finalSweep.
+func (p *pipe) sweep(buf []byte, emit func([]byte)) {
+	end := timeNow().Add(finalSweep)
+	for timeNow().Before(end) {
+		n, err := p.read(buf)
+		if n > 0 {
+			emit(buf[:n])
+		}
+		if n == 0 || err != nil {
+			return
+		}
+	}
+}
+
+// pump copies one pipe into the appender until EOF or the drain deadline,
+// and closes it. The appender's Write blocks while the database lags, which
+// slows the child through the full pipe without using memory; it never
+// fails for long on a dead database (it drops and counts instead), so the
+// pipe keeps draining and the child never hangs on us.
+//
+// Reads go straight into a 64 KiB buffer (a pipe's whole capacity, the
+// size of a chunk row), which the appender copies into its chunk.
+func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *pipeDrain) {
+	buf := make([]byte, 64<<10)
+	emit := func(p []byte) {
+		if err := s.app.Write(jobID, stream, p); err != nil {
+			s.noteDropped(jobID, int64(len(p)), err)
+		}
+	}
+	p, err := newPipe(r)
+	if err != nil {
+		// Cannot happen with a pipe from os.Pipe; read it the plain way.
+		s.logf("read output of job %s: %v", jobID, err)
+		s.pumpFile(r, buf, emit, drain)
+		return
+	}
+	defer p.close()
+
+	waiting := true // in the netpoller: how a pipe starts, quiet
+	trickle := false
+	empty := 0
+	last := timeNow()
+	for {
+		var n int
+		if waiting {
+			n, err = p.wait(buf, drain)
+		} else {
+			n, err = p.read(buf)
+		}
+		if n > 0 {
+			emit(buf[:n])
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.sweep(buf, emit)
+			return
+		}
+		if err != nil {
+			return // EOF, or the pipe is unreadable
+		}
+		now := timeNow()
+		deadline := drain.get()
+		if !deadline.IsZero() && !now.Before(deadline) {
+			p.sweep(buf, emit)
+			return
+		}
+		var pause time.Duration
+		switch {
+		case n > 0:
+			waiting, empty = false, 0
+			if pause = readPause(n, now.Sub(last)); pause > 0 {
+				pause = min(pause, s.trickleWait(now))
+			}
+			trickle = pause > 0
+		case trickle && empty < idleTicks:
+			empty++
+			pause = s.trickleWait(now)
+		default:
+			// Nothing came in: the job is quiet, or its flood paused.
+			waiting, trickle = true, false
+			last = now
+			continue
+		}
+		if !deadline.IsZero() {
+			pause = min(pause, deadline.Sub(now))
+		}
+		if pause > 0 {
+			time.Sleep(pause) // pacing the reads, not waiting for an event
+			now = timeNow()
+		}
+		last = now
+	}
+}
+
+// pumpFile is the pump over r in the netpoller, for a pipe that cannot be
+// taken out of it.
+func (s *Supervisor) pumpFile(r *os.File, buf []byte, emit func([]byte), drain *pipeDrain) {
+	defer r.Close()
+	drain.enter(r)
+	defer drain.leave(r)
+	swept := false
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			emit(buf[:n])
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && !swept {
+			swept = true
+			r.SetReadDeadline(timeNow().Add(finalSweep))
+			continue
+		}
+		return
+	}
+}
