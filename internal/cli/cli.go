@@ -60,6 +60,13 @@ type runner struct {
 // client opens the database in detached mode, once, after the verb has
 // validated its arguments.
 func (r *runner) client(cc *ucli.Context) (*jobs.Client, error) {
+	return r.openClient(cc, false)
+}
+
+// openClient is client; lazy defers opening the database to the first
+// call that reads it (jobs.Options.LazyOpen), for start, which a warm
+// supervisor answers without it.
+func (r *runner) openClient(cc *ucli.Context, lazy bool) (*jobs.Client, error) {
 	if r.c != nil {
 		return r.c, nil
 	}
@@ -69,6 +76,7 @@ func (r *runner) client(cc *ucli.Context) (*jobs.Client, error) {
 		Scope:      cc.String("scope"),
 		Detached:   true,
 		Executable: exe,
+		LazyOpen:   lazy,
 	})
 	if err != nil {
 		return nil, err

@@ -202,7 +202,7 @@ func (r *runner) start(cc *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := r.client(cc)
+	c, err := r.openClient(cc, true)
 	if err != nil {
 		return err
 	}

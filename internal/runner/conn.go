@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +35,17 @@ type Conn struct {
 	enc        *json.Encoder
 	broken     error
 	supervisor string
+	// unverified is set by DialDefault: nobody has answered on this
+	// connection yet, so the first call carries a ping ahead of its
+	// request.
+	unverified bool
 }
+
+// ErrNoAnswer means a connection from DialDefault broke before the
+// supervisor answered the ping sent ahead of the first request: the
+// supervisor never read that request (it handles a connection's requests in
+// order), so the caller may send it again elsewhere.
+var ErrNoAnswer = errors.New("supervisor did not answer")
 
 // Dial connects to the supervisor listening on socketPath.
 func Dial(ctx context.Context, socketPath string) (*Conn, error) {
@@ -85,7 +96,12 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 		}
 	}()
 	var resp Response
-	err := c.enc.Encode(req)
+	var err error
+	if c.unverified {
+		err = c.pingAhead(req)
+	} else {
+		err = c.enc.Encode(req)
+	}
 	if err == nil {
 		err = c.dec.Decode(&resp)
 	}
@@ -100,6 +116,34 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 		return resp, resp.Error.Err()
 	}
 	return resp, nil
+}
+
+// pingAhead writes a ping and req in one write and reads the ping's answer,
+// so that an unverified connection costs no round trip of its own. A
+// failure before that answer wraps ErrNoAnswer.
+func (c *Conn) pingAhead(req Request) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if err := enc.Encode(Request{Op: OpPing, CallerPID: req.CallerPID}); err != nil {
+		return err
+	}
+	if err := enc.Encode(req); err != nil {
+		return err
+	}
+	var pong Response
+	_, err := c.c.Write(buf.Bytes())
+	if err == nil {
+		err = c.dec.Decode(&pong)
+	}
+	if err == nil && pong.Error != nil {
+		err = pong.Error.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
+	c.unverified = false
+	c.supervisor = pong.Supervisor
+	return nil
 }
 
 // Ping checks that the supervisor answers, and learns its id.
@@ -255,6 +299,25 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 		case <-tick.C:
 		}
 	}
+}
+
+// DialDefault connects to the default supervisor of the database at dbPath
+// (runtimeDir "" means DefaultRuntimeDir(dbPath)) without starting one and
+// without opening the database. It does not wait for an answer either: the
+// first call on the Conn sends a ping in the same write as its request and
+// fails with ErrNoAnswer when that ping is not answered, in which case the
+// request was not run and EnsureDefault is the way on. This spares `jobs
+// start` a round trip to a warm supervisor.
+func DialDefault(ctx context.Context, dbPath, runtimeDir string) (*Conn, error) {
+	if runtimeDir == "" {
+		runtimeDir = DefaultRuntimeDir(dbPath)
+	}
+	c, err := Dial(ctx, filepath.Join(runtimeDir, "default.sock"))
+	if err != nil {
+		return nil, err
+	}
+	c.unverified = true
+	return c, nil
 }
 
 // dialPing dials sock and pings it.

@@ -383,7 +383,7 @@ func (c *Client) kickHooks(ctx context.Context) {
 		c.sup.RunPendingHooks(context.WithoutCancel(ctx))
 		return
 	}
-	if s, err := c.starter(ctx); err == nil {
+	if s, err := c.starter(ctx, false); err == nil {
 		if conn, ok := s.(*runner.Conn); ok {
 			_ = conn.RunPendingHooks(ctx)
 		}
