@@ -55,7 +55,7 @@ func (c *Client) Get(ctx context.Context, ref string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	_ = c.db.Touch(ctx, j.ID)
+	c.touch(ctx, j)
 	return c.view(j), nil
 }
 
@@ -117,17 +117,45 @@ func (c *Client) Poll(ctx context.Context, ref string, o PollOptions) (PollResul
 	if err != nil {
 		return PollResult{}, err
 	}
-	_ = c.db.Touch(ctx, j.ID)
 	f, err := filter("", o.Grep)
 	if err != nil {
 		return PollResult{}, err
 	}
+	view := c.viewConcurrently(j)
+	c.touch(ctx, j)
 	out, err := c.tail(ctx, j.ID, o.chars(), f, !o.Raw)
+	v := view()
 	if err != nil {
 		return PollResult{}, err
 	}
-	v := c.view(j)
 	return PollResult{Job: v, Output: out, RetryIn: retryIn(v)}, nil
+}
+
+// viewConcurrently is view run while the caller reads the database; the
+// returned function waits for it. The live facts of a finished job come
+// from a scan of every process in /proc (about 2.8 ms of a 9.5 ms poll of
+// a job with 1 GiB of output, the tail read about 0.9 ms); they need only
+// the job row, so the two overlap.
+func (c *Client) viewConcurrently(j db.Job) func() Job {
+	done := make(chan Job, 1)
+	go func() { done <- c.view(j) }()
+	return func() Job { return <-done }
+}
+
+// touchEvery is how stale a job's last access may be before a read records
+// a new one. The TTL of a finished job counts from its last access (30 min
+// by default), so skipping fresher ones moves an expiry by under a second,
+// and spares each poll of an agent's loop a write transaction, which waits
+// behind the supervisor's output batches while the job floods.
+const touchEvery = time.Second
+
+// touch records a read of j as an access for its TTL, unless one was
+// recorded less than touchEvery ago.
+func (c *Client) touch(ctx context.Context, j db.Job) {
+	if age := c.db.Now().Sub(j.LastAccessAt); age >= 0 && age < touchEvery {
+		return
+	}
+	_ = c.db.Touch(ctx, j.ID)
 }
 
 // tail reads the last n characters. Cleaning can shrink text a lot (a
@@ -186,7 +214,7 @@ func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollRe
 	if err != nil {
 		return PollResult{}, err
 	}
-	_ = c.db.Touch(ctx, j.ID)
+	c.touch(ctx, j)
 	f, err := filter("", o.Grep)
 	if err != nil {
 		return PollResult{}, err
@@ -316,7 +344,7 @@ func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	_ = c.db.Touch(ctx, j.ID)
+	c.touch(ctx, j)
 	var p logs.Page
 	switch {
 	case r.ByteRange || r.Offset > 0 || r.Limit > 0:
