@@ -38,16 +38,21 @@ type DB struct {
 	Now func() time.Time
 }
 
-// DSN returns the connection string for path. A new database gets 64 KiB
-// pages: output arrives in chunks of up to 64 KiB, and with SQLite's default
-// 4 KiB pages each chunk costs sixteen WAL frames and as many write calls
-// (measured: about a quarter more throughput). Every pooled connection runs
+// DSN returns the connection string for path. Every pooled connection runs
 // with WAL, foreign keys and the busy timeout, and write transactions begin
 // IMMEDIATE: a deferred transaction that reads and then writes would fail at
 // once with "database is locked" whatever the busy timeout.
+//
+// Databases keep SQLite's default 4 KiB pages. A page_size(65536) pragma
+// that used to be here never took effect: the driver runs _pragma values
+// in lexical order, so journal_mode(WAL) came first and fixed the page size.
+// Larger pages are not a free win either: every small write transaction
+// (create a job, a status change, an event) writes each page it touches to
+// the WAL whole, and creating a job, marking it running and then done
+// measured 8.1 ms a job with 64 KiB pages against 1.8-4.0 ms with 4 KiB
+// pages (same machine, 300 jobs each).
 func DSN(path string) string {
 	q := url.Values{}
-	q.Add("_pragma", "page_size(65536)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
