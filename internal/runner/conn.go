@@ -84,7 +84,13 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 	}
 	req.CallerPID = os.Getpid()
 	dl, _ := ctx.Deadline()
-	c.c.SetDeadline(dl)
+	first := dl
+	if c.unverified {
+		if p := time.Now().Add(pingTimeout); dl.IsZero() || p.Before(dl) {
+			first = p
+		}
+	}
+	c.c.SetDeadline(first)
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		c.c.SetDeadline(time.Now())
@@ -99,6 +105,14 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 	var err error
 	if c.unverified {
 		err = c.pingAhead(req)
+		if err == nil && !first.Equal(dl) {
+			c.c.SetDeadline(dl)
+			if ctx.Err() != nil {
+				// Cancelled meanwhile: the AfterFunc's deadline was
+				// just overwritten, so set it again.
+				c.c.SetDeadline(time.Now())
+			}
+		}
 	} else {
 		err = c.enc.Encode(req)
 	}
@@ -118,9 +132,15 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 	return resp, nil
 }
 
+// pingTimeout bounds the wait for a ping's answer: a supervisor that does
+// not answer in that time is hung.
+const pingTimeout = 2 * time.Second
+
 // pingAhead writes a ping and req in one write and reads the ping's answer,
-// so that an unverified connection costs no round trip of its own. A
-// failure before that answer wraps ErrNoAnswer.
+// so that an unverified connection costs no round trip of its own. When the
+// supervisor hangs up before answering, it never read req, and the error
+// wraps ErrNoAnswer. When it does not answer within pingTimeout it may still
+// read req later, so that is an error the caller must not retry elsewhere.
 func (c *Conn) pingAhead(req Request) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -130,13 +150,15 @@ func (c *Conn) pingAhead(req Request) error {
 	if err := enc.Encode(req); err != nil {
 		return err
 	}
+	// An error in the ping's answer is still an answer: the supervisor
+	// reads req next either way.
 	var pong Response
 	_, err := c.c.Write(buf.Bytes())
 	if err == nil {
 		err = c.dec.Decode(&pong)
 	}
-	if err == nil && pong.Error != nil {
-		err = pong.Error.Err()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("no answer to a ping within %s: %w", pingTimeout, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
@@ -326,7 +348,7 @@ func dialPing(ctx context.Context, sock string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := c.Ping(pctx); err != nil {
 		c.Close()
