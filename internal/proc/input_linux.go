@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// WaitingForInput reports whether a process of the job — pid, the members of
-// t's group and t's tagged processes — is blocked reading the job's stdin
+// WaitingForInput reports whether a process of the job — pid, or a member of
+// t's process group — is blocked reading the job's stdin
 // pipe, whose inode is stdinPipeInode (see PipeInode). The answer comes from
 // the kernel's view of each thread, not from the job's output:
 //
@@ -40,18 +40,24 @@ func WaitingForInput(pid int, stdinPipeInode uint64, t Target) bool {
 	if stdinPipeInode == 0 {
 		return false
 	}
-	cands := map[int]bool{}
-	if pid > 0 {
-		cands[pid] = true
-	}
-	if live, _, err := jobProcs(t); err == nil {
-		for p := range live {
-			cands[p] = true
-		}
-	}
 	link := "pipe:[" + strconv.FormatUint(stdinPipeInode, 10) + "]"
-	for p := range cands {
-		if processWaitsOn(p, link, stdinPipeInode) {
+	// The main process is the usual reader: ask it before scanning.
+	if pid > 0 && processWaitsOn(pid, link, stdinPipeInode) {
+		return true
+	}
+	// Then the rest of its process group. Processes that left the group
+	// are not looked for here: finding them means reading every process's
+	// environment, the most expensive part of a scan, and one of them
+	// reading the job's stdin is rare enough not to cost every poll that.
+	if t.PGID <= 1 {
+		return false
+	}
+	members, err := GroupMembers(t.PGID)
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if m.PID != pid && !m.Dead() && processWaitsOn(m.PID, link, stdinPipeInode) {
 			return true
 		}
 	}
