@@ -55,9 +55,12 @@ const (
 
 // readPause is how long the child takes, at the pace of a read of n bytes
 // that came in over since, to fill half the pipe; 0 when that is too short
-// to wait for.
+// to wait for, or when the read took half a pipe or more: then the pipe
+// may have been full, the child blocked (while the appender held the pump
+// back), and its pace is unknown. Pausing there slowed a 256 MiB capture
+// to a crawl of sleeps.
 func readPause(n int, since time.Duration) time.Duration {
-	if n <= 0 {
+	if n <= 0 || n >= pipeHalf {
 		return 0
 	}
 	d := time.Duration(float64(since) * pipeHalf / float64(n))

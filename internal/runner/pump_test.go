@@ -18,7 +18,8 @@ func TestReadPause(t *testing.T) {
 		{0, time.Second, 0},                                                // nothing read: read again at once
 		{64 << 10, 100 * time.Microsecond, 0},                              // a flood: no pause
 		{13, 10 * time.Millisecond, 10 * time.Millisecond * pipeHalf / 13}, // a line every 10 ms
-		{pipeHalf, 20 * time.Millisecond, 20 * time.Millisecond},           // half a pipe in 20 ms
+		{pipeHalf / 2, 20 * time.Millisecond, 40 * time.Millisecond},       // a quarter of a pipe in 20 ms
+		{pipeHalf, time.Second, 0},                                         // the pipe may have been full
 	} {
 		if got := readPause(c.n, c.since); got != c.want {
 			t.Errorf("readPause(%d, %s) = %s, want %s", c.n, c.since, got, c.want)
