@@ -53,3 +53,17 @@ func (d *DB) PendingHooks(ctx context.Context) ([]Job, error) {
 	}
 	return jobs, nil
 }
+
+const markSurvivorsGoneQuery = `UPDATE jobs SET survivors_gone = 1
+WHERE id = ? AND ended_at IS NOT NULL AND survivors_gone = 0`
+
+// MarkSurvivorsGone records that no process of the finished job id is alive.
+// It is a one-way fact: a process of a job can only be started by another
+// live one, so once none is left none comes back, and readers need not scan
+// for them again. A job that has not ended is left unchanged.
+func (d *DB) MarkSurvivorsGone(ctx context.Context, id string) error {
+	if _, err := d.ExecContext(ctx, markSurvivorsGoneQuery, id); err != nil {
+		return fmt.Errorf("mark survivors of job %s gone: %w", id, err)
+	}
+	return nil
+}

@@ -63,6 +63,9 @@ type Job struct {
 	// Duration is how long the finished job ran by the supervisor's
 	// monotonic clock; 0 when not recorded (still running, or lost).
 	Duration time.Duration
+	// SurvivorsGone is set once a reader saw no process of the finished
+	// job alive (see MarkSurvivorsGone).
+	SurvivorsGone bool
 }
 
 // NewJob is what CreateJob needs to create a job. Empty Mode and Stdin mean
@@ -104,83 +107,85 @@ const jobColumns = `id, scope, name, label, command, argv, cwd, env_names, mode,
 	status, exit_code, signal, reason, pid, pgid, pid_start, supervisor_id, stdin, color, on_exit,
 	created_at, started_at, ended_at, last_access_at, timeout_ms, ttl_ms, max_output,
 	output_bytes, output_lines, evicted_bytes, dropped_bytes, last_output_at, read_cursor,
-	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms`
+	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms, survivors_gone`
 
 // jobRow is a jobs row as stored.
 type jobRow struct {
-	ID           string         `db:"id"`
-	Scope        string         `db:"scope"`
-	Name         sql.NullString `db:"name"`
-	Label        string         `db:"label"`
-	Command      string         `db:"command"`
-	Argv         string         `db:"argv"`
-	Cwd          string         `db:"cwd"`
-	EnvNames     string         `db:"env_names"`
-	Mode         string         `db:"mode"`
-	TmuxSession  sql.NullString `db:"tmux_session"`
-	Status       string         `db:"status"`
-	ExitCode     sql.NullInt64  `db:"exit_code"`
-	Signal       sql.NullString `db:"signal"`
-	Reason       sql.NullString `db:"reason"`
-	PID          sql.NullInt64  `db:"pid"`
-	PGID         sql.NullInt64  `db:"pgid"`
-	PIDStart     sql.NullInt64  `db:"pid_start"`
-	SupervisorID sql.NullString `db:"supervisor_id"`
-	Stdin        string         `db:"stdin"`
-	Color        bool           `db:"color"`
-	OnExit       string         `db:"on_exit"`
-	CreatedAt    string         `db:"created_at"`
-	StartedAt    sql.NullString `db:"started_at"`
-	EndedAt      sql.NullString `db:"ended_at"`
-	LastAccessAt string         `db:"last_access_at"`
-	TimeoutMS    int64          `db:"timeout_ms"`
-	TTLMS        int64          `db:"ttl_ms"`
-	MaxOutput    int64          `db:"max_output"`
-	OutputBytes  int64          `db:"output_bytes"`
-	OutputLines  int64          `db:"output_lines"`
-	EvictedBytes int64          `db:"evicted_bytes"`
-	DroppedBytes int64          `db:"dropped_bytes"`
-	LastOutputAt sql.NullString `db:"last_output_at"`
-	ReadCursor   int64          `db:"read_cursor"`
-	UserCPUMS    sql.NullInt64  `db:"user_cpu_ms"`
-	SysCPUMS     sql.NullInt64  `db:"sys_cpu_ms"`
-	MaxRSSKB     sql.NullInt64  `db:"max_rss_kb"`
-	DurationMS   sql.NullInt64  `db:"duration_ms"`
+	ID            string         `db:"id"`
+	Scope         string         `db:"scope"`
+	Name          sql.NullString `db:"name"`
+	Label         string         `db:"label"`
+	Command       string         `db:"command"`
+	Argv          string         `db:"argv"`
+	Cwd           string         `db:"cwd"`
+	EnvNames      string         `db:"env_names"`
+	Mode          string         `db:"mode"`
+	TmuxSession   sql.NullString `db:"tmux_session"`
+	Status        string         `db:"status"`
+	ExitCode      sql.NullInt64  `db:"exit_code"`
+	Signal        sql.NullString `db:"signal"`
+	Reason        sql.NullString `db:"reason"`
+	PID           sql.NullInt64  `db:"pid"`
+	PGID          sql.NullInt64  `db:"pgid"`
+	PIDStart      sql.NullInt64  `db:"pid_start"`
+	SupervisorID  sql.NullString `db:"supervisor_id"`
+	Stdin         string         `db:"stdin"`
+	Color         bool           `db:"color"`
+	OnExit        string         `db:"on_exit"`
+	CreatedAt     string         `db:"created_at"`
+	StartedAt     sql.NullString `db:"started_at"`
+	EndedAt       sql.NullString `db:"ended_at"`
+	LastAccessAt  string         `db:"last_access_at"`
+	TimeoutMS     int64          `db:"timeout_ms"`
+	TTLMS         int64          `db:"ttl_ms"`
+	MaxOutput     int64          `db:"max_output"`
+	OutputBytes   int64          `db:"output_bytes"`
+	OutputLines   int64          `db:"output_lines"`
+	EvictedBytes  int64          `db:"evicted_bytes"`
+	DroppedBytes  int64          `db:"dropped_bytes"`
+	LastOutputAt  sql.NullString `db:"last_output_at"`
+	ReadCursor    int64          `db:"read_cursor"`
+	UserCPUMS     sql.NullInt64  `db:"user_cpu_ms"`
+	SysCPUMS      sql.NullInt64  `db:"sys_cpu_ms"`
+	MaxRSSKB      sql.NullInt64  `db:"max_rss_kb"`
+	DurationMS    sql.NullInt64  `db:"duration_ms"`
+	SurvivorsGone bool           `db:"survivors_gone"`
 }
 
 // job converts a stored row to a Job.
 func (r *jobRow) job() (Job, error) {
 	j := Job{
-		ID:           r.ID,
-		Scope:        r.Scope,
-		Name:         r.Name.String,
-		Label:        r.Label,
-		Command:      r.Command,
-		Cwd:          r.Cwd,
-		Mode:         r.Mode,
-		TmuxSession:  r.TmuxSession.String,
-		Status:       Status(r.Status),
-		Signal:       r.Signal.String,
-		Reason:       r.Reason.String,
-		PID:          int(r.PID.Int64),
-		PGID:         int(r.PGID.Int64),
-		PIDStart:     r.PIDStart.Int64,
-		SupervisorID: r.SupervisorID.String,
-		Stdin:        r.Stdin,
-		Color:        r.Color,
-		OnExit:       r.OnExit,
-		Timeout:      time.Duration(r.TimeoutMS) * time.Millisecond,
-		TTL:          time.Duration(r.TTLMS) * time.Millisecond,
-		MaxOutput:    r.MaxOutput,
-		OutputBytes:  r.OutputBytes,
-		OutputLines:  r.OutputLines,
-		EvictedBytes: r.EvictedBytes,
-		DroppedBytes: r.DroppedBytes,
-		ReadCursor:   r.ReadCursor,
-		UserCPU:      time.Duration(r.UserCPUMS.Int64) * time.Millisecond,
-		SysCPU:       time.Duration(r.SysCPUMS.Int64) * time.Millisecond,
-		MaxRSSKB:     r.MaxRSSKB.Int64,
-		Duration:     time.Duration(r.DurationMS.Int64) * time.Millisecond,
+		ID:            r.ID,
+		Scope:         r.Scope,
+		Name:          r.Name.String,
+		Label:         r.Label,
+		Command:       r.Command,
+		Cwd:           r.Cwd,
+		Mode:          r.Mode,
+		TmuxSession:   r.TmuxSession.String,
+		Status:        Status(r.Status),
+		Signal:        r.Signal.String,
+		Reason:        r.Reason.String,
+		PID:           int(r.PID.Int64),
+		PGID:          int(r.PGID.Int64),
+		PIDStart:      r.PIDStart.Int64,
+		SupervisorID:  r.SupervisorID.String,
+		Stdin:         r.Stdin,
+		Color:         r.Color,
+		OnExit:        r.OnExit,
+		Timeout:       time.Duration(r.TimeoutMS) * time.Millisecond,
+		TTL:           time.Duration(r.TTLMS) * time.Millisecond,
+		MaxOutput:     r.MaxOutput,
+		OutputBytes:   r.OutputBytes,
+		OutputLines:   r.OutputLines,
+		EvictedBytes:  r.EvictedBytes,
+		DroppedBytes:  r.DroppedBytes,
+		ReadCursor:    r.ReadCursor,
+		UserCPU:       time.Duration(r.UserCPUMS.Int64) * time.Millisecond,
+		SysCPU:        time.Duration(r.SysCPUMS.Int64) * time.Millisecond,
+		MaxRSSKB:      r.MaxRSSKB.Int64,
+		Duration:      time.Duration(r.DurationMS.Int64) * time.Millisecond,
+		SurvivorsGone: r.SurvivorsGone,
 	}
 	if r.ExitCode.Valid {
 		c := int(r.ExitCode.Int64)

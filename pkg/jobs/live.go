@@ -13,10 +13,12 @@ import (
 // process of the job is blocked reading its stdin, and how many of its
 // processes are still alive once the main one has exited or the job has
 // ended. full counts descendants of finished jobs too, which costs a scan of
-// every process's environment; list asks it only for lost jobs.
-func addLiveFacts(out *Job, j db.Job, full bool) {
+// every process's environment; list asks it only for lost jobs. It returns
+// true when it found that no process of a finished job is left, a fact the
+// caller records so that later reads skip the scan.
+func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 	if j.PID == 0 {
-		return
+		return false
 	}
 	t := targetOf(j)
 	switch {
@@ -28,9 +30,13 @@ func addLiveFacts(out *Job, j db.Job, full bool) {
 		if !mainAlive {
 			out.Descendants = proc.CountAlive(t)
 		}
+	case j.Status.Terminal() && j.SurvivorsGone:
+		out.Descendants = 0
 	case j.Status == db.StatusLost, full && j.Status.Terminal():
 		out.Descendants = proc.CountAlive(t)
+		return out.Descendants == 0
 	}
+	return false
 }
 
 // stdinInode reads which pipe the main process has as stdin. The link is

@@ -41,7 +41,11 @@ func (c *Client) view(j db.Job) Job { return c.viewFull(j, true) }
 
 func (c *Client) viewFull(j db.Job, full bool) Job {
 	out := fromDB(j, time.Now())
-	addLiveFacts(&out, j, full)
+	if addLiveFacts(&out, j, full) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.db.MarkSurvivorsGone(ctx, j.ID)
+		cancel()
+	}
 	return out
 }
 
