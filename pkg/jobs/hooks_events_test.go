@@ -159,3 +159,20 @@ func TestEventsExactlyOnceAcrossSupervisorRestart(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitIdleNamesTheJob(t *testing.T) {
+	c := open(t, jobs.Options{})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: "echo once; exec sleep 60"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill(ctx, j.ID, 0)
+	res, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Idle: 300 * time.Millisecond, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != jobs.WaitIdle || res.JobID != j.ID {
+		t.Errorf("wait --idle: reason %s, job %q; want idle, %s", res.Reason, res.JobID, j.ID)
+	}
+}

@@ -111,6 +111,12 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			}
 			if quiet >= o.Idle {
 				res.Reason = WaitIdle
+				for _, j := range jobs {
+					if !j.Status.Terminal() {
+						res.JobID = j.ID // the first job that went quiet while running
+						break
+					}
+				}
 				return res, nil
 			}
 		}
