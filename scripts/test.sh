@@ -6,21 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need=()
-command -v tmux >/dev/null || need+=(tmux)
-command -v sqlite3 >/dev/null || need+=(sqlite3)
-command -v python3 >/dev/null || need+=(python3)
-if ((${#need[@]})); then
-	if [ "$(id -u)" = 0 ]; then
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-	else
-		echo "test.sh: please install: ${need[*]}" >&2
-		exit 1
-	fi
-fi
+scripts/deps.sh
 
-echo "== go test -race ./..."
+echo "== go test -race -count=1 ./..."
 go test -race -count=1 ./...
 
 if [ -x scripts/fuzz-smoke.sh ]; then

@@ -133,6 +133,17 @@ func (r *runner) note(format string, args ...any) {
 func args(cc *ucli.Context) []string { return cc.Args().Slice() }
 
 // oneRef returns the single job reference a verb takes.
+// refAndClient is what most one-job verbs start with: the job argument,
+// then the client.
+func (r *runner) refAndClient(cc *ucli.Context) (string, *jobs.Client, error) {
+	ref, err := oneRef(cc)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := r.client(cc)
+	return ref, c, err
+}
+
 func oneRef(cc *ucli.Context) (string, error) {
 	a := args(cc)
 	verb := cc.Command.Name

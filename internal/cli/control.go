@@ -183,10 +183,6 @@ func (r *runner) kill(cc *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	for i := range results {
-		results[i].Signalled = nonNilInts(results[i].Signalled)
-		results[i].Survivors = nonNilInts(results[i].Survivors)
-	}
 	if jsonOut(cc) {
 		if all {
 			if err := r.printJSON(results); err != nil {

@@ -34,29 +34,11 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-// hintedError adds a hint to the one error line.
-type hintedError struct {
-	err  error
-	hint string
-}
-
-func (e *hintedError) Error() string { return e.err.Error() }
-func (e *hintedError) Unwrap() error { return e.err }
-
-// withHint wraps err so that its line ends with the hint in parentheses.
-func withHint(err error, hint string) error {
-	if err == nil {
-		return nil
-	}
-	return &hintedError{err: err, hint: hint}
-}
-
 // errorLine renders err as the single line printed on stderr and picks the
 // exit status.
 func errorLine(err error) (line string, code int) {
 	var ue *usageError
 	var ee *exitError
-	var he *hintedError
 	hint := ""
 	code = ExitError
 	switch {
@@ -77,9 +59,7 @@ func errorLine(err error) (line string, code int) {
 	case errors.Is(err, jobs.ErrInvalid):
 		code = ExitUsage
 	}
-	if errors.As(err, &he) {
-		hint = he.hint
-	} else if hint == "" {
+	if hint == "" {
 		hint = defaultHint(err)
 	}
 	msg := oneLine(err.Error())

@@ -26,11 +26,7 @@ type clearResult struct {
 }
 
 func (r *runner) clear(cc *ucli.Context) error {
-	ref, err := oneRef(cc)
-	if err != nil {
-		return err
-	}
-	c, err := r.client(cc)
+	ref, c, err := r.refAndClient(cc)
 	if err != nil {
 		return err
 	}
@@ -69,11 +65,7 @@ type rmResult struct {
 }
 
 func (r *runner) rm(cc *ucli.Context) error {
-	ref, err := oneRef(cc)
-	if err != nil {
-		return err
-	}
-	c, err := r.client(cc)
+	ref, c, err := r.refAndClient(cc)
 	if err != nil {
 		return err
 	}
@@ -81,8 +73,6 @@ func (r *runner) rm(cc *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Signalled = nonNilInts(res.Signalled)
-	res.Survivors = nonNilInts(res.Survivors)
 	id := res.JobID
 	if id == "" {
 		id = ref

@@ -26,11 +26,7 @@ type statusResult struct {
 }
 
 func (r *runner) status(cc *ucli.Context) error {
-	ref, err := oneRef(cc)
-	if err != nil {
-		return err
-	}
-	c, err := r.client(cc)
+	ref, c, err := r.refAndClient(cc)
 	if err != nil {
 		return err
 	}

@@ -114,11 +114,7 @@ func (r *runner) attachCommand() *ucli.Command {
 		ArgsUsage:   "ID",
 		Description: "With --json, prints the command that attaches instead of running it.",
 		Action: func(cc *ucli.Context) error {
-			ref, err := oneRef(cc)
-			if err != nil {
-				return err
-			}
-			c, err := r.client(cc)
+			ref, c, err := r.refAndClient(cc)
 			if err != nil {
 				return err
 			}

@@ -134,15 +134,3 @@ func move(t *testing.T, d *DB, id string, to ...Status) Job {
 	}
 	return j
 }
-
-// waitFor polls cond until it is true or the deadline passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -41,8 +41,6 @@ const (
 	maxWriteBytes = 16 << 20
 	// maxCaptureLines bounds capture's scrollback.
 	maxCaptureLines = 2000
-	// defaultTimeoutSeconds is execute_command's timeout (the seeds' 1800).
-	defaultTimeoutSeconds = 1800
 )
 
 // server holds what the tools share: the client and the poll back-off.
