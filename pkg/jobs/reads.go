@@ -224,10 +224,13 @@ func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollRe
 		return PollResult{}, err
 	}
 	n := o.chars()
+	cur := j
 	for attempt := 0; ; attempt++ {
-		cur, err := c.db.FindJobByID(ctx, j.ID)
-		if err != nil {
-			return PollResult{}, publicErr(ref, err)
+		if attempt > 0 {
+			// Another reader moved the cursor: start from where it is.
+			if cur, err = c.db.FindJobByID(ctx, j.ID); err != nil {
+				return PollResult{}, publicErr(ref, err)
+			}
 		}
 		from := cur.ReadCursor
 		// Characters are at most 4 bytes; read enough bytes for n of them
