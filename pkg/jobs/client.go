@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,8 +26,9 @@ type Options struct {
 	// this program. Otherwise the client supervises its own children and
 	// Close ends them.
 	Detached bool
-	// Executable is the jobs binary used to start a detached supervisor;
-	// empty means this program if it is jobs, else "jobs" from $PATH.
+	// Executable is the jobs binary used to start a detached supervisor
+	// (and the helper of tmux jobs); empty means this program if it is
+	// jobs, else $JOBS_EXECUTABLE, else "jobs" from $PATH.
 	Executable string
 	// MaxRunningPerScope and MaxRunning cap running jobs (defaults 50
 	// and 200).
@@ -131,8 +133,13 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			Limits: c.limits(),
 			Grace:  opts.Grace,
 		}
-		if opts.Executable != "" {
-			cfg.Executable = opts.Executable
+		// The helper of tmux jobs is the jobs binary, which an embedding
+		// program is not: find it the way detached mode does, as an
+		// absolute path (tmux runs it through sh, where jobs is a builtin).
+		if exe, err := c.executable(); err == nil {
+			if abs, err := exec.LookPath(exe); err == nil {
+				cfg.Executable = abs
+			}
 		}
 		if opts.OnExit != nil {
 			cb := opts.OnExit
@@ -235,9 +242,6 @@ func (c *Client) executable() (string, error) {
 	}
 	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "jobs" {
 		return exe, nil
-	}
-	if exe, err := os.Executable(); err == nil && strings.HasSuffix(filepath.Base(exe), ".test") && os.Getenv("JOBS_EXECUTABLE") != "" {
-		return os.Getenv("JOBS_EXECUTABLE"), nil
 	}
 	if p := os.Getenv("JOBS_EXECUTABLE"); p != "" {
 		return p, nil
