@@ -15,8 +15,18 @@ for pkg in "${pkgs[@]}"; do
 	# go test -list prints the names of the tests, fuzz targets included.
 	targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
 	for target in $targets; do
-		echo "== $pkg $target ($fuzztime)"
-		go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+		budget=$fuzztime
+		case $target in
+		FuzzAppendRead)
+			# Each input opens a fresh database, and an instrumented SQLite
+			# runs a few inputs a second: an input still running when a
+			# time budget ends makes the fuzzer fail with "context deadline
+			# exceeded". A count of inputs has no such end.
+			budget=${FUZZTIME_SLOW:-20x}
+			;;
+		esac
+		echo "== $pkg $target ($budget)"
+		go test -run='^$' -fuzz="^${target}\$" -fuzztime="$budget" "$pkg"
 		ran=$((ran + 1))
 	done
 done
