@@ -33,8 +33,10 @@ const pollInterval = 15 * time.Millisecond
 // the caller's own pid and process group and t.Exclude are never signalled.
 // Calling KillTree when nothing of the job runs does nothing and returns a
 // zero KillResult. Cancelling ctx cuts the grace period short (survivors get
-// SIGKILL at once) and the final wait; ctx's error is returned only if
-// processes were still alive when it was cancelled.
+// SIGKILL at once). The wait after SIGKILL does not heed ctx: it is short
+// (SIGKILL takes effect at once unless a process is stuck in the kernel) and
+// bounded by KillWait, and cutting it would report processes that are
+// already dying as survivors.
 func KillTree(ctx context.Context, t Target, grace time.Duration) (KillResult, error) {
 	var res KillResult
 	signalled := map[int]bool{}
@@ -85,12 +87,9 @@ func KillTree(ctx context.Context, t Target, grace time.Duration) (KillResult, e
 	send(live, groupOK, syscall.SIGKILL)
 	// Keep sending SIGKILL to whatever still shows up: a process forked
 	// between the scan and the group signal, or one that setsid'd away.
-	live, _, err = waitGone(ctx, t, KillWait, func(live map[int]Info, groupOK bool) {
+	live, _, err = waitGone(context.WithoutCancel(ctx), t, KillWait, func(live map[int]Info, groupOK bool) {
 		send(live, groupOK, syscall.SIGKILL)
 	})
-	if err == nil && len(live) > 0 && ctx.Err() != nil {
-		err = ctx.Err()
-	}
 	return finish(live, err)
 }
 
