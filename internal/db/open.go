@@ -15,7 +15,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
-	"modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agentjobs/jobs/migrations"
@@ -74,10 +74,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err := prepareFile(abs); err != nil {
 		return nil, err
 	}
-	sqldb, err := sql.Open("sqlite", DSN(abs))
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
-	}
+	sqldb := sql.OpenDB(&connector{dsn: DSN(abs)})
 	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now}
 	if err := d.migrate(ctx); err != nil {
 		sqldb.Close()

@@ -1,0 +1,187 @@
+package db
+
+import (
+	"context"
+	"database/sql/driver"
+	"sync"
+
+	"modernc.org/sqlite"
+)
+
+// stmtCacheSize bounds the prepared statements kept per connection. The
+// project runs a few dozen distinct statements; a bound keeps generated
+// ones (multi-row inserts of varying width) from growing without limit.
+const stmtCacheSize = 64
+
+// connector opens SQLite connections that keep their prepared statements.
+//
+// modernc.org/sqlite compiles a statement's SQL on every Exec or Query
+// that is not made through a prepared statement, and database/sql prepares
+// nothing by itself: a long-lived process (the supervisor, an MCP server,
+// an embedding program) spent a fifth of its time in the SQL parser, running
+// the same few statements. Each connection here keeps the statements it ran,
+// keyed by their text, and runs a statement again without compiling it.
+type connector struct {
+	dsn string
+	drv sqlite.Driver
+}
+
+func (c *connector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	inner, ok := conn.(sqliteConn)
+	if !ok {
+		// Not the driver this was written for: use it as it is.
+		return conn, nil
+	}
+	return &cachingConn{sqliteConn: inner, stmts: map[string]*cachedStmt{}}, nil
+}
+
+func (c *connector) Driver() driver.Driver { return &c.drv }
+
+// sqliteConn is what modernc.org/sqlite's connections implement and
+// database/sql looks for.
+type sqliteConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+}
+
+// cachingConn is a connection with a cache of prepared statements.
+// database/sql uses a connection from one goroutine at a time, but a Rows
+// may be closed from the goroutine that watches its context, hence mu.
+type cachingConn struct {
+	sqliteConn
+
+	mu    sync.Mutex
+	stmts map[string]*cachedStmt
+	clock uint64 // counts uses, for least-recently-used eviction
+}
+
+type cachedStmt struct {
+	stmt interface {
+		driver.Stmt
+		driver.StmtExecContext
+		driver.StmtQueryContext
+	}
+	busy    bool // a Rows reads from it
+	lastUse uint64
+}
+
+// acquire returns the cached statement for query, preparing it on first
+// use, marked busy; nil when it is busy already (a query nested in the
+// reading of its own results) or cannot be prepared here, so that the
+// caller runs query uncached.
+func (c *cachingConn) acquire(ctx context.Context, query string) *cachedStmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clock++
+	if s, ok := c.stmts[query]; ok {
+		if s.busy {
+			return nil
+		}
+		s.busy, s.lastUse = true, c.clock
+		return s
+	}
+	ds, err := c.sqliteConn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil // the uncached call reports the error
+	}
+	st, ok := ds.(interface {
+		driver.Stmt
+		driver.StmtExecContext
+		driver.StmtQueryContext
+	})
+	if !ok {
+		ds.Close()
+		return nil
+	}
+	if len(c.stmts) >= stmtCacheSize {
+		c.evictLocked()
+	}
+	s := &cachedStmt{stmt: st, busy: true, lastUse: c.clock}
+	c.stmts[query] = s
+	return s
+}
+
+// evictLocked drops the least recently used statement that is not busy.
+func (c *cachingConn) evictLocked() {
+	var oldest string
+	var at uint64
+	for q, s := range c.stmts {
+		if !s.busy && (oldest == "" || s.lastUse < at) {
+			oldest, at = q, s.lastUse
+		}
+	}
+	if oldest != "" {
+		c.stmts[oldest].stmt.Close()
+		delete(c.stmts, oldest)
+	}
+}
+
+func (c *cachingConn) release(s *cachedStmt) {
+	c.mu.Lock()
+	s.busy = false
+	c.mu.Unlock()
+}
+
+func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	s := c.acquire(ctx, query)
+	if s == nil {
+		return c.sqliteConn.ExecContext(ctx, query, args)
+	}
+	defer c.release(s)
+	return s.stmt.ExecContext(ctx, args)
+}
+
+func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	s := c.acquire(ctx, query)
+	if s == nil {
+		return c.sqliteConn.QueryContext(ctx, query, args)
+	}
+	rows, err := s.stmt.QueryContext(ctx, args)
+	if err != nil {
+		c.release(s)
+		return nil, err
+	}
+	return &cachedRows{Rows: rows, release: func() { c.release(s) }}, nil
+}
+
+// Close finalizes the cached statements, then closes the connection.
+func (c *cachingConn) Close() error {
+	c.mu.Lock()
+	for q, s := range c.stmts {
+		s.stmt.Close()
+		delete(c.stmts, q)
+	}
+	c.mu.Unlock()
+	return c.sqliteConn.Close()
+}
+
+// cachedRows gives its statement back to the cache when closed.
+type cachedRows struct {
+	driver.Rows
+	once    sync.Once
+	release func()
+}
+
+func (r *cachedRows) Close() error {
+	err := r.Rows.Close()
+	r.once.Do(r.release)
+	return err
+}
+
+// ColumnTypeDatabaseTypeName passes on the declared type of a column.
+func (r *cachedRows) ColumnTypeDatabaseTypeName(i int) string {
+	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return t.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
