@@ -286,7 +286,8 @@ const (
 	insertJobQuery = `INSERT INTO jobs (id, scope, name, label, command, argv, cwd, env_names,
 	mode, tmux_session, status, supervisor_id, stdin, color, on_exit, created_at, last_access_at,
 	timeout_ms, ttl_ms, max_output)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	RETURNING ` + jobColumns
 	activeNameQuery = `SELECT id FROM jobs
 	WHERE scope = ? AND name = ? AND status IN ('starting', 'running')`
 	insertCreateEventQuery = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
@@ -340,17 +341,15 @@ func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
 		if lim.Total > 0 && total >= lim.Total {
 			return &LimitError{Scope: n.Scope, Running: total, Max: lim.Total, Total: true}
 		}
-		if _, err := tx.ExecContext(ctx, insertJobQuery,
+		job, err = getJob(ctx, tx, insertJobQuery,
 			n.ID, n.Scope, nullString(n.Name), n.Label, n.Command, string(argv), n.Cwd, string(envNames),
 			n.Mode, nullString(n.TmuxSession), nullString(n.SupervisorID), n.Stdin, n.Color, n.OnExit,
 			now, now, millis(n.Timeout), millis(n.TTL), n.MaxOutput,
-		); err != nil {
+		)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, insertCreateEventQuery, n.ID, n.Scope, now, string(detail)); err != nil {
-			return err
-		}
-		job, err = getJob(ctx, tx, jobByIDQuery, n.ID)
+		_, err = tx.ExecContext(ctx, insertCreateEventQuery, n.ID, n.Scope, now, string(detail))
 		return err
 	})
 	if err != nil {

@@ -62,13 +62,16 @@ const (
 	// transaction: a move is never applied over a status it was not
 	// checked against.
 	toRunningQuery = `UPDATE jobs SET status = 'running', started_at = ?, pid = ?, pgid = ?, pid_start = ?
-	WHERE id = ? AND status = ?`
+	WHERE id = ? AND status = ?
+	RETURNING ` + jobColumns
 	toTerminalQuery = `UPDATE jobs SET status = ?, ended_at = ?, last_access_at = ?,
 	exit_code = ?, signal = ?, reason = ?, user_cpu_ms = ?, sys_cpu_ms = ?, max_rss_kb = ?,
 	duration_ms = coalesce(?, duration_ms)
-	WHERE id = ? AND status = ?`
+	WHERE id = ? AND status = ?
+	RETURNING ` + jobColumns
 	raiseOutputQuery = `UPDATE jobs SET output_bytes = max(output_bytes, ?),
-	output_lines = max(output_lines, ?), dropped_bytes = max(dropped_bytes, ?) WHERE id = ?`
+	output_lines = max(output_lines, ?), dropped_bytes = max(dropped_bytes, ?) WHERE id = ?
+	RETURNING ` + jobColumns
 	insertTransitionEventQuery = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
 	SELECT id, scope, ?, 'transition', ?, ?, ? FROM jobs WHERE id = ?`
 )
@@ -97,10 +100,9 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 		if !canMove(from, t.To) {
 			return fmt.Errorf("from %s to %s: %w", from, t.To, ErrInvalidTransition)
 		}
-		var res sql.Result
 		var err error
 		if t.To == StatusRunning {
-			res, err = tx.ExecContext(ctx, toRunningQuery, when,
+			job, err = getJob(ctx, tx, toRunningQuery, when,
 				nullInt(int64(t.PID)), nullInt(int64(t.PGID)), nullInt(t.PIDStart), id, from)
 		} else {
 			var exit sql.NullInt64
@@ -117,32 +119,25 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 			if t.Runtime > 0 {
 				dur = sql.NullInt64{Int64: t.Runtime.Milliseconds(), Valid: true}
 			}
-			res, err = tx.ExecContext(ctx, toTerminalQuery, string(t.To), when, when,
+			job, err = getJob(ctx, tx, toTerminalQuery, string(t.To), when, when,
 				exit, nullString(t.Signal), nullString(t.Reason), user, sys, rss, dur, id, from)
 			if err == nil && t.Output != nil {
-				if _, err := tx.ExecContext(ctx, raiseOutputQuery, t.Output.Bytes, t.Output.Lines, t.Output.Dropped, id); err != nil {
-					return err
-				}
+				job, err = getJob(ctx, tx, raiseOutputQuery, t.Output.Bytes, t.Output.Lines, t.Output.Dropped, id)
 			}
 		}
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n != 1 {
+		if errors.Is(err, sql.ErrNoRows) {
 			// Cannot happen inside an immediate transaction; kept so that a
 			// change of locking can never turn into a silent overwrite.
 			return fmt.Errorf("from %s to %s: status changed meanwhile: %w", from, t.To, ErrInvalidTransition)
+		}
+		if err != nil {
+			return err
 		}
 		detail, err := json.Marshal(transitionDetail(t))
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, insertTransitionEventQuery, when, string(from), string(t.To), string(detail), id); err != nil {
-			return err
-		}
-		job, err = getJob(ctx, tx, jobByIDQuery, id)
+		_, err = tx.ExecContext(ctx, insertTransitionEventQuery, when, string(from), string(t.To), string(detail), id)
 		return err
 	})
 	if err != nil {

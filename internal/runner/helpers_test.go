@@ -173,7 +173,7 @@ func helperArgv(t *testing.T, args ...string) []string {
 }
 
 // openDB opens a fresh database in a temporary directory.
-func openDB(t *testing.T) *db.DB {
+func openDB(t testing.TB) *db.DB {
 	t.Helper()
 	d, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "jobs.db"))
 	if err != nil {
@@ -185,7 +185,7 @@ func openDB(t *testing.T) *db.DB {
 
 // runtimeDir returns a short private directory for sockets (a unix socket
 // path must stay under ~100 bytes, and test temp paths can be long).
-func runtimeDir(t *testing.T) string {
+func runtimeDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "jr")
 	if err != nil {
@@ -197,7 +197,7 @@ func runtimeDir(t *testing.T) string {
 
 // startSupervisor opens a supervisor on d with test-friendly timings and
 // closes it at cleanup.
-func startSupervisor(t *testing.T, cfg Config) *Supervisor {
+func startSupervisor(t testing.TB, cfg Config) *Supervisor {
 	t.Helper()
 	if cfg.DB == nil {
 		cfg.DB = openDB(t)

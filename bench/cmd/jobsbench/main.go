@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -69,6 +70,7 @@ type config struct {
 	concRate     int
 	concSecs     int
 	killTrials   int
+	only         map[string]bool // workloads to run; all when empty
 }
 
 func loadConfig(args []string) (config, error) {
@@ -77,6 +79,14 @@ func loadConfig(args []string) (config, error) {
 		switch args[i] {
 		case "-quick", "--quick":
 			c.quick = true
+		case "-only", "--only":
+			if i+1 < len(args) {
+				c.only = map[string]bool{}
+				for _, w := range strings.Split(args[i+1], ",") {
+					c.only[strings.TrimSpace(w)] = true
+				}
+				i++
+			}
 		case "-out", "--out":
 			if i+1 < len(args) {
 				c.out = args[i+1]
@@ -158,16 +168,25 @@ func run(ctx context.Context, args []string) error {
 	b.machine = describeMachine(cfg)
 	defer b.cleanup()
 
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
-		{"start latency", b.startLatency},
-		{"capture", b.capture},
-		{"concurrent jobs", b.concurrent},
-		{"kill tree", b.killTree},
+	type step struct {
+		name, key string
+		fn        func(context.Context) error
+	}
+	steps := []step{
+		{"start latency", "start", b.startLatency},
+		{"capture", "capture", b.capture},
+		{"concurrent jobs", "concurrent", b.concurrent},
+		{"kill tree", "kill", b.killTree},
+	}
+	for k := range cfg.only {
+		if !slices.ContainsFunc(steps, func(s step) bool { return s.key == k }) {
+			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill)", k)
+		}
 	}
 	for _, s := range steps {
+		if len(cfg.only) > 0 && !cfg.only[s.key] {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "== %s\n", s.name)
 		if err := s.fn(ctx); err != nil {
 			b.add(row{workload: s.name, metric: "error", jobs: err.Error(), ok: "FAIL"})
