@@ -107,7 +107,32 @@ type jobState struct {
 	lastWrite time.Time
 	dropped   int64 // dropped bytes not yet added to jobs.dropped_bytes
 	gone      bool  // the jobs row was deleted: discard its output
+	tail      *tailRow
 }
+
+// tailRow is the newest chunk row of a job as the appender last wrote
+// it, which a trickle's next bytes may grow (see GrowChunk).
+type tailRow struct {
+	seq    int64
+	stream Stream
+	off    int64 // byte_offset of the row
+	size   int   // bytes in the row
+	limit  int   // the most the row may hold
+}
+
+// GrowChunk is the size up to which the newest chunk row of a job grows in
+// place (its data extended by an UPDATE) instead of a new row following it.
+//
+// A job that prints a few lines between two flushes would otherwise add a
+// small row each flush, and each row two index entries keyed by job: with
+// many such jobs, every flush touched a leaf page of each index per job
+// (100 jobs: ~300 WAL writes a flush). Growing the row changes no index
+// entry, and the rows being grown sit together at the end of the table:
+// BenchmarkTrickle100Jobs went from 4.3-4.8 to 2.5-2.8 ms of CPU a flush
+// (1 KiB measured best against 512 B, 2, 4 and 8 KiB). Readers see no
+// difference: a chunk's offset and first line do not change, and its data
+// only grows at the end.
+const GrowChunk = 1024
 
 type pendingChunk struct {
 	seq       int64
@@ -118,6 +143,22 @@ type pendingChunk struct {
 	limit     int
 	at        time.Time
 	data      []byte
+	// grow is set when data extends the stored row at rowOff, which held
+	// rowSize bytes, rather than starting a row of its own; fellBack is set
+	// by the writer when that row was gone (cleared) and data became a row
+	// of its own after all.
+	grow     bool
+	rowOff   int64
+	rowSize  int
+	fellBack bool
+}
+
+// stored describes the row c is in once written.
+func (c *pendingChunk) stored() *tailRow {
+	if c.grow && !c.fellBack {
+		return &tailRow{seq: c.seq, stream: c.stream, off: c.rowOff, size: c.rowSize + len(c.data), limit: c.rowSize + c.limit}
+	}
+	return &tailRow{seq: c.seq, stream: c.stream, off: c.off, size: len(c.data), limit: c.limit}
 }
 
 // NewAppender returns an Appender writing to d. Call Open to start it.
@@ -281,6 +322,11 @@ func (a *Appender) Write(jobID string, s Stream, p []byte) error {
 				c = nil
 			}
 		}
+		if c == nil && len(st.queue) == 0 {
+			if c = st.growTail(s, now); c != nil {
+				st.queue = append(st.queue, c)
+			}
+		}
 		if c == nil {
 			limit := a.o.MaxChunk
 			if st.off < st.head && st.head-st.off < int64(limit) {
@@ -314,6 +360,25 @@ func (a *Appender) Write(jobID string, s Stream, p []byte) error {
 }
 
 var newline = []byte{'\n'}
+
+// growTail returns a pending chunk that extends st's newest stored row with
+// stream s, or nil when there is none to extend: the row is of another
+// stream, already GrowChunk bytes or its limit, or not the last bytes of
+// the job (a flush is writing newer ones).
+func (st *jobState) growTail(s Stream, now time.Time) *pendingChunk {
+	t := st.tail
+	if t == nil || t.stream != s || t.off+int64(t.size) != st.off {
+		return nil
+	}
+	room := min(GrowChunk, t.limit) - t.size
+	if room <= 0 {
+		return nil
+	}
+	return &pendingChunk{
+		seq: t.seq, stream: s, off: st.off, firstLine: st.lines, limit: room, at: now,
+		data: make([]byte, 0, room), grow: true, rowOff: t.off, rowSize: t.size,
+	}
+}
 
 func signal(c chan struct{}) {
 	select {
@@ -450,6 +515,9 @@ func (a *Appender) flushLocked(jobID string) error {
 			b.st.gone, b.st.queue, b.st.dropped = true, nil, 0
 		case err != nil || b.failed != nil:
 			b.st.dropped += b.dropped + b.bytes
+			b.st.tail = nil
+		case len(b.chunks) > 0:
+			b.st.tail = b.chunks[len(b.chunks)-1].stored()
 		}
 	}
 	a.degraded = err != nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -586,5 +587,50 @@ func TestManyJobsConcurrently(t *testing.T) {
 		if got := storedBytes(cs, ""); !bytes.Equal(got, models[i].data) {
 			t.Fatalf("job %d: stored %d bytes, want %d", i, len(got), len(models[i].data))
 		}
+	}
+}
+
+// A trickle extends the job's newest row, flush after flush, up to
+// GrowChunk bytes; another stream or a full row starts a new row, and the
+// grown rows read back exactly.
+func TestTrickleGrowsNewestChunk(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	var m model
+	put := func(s Stream, p string) {
+		write(t, a, id, s, []byte(p))
+		m.write(s, []byte(p))
+		flush(t, a)
+	}
+	put(Stdout, "one\n")
+	put(Stdout, "two\n")
+	put(Stdout, "three\n")
+	cs := checkChunks(t, d, id, &m, DefaultMaxChunk)
+	if len(cs) != 1 || string(cs[0].Data) != "one\ntwo\nthree\n" || cs[0].LineCount != 3 {
+		t.Fatalf("after three flushes of stdout: %d rows, first %q", len(cs), cs[0].Data)
+	}
+	put(Stderr, "oops\n")
+	put(Stdout, "four\n")
+	if cs = checkChunks(t, d, id, &m, DefaultMaxChunk); len(cs) != 3 {
+		t.Fatalf("stdout, stderr, stdout: %d rows, want 3", len(cs))
+	}
+	line := strings.Repeat("x", 99) + "\n"
+	for range 3 * GrowChunk / len(line) {
+		put(Stdout, line)
+	}
+	cs = checkChunks(t, d, id, &m, DefaultMaxChunk)
+	for _, c := range cs {
+		if len(c.Data) > GrowChunk {
+			t.Errorf("row at %d grew to %d bytes, more than %d", c.Off, len(c.Data), GrowChunk)
+		}
+	}
+	if len(cs) < 5 {
+		t.Errorf("%d rows after %d bytes of trickle; want new rows past GrowChunk", len(cs), 3*GrowChunk)
+	}
+	got, gap, _ := readAll(t, d, id, 0, Filter{})
+	if gap != 0 || !bytes.Equal(got, m.data) {
+		t.Fatalf("read back %d bytes (gap %d), want the %d written", len(got), gap, len(m.data))
 	}
 }

@@ -31,6 +31,10 @@ const (
 	deleteChunks = `DELETE FROM chunks WHERE job_id = ? AND byte_offset >= ? AND byte_offset <= ?`
 
 	addEvicted = `UPDATE jobs SET evicted_bytes = evicted_bytes + ? WHERE id = ?`
+
+	// growChunk extends a job's newest row (see GrowChunk).
+	growChunk = `UPDATE chunks SET data = CAST(data || ? AS BLOB), line_count = line_count + ?
+		WHERE job_id = ? AND byte_offset = ?`
 )
 
 // groupRows is the most jobs one UPDATE and the most chunks one INSERT
@@ -247,8 +251,8 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		return fmt.Errorf("advance jobs: %w", err)
 	}
 
-	var pending []*pendingChunk
-	var ids []string
+	var pending, grows []*pendingChunk
+	var ids, growIDs []string
 	for k := range group {
 		b := &group[k]
 		if _, ok := retained[b.st.id]; !ok {
@@ -256,8 +260,29 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 			continue
 		}
 		for _, c := range b.chunks {
+			c.fellBack = false
+			if c.grow {
+				grows = append(grows, c)
+				growIDs = append(growIDs, b.st.id)
+				continue
+			}
 			pending = append(pending, c)
 			ids = append(ids, b.st.id)
+		}
+	}
+	if len(grows) > 0 {
+		// A row to grow that is gone (the job's output was cleared) takes
+		// the bytes as a row of its own, inserted with the others.
+		missed, err := growRows(ctx, w, grows, growIDs)
+		if err != nil {
+			return err
+		}
+		for k, c := range grows {
+			if missed[k] {
+				c.fellBack = true
+				pending = append(pending, c)
+				ids = append(ids, growIDs[k])
+			}
 		}
 	}
 	for len(pending) > 0 {
@@ -281,11 +306,74 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		if b.gone || b.st.maxOutput == 0 || r <= b.st.maxOutput || len(b.chunks) == 0 {
 			continue
 		}
-		if err := evict(ctx, w.conn, b.st.id, b.st.head, b.chunks[len(b.chunks)-1].off, r-b.st.maxOutput); err != nil {
+		if err := evict(ctx, w.conn, b.st.id, b.st.head, b.chunks[len(b.chunks)-1].stored().off, r-b.st.maxOutput); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// growRows extends the rows of grows, of the jobs ids, and reports which
+// rows were not there.
+func growRows(ctx context.Context, w *writer, grows []*pendingChunk, ids []string) ([]bool, error) {
+	type row struct {
+		id  string
+		off int64
+	}
+	found := make(map[row]bool, len(grows))
+	args := make([]any, 0, 4*len(grows))
+	for done := 0; done < len(grows); {
+		n := min(groupRows, 1<<(bits.Len(uint(len(grows)-done))-1))
+		args = args[:0]
+		for k := done; k < done+n; k++ {
+			args = append(args, ids[k], grows[k].rowOff, grows[k].data, grows[k].lineCount)
+		}
+		st, err := w.prepare(ctx, growChunksSQL(n))
+		if err != nil {
+			return nil, fmt.Errorf("prepare grow: %w", err)
+		}
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("grow chunks: %w", err)
+		}
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.id, &r.off); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("grow chunks: %w", err)
+			}
+			found[r] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("grow chunks: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("grow chunks: %w", err)
+		}
+		done += n
+	}
+	missed := make([]bool, len(grows))
+	for k, c := range grows {
+		missed[k] = !found[row{ids[k], c.rowOff}]
+	}
+	return missed, nil
+}
+
+// growChunksSQL is growChunk for n rows at once; it returns the job and
+// offset of each row it found.
+func growChunksSQL(n int) string {
+	var q strings.Builder
+	q.WriteString(`UPDATE OR FAIL chunks SET data = CAST(data || v.column3 AS BLOB), line_count = line_count + v.column4
+		FROM (VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?)")
+	}
+	q.WriteString(`) AS v WHERE chunks.job_id = v.column1 AND chunks.byte_offset = v.column2
+		RETURNING job_id, byte_offset`)
+	return q.String()
 }
 
 // updateJobsSQL is updateJob for n jobs at once; it returns the id and
@@ -372,6 +460,19 @@ func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, st *writer, b *
 		return err
 	}
 	for _, c := range b.chunks {
+		c.fellBack = false
+		if c.grow {
+			res, err := conn.ExecContext(ctx, growChunk, c.data, c.lineCount, b.st.id, c.rowOff)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 1 {
+				continue
+			}
+			c.fellBack = true // the row is gone: the bytes make a row of their own
+		}
 		if _, err := st.insert.ExecContext(ctx, b.st.id, c.seq, string(c.stream), c.off,
 			c.firstLine, c.lineCount, db.FormatTime(c.at), c.data); err != nil {
 			return err
@@ -380,7 +481,7 @@ func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, st *writer, b *
 	if b.st.maxOutput == 0 || retained <= b.st.maxOutput || len(b.chunks) == 0 {
 		return nil
 	}
-	return evict(ctx, conn, b.st.id, b.st.head, b.chunks[len(b.chunks)-1].off, retained-b.st.maxOutput)
+	return evict(ctx, conn, b.st.id, b.st.head, b.chunks[len(b.chunks)-1].stored().off, retained-b.st.maxOutput)
 }
 
 // evict deletes the oldest chunks at or past head, but never the newest
