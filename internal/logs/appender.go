@@ -28,8 +28,9 @@ type AppenderOptions struct {
 	// half the cap as head.
 	HeadKeep int64
 	// MaxPendingBytes bounds the bytes written but not yet in the database;
-	// Write blocks above it (4 × MaxBatchBytes). It also bounds a transaction
-	// under a flood.
+	// Write blocks above it (2 × MaxBatchBytes). It also bounds a transaction
+	// under a flood, which the writer's page cache holds whole (see
+	// writerCacheKiB).
 	MaxPendingBytes int
 	// BusyTimeout bounds one flush's wait for the database's write lock
 	// (DefaultBusyTimeout).
@@ -57,7 +58,7 @@ func (o *AppenderOptions) setDefaults() {
 		o.HeadKeep = DefaultHeadKeep
 	}
 	if o.MaxPendingBytes <= 0 {
-		o.MaxPendingBytes = 4 * o.MaxBatchBytes
+		o.MaxPendingBytes = 2 * o.MaxBatchBytes
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = DefaultBusyTimeout
@@ -88,6 +89,12 @@ type Appender struct {
 	w        *writer       // the flushes' connection; guarded by flushing
 	wake     chan struct{} // the first byte after an idle period
 	full     chan struct{} // MaxBatchBytes are queued
+
+	// The WAL is checkpointed beside the flusher (see checkpointer).
+	ckpt     chan struct{} // wakes the checkpointer
+	ckptMu   sync.Mutex    // held while a checkpoint runs
+	walBytes int64         // committed since the checkpointer was woken; guarded by flushing
+	walSync  int64         // committed since the flusher last checkpointed itself; guarded by flushing
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -171,6 +178,7 @@ func NewAppender(d *db.DB, o AppenderOptions) *Appender {
 		flushing: make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 		full:     make(chan struct{}, 1),
+		ckpt:     make(chan struct{}, 1),
 	}
 	a.cond = sync.NewCond(&a.mu)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -186,8 +194,9 @@ func (a *Appender) Open() {
 		return
 	}
 	a.running = true
-	a.wg.Add(1)
+	a.wg.Add(2)
 	go a.run()
+	go a.checkpointer()
 }
 
 // Close refuses further writes (a Write blocked by back-pressure returns
@@ -202,6 +211,11 @@ func (a *Appender) Close() error {
 	a.wg.Wait()
 	err := a.flush()
 	a.flushing <- struct{}{}
+	if a.w != nil && a.walSync > 0 {
+		// What the checkpointer has not copied yet is copied now, so
+		// that the WAL does not outlive the appender.
+		_ = a.checkpoint(context.Background(), a.w.conn)
+	}
 	a.dropWriterLocked()
 	<-a.flushing
 	a.mu.Lock()

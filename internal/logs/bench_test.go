@@ -56,7 +56,8 @@ func benchData(n int) []byte {
 // disturbs less), inserted raw into the real chunks table (x_raw_chunks:
 // the appender's own overhead apart from the schema's indexes), and appended
 // to a plain file (x_file). Each iteration runs them all, the appender and
-// the raw inserts in alternating order.
+// the raw inserts in alternating order. MiB_wal_max is the largest the WAL
+// file grew while the appender wrote.
 func BenchmarkAppend256MiB(b *testing.B) {
 	size := benchSize(b, "JOBS_BENCH_APPEND_MIB", 32<<20, 256<<20)
 	data := benchData(benchPiece)
@@ -86,15 +87,19 @@ func BenchmarkAppend256MiB(b *testing.B) {
 	b.ReportMetric(rawChunks.wall.Seconds()/app.wall.Seconds(), "x_raw_chunks")
 	b.ReportMetric(rawChunks.cpu.Seconds()/app.cpu.Seconds(), "x_raw_chunks_cpu")
 	b.ReportMetric(file.wall.Seconds()/app.wall.Seconds(), "x_file")
+	b.ReportMetric(float64(app.walMax)/(1<<20), "MiB_wal_max")
 }
 
 // benchPiece is what a pipe read returns under a flood.
 const benchPiece = 64 << 10
 
 // cost is wall-clock and CPU time (user+system, the whole process).
-type cost struct{ wall, cpu time.Duration }
+type cost struct {
+	wall, cpu time.Duration
+	walMax    int64 // the largest the WAL file was seen, when measured
+}
 
-func (c *cost) add(d cost) { c.wall += d.wall; c.cpu += d.cpu }
+func (c *cost) add(d cost) { c.wall += d.wall; c.cpu += d.cpu; c.walMax = max(c.walMax, d.walMax) }
 
 func measure(f func()) cost {
 	cpu0, t0 := cpuTime(), time.Now()
@@ -126,6 +131,23 @@ func appendStream(b *testing.B, dir string, data []byte, size int64) cost {
 	if err := a.Track(id, maxOutput); err != nil {
 		b.Fatal(err)
 	}
+	// The WAL's size, sampled while the stream goes in: the checkpoints
+	// must keep it bounded.
+	stopWal, walMax := make(chan struct{}), make(chan int64)
+	go func() {
+		var m int64
+		for {
+			select {
+			case <-stopWal:
+				walMax <- m
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if fi, err := os.Stat(filepath.Join(dir, "jobs.db-wal")); err == nil {
+				m = max(m, fi.Size())
+			}
+		}
+	}()
 	c := measure(func() {
 		for n := int64(0); n < size; n += int64(len(data)) {
 			if err := a.Write(id, Stdout, data); err != nil {
@@ -136,6 +158,8 @@ func appendStream(b *testing.B, dir string, data []byte, size int64) cost {
 			b.Fatal(err)
 		}
 	})
+	close(stopWal)
+	c.walMax = <-walMax
 	var evicted int64
 	if err := d.QueryRow(`SELECT evicted_bytes FROM jobs WHERE id = ?`, id).Scan(&evicted); err != nil {
 		b.Fatal(err)
