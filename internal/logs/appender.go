@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -91,10 +92,12 @@ type Appender struct {
 	full     chan struct{} // MaxBatchBytes are queued
 
 	// The WAL is checkpointed beside the flusher (see checkpointer).
-	ckpt     chan struct{} // wakes the checkpointer
-	ckptMu   sync.Mutex    // held while a checkpoint runs
-	walBytes int64         // committed since the checkpointer was woken; guarded by flushing
-	walSync  int64         // committed since the flusher last checkpointed itself; guarded by flushing
+	ckpt      chan struct{} // wakes the checkpointer
+	ckptMu    sync.Mutex    // held while a checkpoint runs
+	walFrames atomic.Int64  // frames in the WAL at the last checkpoint
+	walBytes  int64         // committed since the checkpointer was woken; guarded by flushing
+	commits   int           // transactions since the checkpointer was woken; guarded by flushing
+	walSync   int64         // committed since the flusher last checkpointed; guarded by flushing
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -211,7 +214,7 @@ func (a *Appender) Close() error {
 	a.wg.Wait()
 	err := a.flush()
 	a.flushing <- struct{}{}
-	if a.w != nil && a.walSync > 0 {
+	if a.w != nil {
 		// What the checkpointer has not copied yet is copied now, so
 		// that the WAL does not outlive the appender.
 		_ = a.checkpoint(context.Background(), a.w.conn)

@@ -177,7 +177,11 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 	if err != nil {
 		return err
 	}
-	if a.walSync >= walRestartBytes && a.checkpoint(ctx, w.conn) == nil {
+	if (a.walSync >= walRestartFrames*4096 || a.walFrames.Load() >= walRestartFrames) &&
+		a.checkpoint(ctx, w.conn) == nil {
+		// Copied up to the last commit: this transaction starts the
+		// WAL over, unless a reader still needs the old frames.
+		a.walFrames.Store(0)
 		a.walSync = 0
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, a.o.BusyTimeout)
@@ -233,8 +237,9 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 	}
 	a.walBytes += n
 	a.walSync += n
-	if a.walBytes >= ckptBytes {
-		a.walBytes = 0
+	a.commits++
+	if a.walBytes >= ckptBytes || a.commits >= ckptCommits {
+		a.walBytes, a.commits = 0, 0
 		signal(a.ckpt)
 	}
 	if a.isClosed() {
@@ -578,21 +583,27 @@ func isConstraint(err error) bool {
 // in the committing connection: under a flood, the flusher stopped every
 // 4 MiB to copy them (read back from the WAL, written to the database,
 // synced), a tenth of its time. Here the appender's connection does not
-// checkpoint by itself; after every ckptBytes committed, the checkpointer
-// goroutine copies the WAL on its own connection, on another core, while
-// the flusher writes on. A checkpoint that runs beside a writer cannot let
-// the WAL start over (that needs every frame copied when a write
-// transaction begins), so once walRestartBytes were committed the flusher
-// checkpoints itself, before its next transaction, copying only what the
-// checkpointer has not: the WAL then starts over, and stays under about
-// walRestartBytes plus one transaction (39 MiB measured, against 20 MiB
-// with SQLite's own checkpoints). BenchmarkAppend256MiB, x_raw_sqlite:
-// 0.83 checkpointing inline, 1.07-1.13 with the checkpointer; the
-// capture of 1 GiB end to end (bench/run.sh): 0.64-0.73 of raw SQLite
-// before, 0.84-0.89 after.
+// checkpoint by itself; after every ckptBytes or ckptCommits committed,
+// the checkpointer goroutine copies the WAL on its own connection, on
+// another core, while the flusher writes on. A checkpoint that runs beside
+// a writer cannot let the WAL start over (that needs every frame copied
+// when a write transaction begins), so once a checkpoint finds
+// walRestartFrames in the WAL, or as many pages of output were committed,
+// the flusher checkpoints itself before its next transaction, copying only what the checkpointer has not: the WAL
+// then starts over, and stays under about walRestartFrames plus a
+// checkpointer's round (39 MiB measured under a flood, against 20 MiB with
+// SQLite's own checkpoints). BenchmarkAppend256MiB, x_raw_sqlite: 0.83
+// checkpointing inline, 1.07-1.13 with the checkpointer; the capture of
+// 1 GiB end to end (bench/run.sh): 0.64-0.73 of raw SQLite before,
+// 0.84-0.89 after.
+//
+// Frames, not bytes of output, measure the WAL: a trickle of many jobs
+// writes far more pages than output bytes (each flush rewrites the pages
+// of every job row it advances).
 const (
-	ckptBytes       = 4 << 20
-	walRestartBytes = 32 << 20
+	ckptBytes        = 4 << 20
+	ckptCommits      = 32
+	walRestartFrames = 8192 // 32 MiB of 4 KiB pages
 )
 
 // checkpointer copies the WAL into the database file when woken.
@@ -614,12 +625,17 @@ func (a *Appender) checkpointer() {
 }
 
 // checkpoint runs a passive checkpoint (one that waits for no reader or
-// writer) on conn, one at a time. The caller that is the flusher holds
-// a.flushing, so nothing is committed meanwhile and the checkpoint copies
-// every frame that no reader still needs.
+// writer) on conn, one at a time, and notes how many frames the WAL holds.
+// The caller that is the flusher holds a.flushing, so nothing is committed
+// meanwhile and the checkpoint copies every frame that no reader still
+// needs.
 func (a *Appender) checkpoint(ctx context.Context, conn *sql.Conn) error {
 	a.ckptMu.Lock()
 	defer a.ckptMu.Unlock()
-	_, err := conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+	var busy, frames, copied int64
+	err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	if err == nil {
+		a.walFrames.Store(frames)
+	}
 	return err
 }
