@@ -30,6 +30,7 @@ trap 'rm -rf "$bin"' EXIT
 # without urfave/cli's doc generator, each about 1 ms off every command.
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 go build -o "$bin/jobsbench" ./bench/cmd/jobsbench
+go build -o "$bin/noop" ./bench/cmd/noop
 
 mkdir -p bench/out
 JOBS_BIN="$bin/jobs" "$bin/jobsbench" run -out bench/out/results.md "$@"

@@ -159,8 +159,11 @@ func oneRef(cc *ucli.Context) (string, error) {
 }
 
 func (r *runner) app() *ucli.App {
+	// --version only: -v is free for verbs.
+	ucli.VersionFlag = &ucli.BoolFlag{Name: "version", Usage: "print the version and exit", DisableDefaultText: true}
 	app := &ucli.App{
 		Name:      "jobs",
+		Version:   version(),
 		Usage:     "run shell commands as durable background jobs",
 		UsageText: "jobs [--db PATH] [--scope NAME] [--json] VERB [flags] [args]",
 		Description: "Jobs keeps every job's metadata, status history and output in one SQLite database.\n" +
@@ -170,7 +173,6 @@ func (r *runner) app() *ucli.App {
 		Reader:          r.stdin,
 		Writer:          r.stdout,
 		ErrWriter:       r.stderr,
-		HideVersion:     true,
 		Suggest:         false,
 		ExitErrHandler:  func(*ucli.Context, error) {},
 		CommandNotFound: func(cc *ucli.Context, name string) {},

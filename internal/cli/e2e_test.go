@@ -325,6 +325,13 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	golden(t, "help_start.golden", e.ok("help", "start"))
+	if v := e.ok("--version"); !strings.HasPrefix(v, "jobs version ") {
+		t.Errorf("jobs --version = %q", v)
+	}
+	// -v is no version flag: verbs may have it.
+	if r := e.run2("-v"); r.code != 2 {
+		t.Errorf("jobs -v: exit %d, want 2 (usage)", r.code)
+	}
 }
 
 func TestJobLife(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -160,8 +162,20 @@ func (b *bench) startLatency(ctx context.Context) error {
 		return exec.Command("/bin/sh", "-c", "nohup sh -c true >/dev/null 2>&1 &")
 	}})
 
+	// What any jobs command costs before it does anything: the process
+	// start-up (Go runtime, package initialisation, flag parsing), against
+	// a Go program that does nothing (bench/cmd/noop, built beside the
+	// harness) and against true(1).
+	floors := []*tool{
+		{name: "jobs --version", cmd: func() *exec.Cmd { return exec.Command(b.cfg.jobsBin, "--version") }},
+		{name: "true", cmd: func() *exec.Cmd { return exec.Command("true") }},
+	}
+	if noop := filepath.Join(filepath.Dir(b.self), "noop"); fileExists(noop) {
+		floors = slices.Insert(floors, 1, &tool{name: "an empty Go program", cmd: func() *exec.Cmd { return exec.Command(noop) }})
+	}
+
 	for i := 0; i < b.cfg.startRuns; i++ {
-		for _, t := range tools {
+		for _, t := range append(tools, floors...) {
 			d, err := timed(t.cmd())
 			if err != nil {
 				return err
@@ -187,8 +201,19 @@ func (b *bench) startLatency(ctx context.Context) error {
 		}
 		b.add(r)
 	}
+	fm := median(floors[0].ds)
+	for _, t := range floors[1:] {
+		tm := median(t.ds)
+		b.add(row{workload: "start-up floor", metric: "`jobs --version` vs " + t.name, jobs: ms(fm), baseline: ms(tm),
+			ratio: ratio(float64(fm), float64(tm))})
+	}
 	w.stopSupervisor(ctx)
 	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func findTool(names ...string) string {
