@@ -680,3 +680,28 @@ func TestFloodKeepsWALBounded(t *testing.T) {
 		t.Errorf("integrity_check = %q, %v", ok, err)
 	}
 }
+
+// The job-by-job retry after a constraint failure grows rows too: a
+// trickling job in the same batch as a refused one keeps its bytes in its
+// newest row.
+func TestGrowInJobByJobRetry(t *testing.T) {
+	d := openDB(t)
+	a := NewAppender(d, AppenderOptions{})
+	defer a.Close()
+	bad, good := newJob(t, d, 0), newJob(t, d, 0)
+	track(t, a, bad, 0)
+	track(t, a, good, 0)
+	write(t, a, good, Stdout, []byte("first\n"))
+	flush(t, a)
+	if _, err := d.Exec(`INSERT INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data)
+		VALUES (?, 99, 'stdout', 0, 0, 0, '2026-01-01T00:00:00.000Z', x'00')`, bad); err != nil {
+		t.Fatal(err)
+	}
+	write(t, a, bad, Stdout, []byte("refused\n"))
+	write(t, a, good, Stdout, []byte("kept\n"))
+	flush(t, a)
+	cs := readChunks(t, d, good)
+	if len(cs) != 1 || string(cs[0].Data) != "first\nkept\n" || cs[0].LineCount != 2 {
+		t.Fatalf("good job rows %+v, want one row \"first\\nkept\\n\"", cs)
+	}
+}
