@@ -243,6 +243,13 @@ func TestExitStatus(t *testing.T) {
 			}
 			return dead, "still running"
 		})
+		// tmux marks a pane dead when its terminal closes, which may come
+		// a moment before it has reaped the process and knows the status
+		// (-1 until then): callers wait for it, as readTmuxEnd does.
+		for deadline := time.Now().Add(2 * time.Second); code == -1 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond) // polling tmux, which offers no event
+			_, code, _ = s.PaneStatus(tt.name)
+		}
 		if tt.name == "signal" && code == -1 {
 			t.Log("this tmux does not report the signal that ended a pane")
 			continue
