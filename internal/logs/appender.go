@@ -424,6 +424,9 @@ func (a *Appender) Flush(ctx context.Context) error {
 // flushGrid is the origin of every appender's grid of flushes (monotonic).
 var flushGrid = time.Now()
 
+// FlushInterval is the spacing of the flushes of a trickle.
+func (a *Appender) FlushInterval() time.Duration { return a.o.FlushInterval }
+
 // NextFlush is the time, after now, of the next flush of written bytes that
 // do not fill a batch. Flushes of a trickle fall on a grid of FlushInterval,
 // so that a reader that pauses between reads can read just before each and

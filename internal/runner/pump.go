@@ -25,11 +25,11 @@ import (
 // So a pump keeps its pipe out of the netpoller while the child is
 // writing. It reads without blocking, and after each read pauses for as long
 // as the child, at the pace it just showed, takes to fill half the pipe, but
-// no later than readLead before the appender's next flush: a trickle is read
-// once per flush, just in time for it (the pumps of many trickling jobs
-// wake together, in one pass of the scheduler, and the flush that follows
-// is the only one in its interval), and a flood, which fills the pipe
-// between two reads, is not paused at all. Only when the pipe stays empty
+// no later than readLead before the appender's next flush; a flood, which
+// fills the pipe between two reads, is not paused at all. A trickle, too
+// slow to fill half the pipe in a flush interval, is read once per flush,
+// just in time for it, by the supervisor's trickler (trickle.go), which
+// reads every trickling pipe in one pass while their pumps sleep. Only when the pipe stays empty
 // (an idle job, a quiet stderr, a flood that outran its child) does the
 // pump wait for data in the netpoller, through a duplicate of the
 // descriptor registered for that wait alone. A trickle shows within the
@@ -254,7 +254,15 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 		case n > 0:
 			waiting, empty = false, 0
 			if pause = readPause(n, now.Sub(last)); pause > 0 {
-				pause = min(pause, s.trickleWait(now))
+				wait := s.trickleWait(now)
+				if pause >= wait+s.app.FlushInterval() && deadline.IsZero() {
+					// Too slow to fill half the pipe by the flush after
+					// next: one read a flush is enough, the trickler's.
+					s.trickle.hold(p, emit, drain, now)
+					waiting, trickle, last = false, false, timeNow()
+					continue
+				}
+				pause = min(pause, wait)
 			}
 			trickle = pause > 0
 		case trickle && empty < idleTicks:

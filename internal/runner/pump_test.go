@@ -3,10 +3,12 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
 )
 
 func TestReadPause(t *testing.T) {
@@ -45,4 +47,39 @@ func TestTricklingGrandchildDoesNotHoldJob(t *testing.T) {
 	if !bytes.Contains(out, []byte("started\n")) || !bytes.Contains(out, []byte("tick\n")) {
 		t.Errorf("output = %q, want started and ticks", out)
 	}
+}
+
+// A trickle is read by the trickler, one pass a flush, while its pump
+// sleeps; when the child speeds up to a flood the pump takes the pipe back,
+// and every byte arrives in order.
+func TestTrickleThenFlood(t *testing.T) {
+	t.Parallel()
+	s := startSupervisor(t, Config{})
+	job := start(t, s, StartRequest{Job: db.NewJob{
+		Command: "read go; for i in $(seq 30); do echo line $i; sleep 0.02; done; " +
+			"head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end",
+	}})
+	if err := s.Write(context.Background(), job.ID, []byte("go\n"), false); err != nil {
+		t.Fatal(err)
+	}
+	held := func() int {
+		s.trickle.mu.Lock()
+		defer s.trickle.mu.Unlock()
+		return len(s.trickle.pipes)
+	}
+	eventually(t, 10*time.Second, "the trickler to hold the job's stdout", func() bool { return held() > 0 })
+	job = waitDone(t, s.db, job.ID, 30*time.Second)
+	if job.Status != db.StatusDone {
+		t.Fatalf("status %s (%s)", job.Status, job.Reason)
+	}
+	var want bytes.Buffer
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	want.Write(bytes.Repeat([]byte("x"), 3000000))
+	want.WriteString("\nend\n")
+	if got := output(t, s.db, job.ID, logs.Stdout); !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("stdout: %d bytes, want %d", len(got), want.Len())
+	}
+	eventually(t, 5*time.Second, "the trickler to let go of every pipe", func() bool { return held() == 0 })
 }

@@ -108,6 +108,7 @@ type Supervisor struct {
 	registered  bool
 	listeners   []net.Listener
 	app         *logs.Appender
+	trickle     trickler // reads the pipes of trickling jobs
 	reaper      *proc.Reaper
 
 	mu        sync.Mutex
@@ -285,6 +286,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 
 	s.reaper = acquireReaper(s.cfg.Logf)
 	s.app = logs.NewAppender(s.db, logs.AppenderOptions{OnDropped: s.noteDropped})
+	s.trickle.s = s
 	s.app.Open()
 
 	if n, err := s.sweep(ctx); err != nil {
