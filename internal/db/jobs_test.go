@@ -373,3 +373,41 @@ func TestSchemaChecks(t *testing.T) {
 		t.Errorf("consistent terminal update: %v", err)
 	}
 }
+
+// A terminal move records the output totals it is given, never lowering
+// what the rows already say, and leaves them alone without totals.
+func TestTransitionRaisesOutputTotals(t *testing.T) {
+	d, _ := openTest(t)
+	ctx := context.Background()
+	a, b := create(t, d, "s", ""), create(t, d, "s", "")
+	for _, j := range []Job{a, b} {
+		if _, err := d.Transition(ctx, j.ID, Transition{To: StatusRunning, PID: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Exec(`UPDATE jobs SET output_bytes = 200, output_lines = 9 WHERE id = ?`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Transition(ctx, a.ID, Transition{To: StatusDone, Output: &OutputTotals{Bytes: 100, Lines: 3, Dropped: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OutputBytes != 100 || got.OutputLines != 3 || got.DroppedBytes != 10 {
+		t.Errorf("job a: %d bytes, %d lines, %d dropped; want 100, 3, 10", got.OutputBytes, got.OutputLines, got.DroppedBytes)
+	}
+	got, err = d.Transition(ctx, b.ID, Transition{To: StatusDone, Output: &OutputTotals{Bytes: 100, Lines: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OutputBytes != 200 || got.OutputLines != 9 || got.DroppedBytes != 0 {
+		t.Errorf("job b: %d bytes, %d lines, %d dropped; want 200, 9, 0 (never lowered)", got.OutputBytes, got.OutputLines, got.DroppedBytes)
+	}
+	c := create(t, d, "s", "")
+	got, err = d.Transition(ctx, c.ID, Transition{To: StatusFailed, Reason: "no"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OutputBytes != 0 || got.OutputLines != 0 || got.DroppedBytes != 0 || got.Reason != "no" {
+		t.Errorf("job c without totals: %+v", got)
+	}
+}

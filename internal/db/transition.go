@@ -66,11 +66,9 @@ const (
 	RETURNING ` + jobColumns
 	toTerminalQuery = `UPDATE jobs SET status = ?, ended_at = ?, last_access_at = ?,
 	exit_code = ?, signal = ?, reason = ?, user_cpu_ms = ?, sys_cpu_ms = ?, max_rss_kb = ?,
-	duration_ms = coalesce(?, duration_ms)
+	duration_ms = coalesce(?, duration_ms), output_bytes = max(output_bytes, coalesce(?, 0)),
+	output_lines = max(output_lines, coalesce(?, 0)), dropped_bytes = max(dropped_bytes, coalesce(?, 0))
 	WHERE id = ? AND status = ?
-	RETURNING ` + jobColumns
-	raiseOutputQuery = `UPDATE jobs SET output_bytes = max(output_bytes, ?),
-	output_lines = max(output_lines, ?), dropped_bytes = max(dropped_bytes, ?) WHERE id = ?
 	RETURNING ` + jobColumns
 	insertTransitionEventQuery = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
 	SELECT id, scope, ?, 'transition', ?, ?, ? FROM jobs WHERE id = ?`
@@ -119,11 +117,15 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 			if t.Runtime > 0 {
 				dur = sql.NullInt64{Int64: t.Runtime.Milliseconds(), Valid: true}
 			}
-			job, err = getJob(ctx, tx, toTerminalQuery, string(t.To), when, when,
-				exit, nullString(t.Signal), nullString(t.Reason), user, sys, rss, dur, id, from)
-			if err == nil && t.Output != nil {
-				job, err = getJob(ctx, tx, raiseOutputQuery, t.Output.Bytes, t.Output.Lines, t.Output.Dropped, id)
+			var outBytes, outLines, outDropped sql.NullInt64
+			if o := t.Output; o != nil {
+				outBytes = sql.NullInt64{Int64: o.Bytes, Valid: true}
+				outLines = sql.NullInt64{Int64: o.Lines, Valid: true}
+				outDropped = sql.NullInt64{Int64: o.Dropped, Valid: true}
 			}
+			job, err = getJob(ctx, tx, toTerminalQuery, string(t.To), when, when,
+				exit, nullString(t.Signal), nullString(t.Reason), user, sys, rss, dur,
+				outBytes, outLines, outDropped, id, from)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			// Cannot happen inside an immediate transaction; kept so that a
