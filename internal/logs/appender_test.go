@@ -364,11 +364,7 @@ func TestConstraintFailureCostsOnlyItsJob(t *testing.T) {
 	bad, good := newJob(t, d, 0), newJob(t, d, 0)
 	track(t, a, bad, 0)
 	track(t, a, good, 0)
-	// A stray row where the appender's first chunk of bad goes.
-	if _, err := d.Exec(`INSERT INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data)
-		VALUES (?, 99, 'stdout', 0, 0, 0, '2026-01-01T00:00:00.000Z', x'00')`, bad); err != nil {
-		t.Fatal(err)
-	}
+	plantChunkAtZero(t, d, bad)
 	write(t, a, bad, Stdout, []byte("refused\n"))
 	write(t, a, good, Stdout, []byte("kept\n"))
 	flush(t, a)
@@ -693,10 +689,7 @@ func TestGrowInJobByJobRetry(t *testing.T) {
 	track(t, a, good, 0)
 	write(t, a, good, Stdout, []byte("first\n"))
 	flush(t, a)
-	if _, err := d.Exec(`INSERT INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data)
-		VALUES (?, 99, 'stdout', 0, 0, 0, '2026-01-01T00:00:00.000Z', x'00')`, bad); err != nil {
-		t.Fatal(err)
-	}
+	plantChunkAtZero(t, d, bad)
 	write(t, a, bad, Stdout, []byte("refused\n"))
 	write(t, a, good, Stdout, []byte("kept\n"))
 	flush(t, a)

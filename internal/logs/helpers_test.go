@@ -217,3 +217,14 @@ func readAll(t testing.TB, d *db.DB, id string, limit int64, f Filter) (data []b
 		off = p.NextOffset
 	}
 }
+
+// plantChunkAtZero inserts a stray chunk row where the appender's first
+// chunk of id goes, so that writing that chunk breaks the schema's
+// uniqueness rule.
+func plantChunkAtZero(t testing.TB, d *db.DB, id string) {
+	t.Helper()
+	if _, err := d.Exec(`INSERT INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data)
+		VALUES (?, 99, 'stdout', 0, 0, 0, '2026-01-01T00:00:00.000Z', x'00')`, id); err != nil {
+		t.Fatal(err)
+	}
+}
