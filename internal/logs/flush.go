@@ -589,13 +589,13 @@ func isConstraint(err error) bool {
 // a writer cannot let the WAL start over (that needs every frame copied
 // when a write transaction begins), so once a checkpoint finds
 // walRestartFrames in the WAL, or as many pages of output were committed,
-// the flusher checkpoints itself before its next transaction, copying only what the checkpointer has not: the WAL
-// then starts over, and stays under about walRestartFrames plus a
-// checkpointer's round (39 MiB measured under a flood, against 20 MiB with
-// SQLite's own checkpoints). BenchmarkAppend256MiB, x_raw_sqlite: 0.83
-// checkpointing inline, 1.07-1.13 with the checkpointer; the capture of
-// 1 GiB end to end (bench/run.sh): 0.64-0.73 of raw SQLite before,
-// 0.84-0.89 after.
+// the flusher checkpoints itself before its next transaction, copying only
+// what the checkpointer has not: the WAL then starts over, and stays under
+// about walRestartFrames plus a checkpointer's round (40 MiB measured under
+// a flood, against 20 MiB with SQLite's own checkpoints).
+// BenchmarkAppend256MiB, x_raw_sqlite: 0.83 checkpointing inline, 1.07-1.13
+// with the checkpointer; the capture of 1 GiB end to end (bench/run.sh):
+// 0.64-0.73 of raw SQLite before, 0.84-0.93 after.
 //
 // Frames, not bytes of output, measure the WAL: a trickle of many jobs
 // writes far more pages than output bytes (each flush rewrites the pages
