@@ -63,6 +63,13 @@ func DSN(path string) string {
 
 // Open opens the database at path, creating it (mode 0600, in a directory
 // created 0700) when it does not exist, and applies pending migrations.
+//
+// Its connections do not checkpoint the WAL on their own (SQLite's
+// wal_autocheckpoint is off): the output appender of a supervisor copies
+// the WAL beside its writes and only while the disk has room for it
+// (logs.Appender). A connection checkpointing after its commit could fill
+// a nearly full disk with the copy, after which SQLite refuses every write,
+// a job's end included. The last connection to close still checkpoints.
 func Open(ctx context.Context, path string) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("open database: empty path")
@@ -74,7 +81,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err := prepareFile(abs); err != nil {
 		return nil, err
 	}
-	sqldb := sql.OpenDB(&connector{dsn: DSN(abs)})
+	sqldb := sql.OpenDB(&connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode()})
 	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now}
 	if err := d.migrate(ctx); err != nil {
 		sqldb.Close()

@@ -43,6 +43,11 @@ type AppenderOptions struct {
 	// OnDropped, if set, is called (from the flusher, without locks held)
 	// with the bytes of a job that could not be stored and why.
 	OnDropped func(jobID string, n int64, err error)
+	// MinFree is the free space the flusher leaves on the database's file
+	// system (DefaultMinFree): output that would take more is dropped, as
+	// on a full disk, so that the small writes that record what happens to
+	// jobs (a status change, an event) still fit.
+	MinFree int64
 }
 
 func (o *AppenderOptions) setDefaults() {
@@ -66,6 +71,9 @@ func (o *AppenderOptions) setDefaults() {
 	}
 	if o.RetryFor <= 0 {
 		o.RetryFor = DefaultRetryFor
+	}
+	if o.MinFree <= 0 {
+		o.MinFree = DefaultMinFree
 	}
 }
 
@@ -423,6 +431,12 @@ func (a *Appender) Flush(ctx context.Context) error {
 
 // flushGrid is the origin of every appender's grid of flushes (monotonic).
 var flushGrid = time.Now()
+
+// CheckpointSoon wakes the checkpointer: a supervisor calls it now and
+// then, so that the WAL is copied also when little output comes (status
+// changes and events go to the WAL too, and no connection checkpoints by
+// itself; see db.Open).
+func (a *Appender) CheckpointSoon() { signal(a.ckpt) }
 
 // FlushInterval is the spacing of the flushes of a trickle.
 func (a *Appender) FlushInterval() time.Duration { return a.o.FlushInterval }

@@ -218,6 +218,12 @@ func insertRawChunks(b *testing.B, dir string, data []byte, size int64) cost {
 		b.Fatal(err)
 	}
 	defer d.Close()
+	// A baseline checkpoints as SQLite does by default, on the committing
+	// connection, one connection only.
+	d.SetMaxOpenConns(1)
+	if _, err := d.Exec(`PRAGMA wal_autocheckpoint = 1000`); err != nil {
+		b.Fatal(err)
+	}
 	id := newJob(b, d, 0)
 	at := db.FormatTime(time.Now())
 	return measure(func() {

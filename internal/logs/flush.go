@@ -177,8 +177,15 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 	if err != nil {
 		return err
 	}
+	var n int64
+	for _, b := range *batch {
+		n += b.bytes
+	}
+	if err := a.checkRoom(n); err != nil {
+		return err
+	}
 	if (a.walSync >= walRestartFrames*4096 || a.walFrames.Load() >= walRestartFrames) &&
-		a.checkpoint(ctx, w.conn) == nil {
+		a.roomToCheckpoint() && a.checkpoint(ctx, w.conn) == nil {
 		// Copied up to the last commit: this transaction starts the
 		// WAL over, unless a reader still needs the old frames.
 		a.walFrames.Store(0)
@@ -207,7 +214,7 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 	txStart := time.Now()
 	for i := 0; ; {
 		if i == len(*batch) {
-			if time.Since(txStart) >= maxTxSpan {
+			if time.Since(txStart) >= maxTxSpan || a.checkRoom(n+int64(a.o.MaxBatchBytes)) != nil {
 				break
 			}
 			more := a.takeMore()
@@ -215,25 +222,24 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 				break
 			}
 			*batch = append(*batch, more...)
+			for _, b := range more {
+				n += b.bytes
+			}
 		}
 		// A group never spans two takes, so it holds a job at most once.
 		for k := i; k < len(*batch); k++ {
 			(*batch)[k].gone, (*batch)[k].failed = false, nil
 		}
-		for n := len(*batch) - i; n > 0; {
-			g := min(groupRows, 1<<(bits.Len(uint(n))-1))
+		for left := len(*batch) - i; left > 0; {
+			g := min(groupRows, 1<<(bits.Len(uint(left))-1))
 			if err = write(ctx, w, (*batch)[i:i+g]); err != nil {
 				return err
 			}
-			i, n = i+g, n-g
+			i, left = i+g, left-g
 		}
 	}
 	if _, err = w.conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit output: %w", err)
-	}
-	var n int64
-	for _, b := range *batch {
-		n += b.bytes
 	}
 	a.walBytes += n
 	a.walSync += n
@@ -614,6 +620,9 @@ func (a *Appender) checkpointer() {
 		case <-a.ctx.Done():
 			return
 		case <-a.ckpt:
+		}
+		if !a.roomToCheckpoint() {
+			continue // see room.go
 		}
 		conn, err := a.d.Conn(a.ctx)
 		if err != nil {

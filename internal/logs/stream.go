@@ -61,6 +61,9 @@ const (
 	// DefaultRetryFor is how long a failing flush is retried before its
 	// bytes are dropped.
 	DefaultRetryFor = 3 * time.Second
+	// DefaultMinFree is the free space the flusher leaves on the database's
+	// file system for the writes that record what happens to jobs.
+	DefaultMinFree = 2 << 20
 
 	// DefaultLimit is the read limit when a read passes 0.
 	DefaultLimit = 64 << 10

@@ -143,6 +143,7 @@ func (s *Supervisor) janitor() {
 			s.logf("janitor: %v", err)
 		}
 		s.runPendingHooks(s.ctx)
+		s.app.CheckpointSoon()
 		if res.Lost > 0 || res.Deleted > 0 {
 			s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)
 		}
