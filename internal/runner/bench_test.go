@@ -58,3 +58,32 @@ func (s *Supervisor) waitChild(id string) {
 		<-c.done
 	}
 }
+
+// BenchmarkShortJob runs `sh -c 'echo hi'` to its recorded end (status,
+// output and all) against running the same command with os/exec and
+// reading its output, in the same run: what a short job costs beyond the
+// process itself.
+func BenchmarkShortJob(b *testing.B) {
+	s := startSupervisor(b, Config{Logf: func(string, ...any) {}})
+	ctx := context.Background()
+	req := StartRequest{Job: db.NewJob{
+		Scope: "bench", Command: "echo hi", Argv: []string{"/bin/sh", "-c", "echo hi"}, Cwd: "/", Stdin: "null",
+		TTL: time.Minute,
+	}}
+	b.Run("jobs", func(b *testing.B) {
+		for b.Loop() {
+			job, err := s.Start(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.waitChild(job.ID)
+		}
+	})
+	b.Run("exec", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := exec.Command("/bin/sh", "-c", "echo hi").Output(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -141,6 +141,7 @@ wait:
 	// exec.Cmd.WaitDelay bounds Wait; what the grandchild writes after
 	// that is not captured. The pumps close the pipes.
 	drain.set(timeNow().Add(s.cfg.DrainTimeout))
+	s.trickle.readNow()
 	pumps.Wait()
 
 	<-c.ready

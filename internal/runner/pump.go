@@ -83,6 +83,7 @@ type pipeDrain struct {
 	mu       sync.Mutex
 	deadline time.Time
 	waiting  map[*os.File]struct{}
+	exited   chan struct{} // closed by set: pausing pumps read at once
 }
 
 func (d *pipeDrain) set(t time.Time) {
@@ -92,6 +93,26 @@ func (d *pipeDrain) set(t time.Time) {
 	for f := range d.waiting {
 		f.SetReadDeadline(t)
 	}
+	if d.exited == nil {
+		d.exited = make(chan struct{})
+	}
+	select {
+	case <-d.exited:
+	default:
+		close(d.exited)
+	}
+}
+
+// done returns a channel closed once the deadline is set: the main process
+// has exited, and what is left in the pipes is best read now, so that the
+// job ends without waiting for the next paced read.
+func (d *pipeDrain) done() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.exited == nil {
+		d.exited = make(chan struct{})
+	}
+	return d.exited
 }
 
 func (d *pipeDrain) get() time.Time {
@@ -278,7 +299,12 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 			pause = min(pause, deadline.Sub(now))
 		}
 		if pause > 0 {
-			time.Sleep(pause) // pacing the reads, not waiting for an event
+			t := time.NewTimer(pause) // pacing the reads
+			select {
+			case <-t.C:
+			case <-drain.done():
+				t.Stop()
+			}
 			now = timeNow()
 		}
 		last = now

@@ -22,7 +22,8 @@ type trickler struct {
 
 	mu      sync.Mutex
 	pipes   map[*tricklePipe]struct{}
-	running bool // the reading goroutine runs; it exits when pipes is empty
+	running bool          // the reading goroutine runs; it exits when pipes is empty
+	now     chan struct{} // a round at once: a job's main process exited
 }
 
 // tricklePipe is a pipe held by the trickler.
@@ -35,6 +36,21 @@ type tricklePipe struct {
 	back  chan struct{}
 }
 
+// readNow makes the trickler read every pipe it holds at once rather than
+// before the next flush: a job's main process has exited, and its pipes
+// are best drained now so that the job ends without that wait.
+func (t *trickler) readNow() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.now == nil {
+		t.now = make(chan struct{}, 1)
+	}
+	select {
+	case t.now <- struct{}{}:
+	default:
+	}
+}
+
 // hold gives p to the trickler and returns when the trickler gives it
 // back. last is when p was last read.
 func (t *trickler) hold(p *pipe, emit func([]byte), drain *pipeDrain, last time.Time) {
@@ -44,6 +60,9 @@ func (t *trickler) hold(p *pipe, emit func([]byte), drain *pipeDrain, last time.
 		t.pipes = map[*tricklePipe]struct{}{}
 	}
 	t.pipes[tp] = struct{}{}
+	if t.now == nil {
+		t.now = make(chan struct{}, 1)
+	}
 	if !t.running {
 		t.running = true
 		go t.run()
@@ -56,8 +75,16 @@ func (t *trickler) hold(p *pipe, emit func([]byte), drain *pipeDrain, last time.
 func (t *trickler) run() {
 	buf := make([]byte, 64<<10)
 	var round []*tricklePipe
+	t.mu.Lock()
+	now := t.now
+	t.mu.Unlock()
 	for {
-		time.Sleep(t.s.trickleWait(timeNow())) // pacing the reads to the flushes
+		pace := time.NewTimer(t.s.trickleWait(timeNow())) // pacing the reads to the flushes
+		select {
+		case <-pace.C:
+		case <-now:
+			pace.Stop()
+		}
 		t.mu.Lock()
 		if len(t.pipes) == 0 {
 			t.running = false
@@ -69,9 +96,9 @@ func (t *trickler) run() {
 			round = append(round, tp)
 		}
 		t.mu.Unlock()
-		now := timeNow()
+		at := timeNow()
 		for _, tp := range round {
-			if tp.read(buf, now) {
+			if tp.read(buf, at) {
 				continue
 			}
 			t.mu.Lock()
