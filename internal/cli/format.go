@@ -11,25 +11,6 @@ import (
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
-// formatSize renders a byte count as people read it: "0 B", "512 B",
-// "1.2 KiB", "64 MiB".
-func formatSize(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
-	f := float64(n)
-	u := -1
-	for f >= 1024 && u < len(units)-1 {
-		f /= 1024
-		u++
-	}
-	if f >= 100 || f == float64(int64(f)) {
-		return fmt.Sprintf("%.0f %s", f, units[u])
-	}
-	return fmt.Sprintf("%.1f %s", f, units[u])
-}
-
 // formatDuration renders a runtime compactly: "0s", "850ms", "3.2s", "4m05s",
 // "2h03m", "3d04h".
 func formatDuration(d time.Duration) string {

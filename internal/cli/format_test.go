@@ -34,20 +34,6 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-func TestFormatSize(t *testing.T) {
-	for _, tc := range []struct {
-		n    int64
-		want string
-	}{
-		{0, "0 B"}, {1, "1 B"}, {1023, "1023 B"}, {1024, "1 KiB"}, {1229, "1.2 KiB"},
-		{64 << 20, "64 MiB"}, {1288490189, "1.2 GiB"}, {500 << 20, "500 MiB"},
-	} {
-		if got := formatSize(tc.n); got != tc.want {
-			t.Errorf("formatSize(%d) = %q, want %q", tc.n, got, tc.want)
-		}
-	}
-}
-
 func TestFormatDuration(t *testing.T) {
 	for _, tc := range []struct {
 		d    time.Duration

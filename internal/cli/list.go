@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -163,7 +164,7 @@ func formatList(items []listItem, now time.Time, pt painter, scopes bool, cmdWid
 		}
 		row := []string{
 			j.ID, truncate(jobTitle(j), 24), pt.status(j.Status, statusText(j)), pid,
-			formatDuration(j.Runtime), formatSize(j.OutputBytes), last, truncate(commandText(j), cmdWidth),
+			formatDuration(j.Runtime), parse.FormatSize(j.OutputBytes), last, truncate(commandText(j), cmdWidth),
 		}
 		if scopes {
 			row = append([]string{j.Scope}, row...)

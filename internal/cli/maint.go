@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -41,7 +42,7 @@ func (r *runner) clear(cc *ucli.Context) error {
 	if jsonOut(cc) {
 		return r.printJSON(clearResult{JobID: j.ID, Cleared: true, Bytes: stored})
 	}
-	fmt.Fprintf(r.stdout, "cleared %s of output of %s\n", formatSize(stored), j.ID)
+	fmt.Fprintf(r.stdout, "cleared %s of output of %s\n", parse.FormatSize(stored), j.ID)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -82,7 +83,7 @@ func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string
 		head = append(head, fmt.Sprintf("pid %d", j.PID))
 	}
 	head = append(head, formatDuration(j.Runtime))
-	head = append(head, formatSize(j.OutputBytes)+" output")
+	head = append(head, parse.FormatSize(j.OutputBytes)+" output")
 	if j.LastOutputAt != nil && !j.Status.Terminal() {
 		head = append(head, "last "+formatAge(now, *j.LastOutputAt))
 	}
@@ -116,18 +117,18 @@ func omittedText(o jobs.Output, id string, isNew bool) string {
 	if earlier > 0 {
 		hint := fmt.Sprintf("jobs log %s --offset %d", id, max(o.Start-o.OmittedBefore, 0))
 		if isNew {
-			parts = append(parts, fmt.Sprintf("%s of new output skipped (%s)", formatSize(earlier), hint))
+			parts = append(parts, fmt.Sprintf("%s of new output skipped (%s)", parse.FormatSize(earlier), hint))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s earlier (%s)", formatSize(earlier), hint))
+			parts = append(parts, fmt.Sprintf("%s earlier (%s)", parse.FormatSize(earlier), hint))
 		}
 	}
 	if o.OmittedAfter > 0 {
-		parts = append(parts, fmt.Sprintf("%s more after this (jobs log %s --offset %d)", formatSize(o.OmittedAfter), id, o.NextOffset))
+		parts = append(parts, fmt.Sprintf("%s more after this (jobs log %s --offset %d)", parse.FormatSize(o.OmittedAfter), id, o.NextOffset))
 	}
 	if o.Evicted > 0 {
-		parts = append(parts, fmt.Sprintf("%s inside this range evicted by the output cap or jobs clear", formatSize(o.Evicted)))
+		parts = append(parts, fmt.Sprintf("%s inside this range evicted by the output cap or jobs clear", parse.FormatSize(o.Evicted)))
 	} else if o.EvictedTotal > 0 {
-		parts = append(parts, fmt.Sprintf("%s evicted by the output cap or jobs clear", formatSize(o.EvictedTotal)))
+		parts = append(parts, fmt.Sprintf("%s evicted by the output cap or jobs clear", parse.FormatSize(o.EvictedTotal)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -188,7 +189,7 @@ func (r *runner) parseRange(cc *ucli.Context) (jobs.Range, error) {
 			return rg, usagef(verb, "--limit must be at least 1")
 		}
 		if rg.Limit > jobs.MaxPageBytes {
-			return rg, usagef(verb, "--limit %d is more than the %s a read may return", rg.Limit, formatSize(jobs.MaxPageBytes))
+			return rg, usagef(verb, "--limit %d is more than the %s a read may return", rg.Limit, parse.FormatSize(jobs.MaxPageBytes))
 		}
 	case lineSel:
 		rg.FromLine = cc.Int64("from-line")
@@ -298,7 +299,7 @@ func (r *runner) logAll(cc *ucli.Context, c *jobs.Client, ref string, rg jobs.Ra
 		rg.Offset = out.NextOffset
 	}
 	if evicted > 0 {
-		fmt.Fprintf(r.stderr, "[%s of this range were evicted by the output cap or a clear]\n", formatSize(evicted))
+		fmt.Fprintf(r.stderr, "[%s of this range were evicted by the output cap or a clear]\n", parse.FormatSize(evicted))
 	}
 	return nil
 }

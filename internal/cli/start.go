@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/sync/errgroup"
@@ -288,7 +289,7 @@ func (r *runner) waitAndShow(cc *ucli.Context, c *jobs.Client, j jobs.Job, limit
 			if err != nil {
 				return err
 			}
-			r.note("%s of output before this; read it with: jobs log %s --offset 0", formatSize(p.Output.OmittedBefore), j.ID)
+			r.note("%s of output before this; read it with: jobs log %s --offset 0", parse.FormatSize(p.Output.OmittedBefore), j.ID)
 			fmt.Fprint(r.stdout, ensureNewline(p.Output.Text))
 			return r.finish(p.Job)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -92,16 +93,16 @@ func formatStatus(j jobs.Job, evs []jobs.Event, now time.Time, pt painter) strin
 		ttl += fmt.Sprintf(" (expires %s)", formatIn(now, j.LastAccess.Add(j.TTL)))
 	}
 	add("ttl", ttl)
-	out := fmt.Sprintf("%s, %s", formatSize(j.OutputBytes), plural(j.OutputLines, "line", "lines"))
+	out := fmt.Sprintf("%s, %s", parse.FormatSize(j.OutputBytes), plural(j.OutputLines, "line", "lines"))
 	if j.MaxOutput > 0 {
-		out += fmt.Sprintf(" (cap %s)", formatSize(j.MaxOutput))
+		out += fmt.Sprintf(" (cap %s)", parse.FormatSize(j.MaxOutput))
 	}
 	add("output", out)
 	if j.EvictedBytes > 0 {
-		add("evicted", formatSize(j.EvictedBytes))
+		add("evicted", parse.FormatSize(j.EvictedBytes))
 	}
 	if j.DroppedBytes > 0 {
-		add("dropped", formatSize(j.DroppedBytes)+" the database could not take")
+		add("dropped", parse.FormatSize(j.DroppedBytes)+" the database could not take")
 	}
 	if j.LastOutputAt != nil {
 		add("last output", formatTime(now, *j.LastOutputAt))
@@ -110,7 +111,7 @@ func formatStatus(j jobs.Job, evs []jobs.Event, now time.Time, pt painter) strin
 	if j.Status.Terminal() {
 		add("cpu", fmt.Sprintf("user %s, sys %s", formatDuration(j.UserCPU), formatDuration(j.SysCPU)))
 		if j.MaxRSSKB > 0 {
-			add("max rss", formatSize(j.MaxRSSKB<<10))
+			add("max rss", parse.FormatSize(j.MaxRSSKB<<10))
 		}
 	}
 	if j.WaitingForInput {

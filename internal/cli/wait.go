@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -159,7 +160,7 @@ func formatWait(res jobs.WaitResult) string {
 		if j.Status.Terminal() {
 			fmt.Fprintf(&b, "%s %s\n", j.ID, endText(j))
 		} else {
-			fmt.Fprintf(&b, "%s %s for %s, %s output\n", j.ID, statusText(j), formatDuration(j.Runtime), formatSize(j.OutputBytes))
+			fmt.Fprintf(&b, "%s %s for %s, %s output\n", j.ID, statusText(j), formatDuration(j.Runtime), parse.FormatSize(j.OutputBytes))
 		}
 	}
 	return b.String()
@@ -194,7 +195,7 @@ func (l *liveLine) update(js []jobs.Job) {
 			}
 		}
 	}
-	s := fmt.Sprintf("waiting %s · %d of %d running · %s output", formatDuration(time.Since(l.start).Truncate(time.Second)), running, len(js), formatSize(size))
+	s := fmt.Sprintf("waiting %s · %d of %d running · %s output", formatDuration(time.Since(l.start).Truncate(time.Second)), running, len(js), parse.FormatSize(size))
 	if last != "" {
 		s += " · " + last
 	}

@@ -1,15 +1,18 @@
 package logs
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentjobs/jobs/internal/parse"
 )
 
 // ErrDiskFull is why output is dropped when the database's file system is
 // (nearly) full.
-var ErrDiskFull = fmt.Errorf("disk full")
+var ErrDiskFull = errors.New("disk full")
 
 // Room on the disk.
 //
@@ -40,7 +43,7 @@ func (a *Appender) checkRoom(n int64) error {
 	}
 	if need := n + n/4 + a.o.MinFree; free < need {
 		return fmt.Errorf("%w: %s free on the database's file system, %s kept for status changes",
-			ErrDiskFull, sizeText(free), sizeText(a.o.MinFree))
+			ErrDiskFull, parse.FormatSize(free), parse.FormatSize(a.o.MinFree))
 	}
 	return nil
 }
@@ -50,14 +53,4 @@ func (a *Appender) checkRoom(n int64) error {
 func (a *Appender) roomToCheckpoint() bool {
 	free, ok := freeBytes(a.d.Path)
 	return !ok || free >= 2*a.o.MinFree+a.walFrames.Load()*4096
-}
-
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

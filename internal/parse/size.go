@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
@@ -58,4 +59,23 @@ func Size(s string) (int64, error) {
 		return 0, invalid("size", s, "too large")
 	}
 	return n.Int64(), nil
+}
+
+// FormatSize writes a byte count as people read it, in units Size reads
+// back: "0 B", "512 B", "1.2 KiB", "64 MiB".
+func FormatSize(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
+	f := float64(n)
+	u := -1
+	for f >= 1024 && u < len(units)-1 {
+		f /= 1024
+		u++
+	}
+	if f >= 100 || f == float64(int64(f)) {
+		return fmt.Sprintf("%.0f %s", f, units[u])
+	}
+	return fmt.Sprintf("%.1f %s", f, units[u])
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/parse"
 )
 
 // pageBytes is the page size the byte-exact check reads with: the largest
@@ -30,7 +32,7 @@ func (b *bench) capture(ctx context.Context) error {
 	}
 	size := b.cfg.captureBytes
 	src := filepath.Join(w.dir, "src.bin")
-	fmt.Fprintf(os.Stderr, "   generating %s of random bytes\n", sizeText(size))
+	fmt.Fprintf(os.Stderr, "   generating %s of random bytes\n", parse.FormatSize(size))
 	if err := spew(src, size); err != nil {
 		return err
 	}
@@ -127,7 +129,7 @@ func (b *bench) capture(ctx context.Context) error {
 	exact := got == want && read == size && st.OutputBytes == size && st.DroppedBytes == 0
 	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f MiB/s", mibps(size, d)) }
 	jr, rr, cr := mibps(size, jobsD), mibps(size, rawD), mibps(size, catD)
-	wl := "capture " + sizeText(size)
+	wl := "capture " + parse.FormatSize(size)
 	b.add(row{workload: wl, metric: "throughput vs raw SQLite 64 KiB rows", jobs: rate(jobsD), baseline: rate(rawD),
 		ratio: ratio(jr, rr), target: "≥ 0.70", ok: yes(jr/rr >= 0.7)})
 	b.add(row{workload: wl, metric: "throughput vs `cat src > file`", jobs: rate(jobsD), baseline: rate(catD), ratio: ratio(jr, cr)})
@@ -173,7 +175,7 @@ func (b *bench) pollLatency(ctx context.Context, w *world, id, file string, size
 		tail = append(tail, d)
 	}
 	pm, dm, tm := median(poll), median(deep), median(tail)
-	wl := "read, " + sizeText(size) + " history"
+	wl := "read, " + parse.FormatSize(size) + " history"
 	b.add(row{workload: wl, metric: "`jobs poll ID` vs `tail -c 500 file`", jobs: ms(pm), baseline: ms(tm),
 		ratio: ratio(float64(pm), float64(tm)), target: "≤ 8 ms", ok: yes(pm <= 8*time.Millisecond)})
 	b.add(row{workload: wl, metric: "`jobs log --offset <middle> --limit 64KiB` vs `tail -c 500 file`", jobs: ms(dm), baseline: ms(tm),

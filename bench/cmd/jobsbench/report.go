@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/parse"
 )
 
 // bench is one run of the harness.
@@ -75,17 +77,6 @@ func mibps(bytes int64, d time.Duration) float64 {
 	return float64(bytes) / (1 << 20) / d.Seconds()
 }
 
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	default:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-}
-
 func (b *bench) render() string {
 	var s strings.Builder
 	m := b.machine
@@ -98,7 +89,7 @@ func (b *bench) render() string {
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), mode, m.cpu, m.cpus, m.memGiB, m.kernel, m.goVersion, m.jobsRev)
 	fmt.Fprintf(&s, "Load average (1, 5, 15 min) before the run: %s; after: %s.\n\n", m.loadBefore, m.loadAfter)
 	fmt.Fprintf(&s, "Sizes: %d start runs per tool, capture %s, %d poll runs, %d jobs × %d lines/s × %d s, %d kill trials.\n\n",
-		b.cfg.startRuns, sizeText(b.cfg.captureBytes), b.cfg.pollRuns, b.cfg.concJobs, b.cfg.concRate, b.cfg.concSecs, b.cfg.killTrials)
+		b.cfg.startRuns, parse.FormatSize(b.cfg.captureBytes), b.cfg.pollRuns, b.cfg.concJobs, b.cfg.concRate, b.cfg.concSecs, b.cfg.killTrials)
 	s.WriteString("| workload | metric | jobs | baseline | ratio | target | met |\n")
 	s.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range b.rows {
