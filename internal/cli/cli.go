@@ -158,9 +158,13 @@ func oneRef(cc *ucli.Context) (string, error) {
 	return a[0], nil
 }
 
-func (r *runner) app() *ucli.App {
-	// --version only: -v is free for verbs.
+func init() {
+	// urfave/cli's version flag is a package variable: --version only, -v
+	// is free for verbs.
 	ucli.VersionFlag = &ucli.BoolFlag{Name: "version", Usage: "print the version and exit", DisableDefaultText: true}
+}
+
+func (r *runner) app() *ucli.App {
 	app := &ucli.App{
 		Name:      "jobs",
 		Version:   version(),

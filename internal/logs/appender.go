@@ -223,8 +223,8 @@ func (a *Appender) Close() error {
 	err := a.flush()
 	a.flushing <- struct{}{}
 	if a.w != nil {
-		// What the checkpointer has not copied yet is copied now, so
-		// that the WAL does not outlive the appender.
+		// What the checkpointer has not copied yet is copied now, room
+		// permitting, so that the WAL does not outlive the appender.
 		_ = a.checkpoint(context.Background(), a.w.conn)
 	}
 	a.dropWriterLocked()

@@ -185,7 +185,7 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 		return err
 	}
 	if (a.walSync >= walRestartFrames*4096 || a.walFrames.Load() >= walRestartFrames) &&
-		a.roomToCheckpoint() && a.checkpoint(ctx, w.conn) == nil {
+		a.checkpoint(ctx, w.conn) == nil {
 		// Copied up to the last commit: this transaction starts the
 		// WAL over, unless a reader still needs the old frames.
 		a.walFrames.Store(0)
@@ -621,9 +621,6 @@ func (a *Appender) checkpointer() {
 			return
 		case <-a.ckpt:
 		}
-		if !a.roomToCheckpoint() {
-			continue // see room.go
-		}
 		conn, err := a.d.Conn(a.ctx)
 		if err != nil {
 			continue // the flusher's own checkpoints still bound the WAL
@@ -635,10 +632,15 @@ func (a *Appender) checkpointer() {
 
 // checkpoint runs a passive checkpoint (one that waits for no reader or
 // writer) on conn, one at a time, and notes how many frames the WAL holds.
+// It copies nothing, and says the disk is full, while the copy could take
+// the room kept for status changes.
 // The caller that is the flusher holds a.flushing, so nothing is committed
 // meanwhile and the checkpoint copies every frame that no reader still
 // needs.
 func (a *Appender) checkpoint(ctx context.Context, conn *sql.Conn) error {
+	if !a.roomToCheckpoint() {
+		return ErrDiskFull // see room.go
+	}
 	a.ckptMu.Lock()
 	defer a.ckptMu.Unlock()
 	var busy, frames, copied int64

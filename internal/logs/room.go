@@ -21,8 +21,8 @@ var ErrDiskFull = errors.New("disk full")
 // would stay running until space came back. A WAL whose frames are all
 // committed cannot start over before they are copied into the database
 // file, which needs room too. So the flusher does not write a batch that
-// could take the free space below MinFree, and the checkpointer does not
-// copy while less than twice that is free: output is dropped and counted
+// could take the free space below MinFree, and no checkpoint copies while
+// less than twice that (plus the WAL) is free: output is dropped and counted
 // instead, and the room is left for status changes and events.
 
 // freeBytes returns the space available on the file system of path.

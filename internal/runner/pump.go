@@ -93,11 +93,8 @@ func (d *pipeDrain) set(t time.Time) {
 	for f := range d.waiting {
 		f.SetReadDeadline(t)
 	}
-	if d.exited == nil {
-		d.exited = make(chan struct{})
-	}
 	select {
-	case <-d.exited:
+	case <-d.exitedLocked():
 	default:
 		close(d.exited)
 	}
@@ -109,6 +106,12 @@ func (d *pipeDrain) set(t time.Time) {
 func (d *pipeDrain) done() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.exitedLocked()
+}
+
+// exitedLocked returns d.exited, made on first use (a zero pipeDrain is
+// ready to use); d.mu is held.
+func (d *pipeDrain) exitedLocked() chan struct{} {
 	if d.exited == nil {
 		d.exited = make(chan struct{})
 	}

@@ -286,7 +286,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 
 	s.reaper = acquireReaper(s.cfg.Logf)
 	s.app = logs.NewAppender(s.db, logs.AppenderOptions{OnDropped: s.noteDropped})
-	s.trickle.s = s
+	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
 	s.app.Open()
 
 	if n, err := s.sweep(ctx); err != nil {

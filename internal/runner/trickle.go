@@ -23,7 +23,7 @@ type trickler struct {
 	mu      sync.Mutex
 	pipes   map[*tricklePipe]struct{}
 	running bool          // the reading goroutine runs; it exits when pipes is empty
-	now     chan struct{} // a round at once: a job's main process exited
+	now     chan struct{} // a round at once: a job's main process exited (buffered, 1)
 }
 
 // tricklePipe is a pipe held by the trickler.
@@ -40,11 +40,6 @@ type tricklePipe struct {
 // before the next flush: a job's main process has exited, and its pipes
 // are best drained now so that the job ends without that wait.
 func (t *trickler) readNow() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.now == nil {
-		t.now = make(chan struct{}, 1)
-	}
 	select {
 	case t.now <- struct{}{}:
 	default:
@@ -56,13 +51,7 @@ func (t *trickler) readNow() {
 func (t *trickler) hold(p *pipe, emit func([]byte), drain *pipeDrain, last time.Time) {
 	tp := &tricklePipe{p: p, emit: emit, drain: drain, last: last, back: make(chan struct{})}
 	t.mu.Lock()
-	if t.pipes == nil {
-		t.pipes = map[*tricklePipe]struct{}{}
-	}
 	t.pipes[tp] = struct{}{}
-	if t.now == nil {
-		t.now = make(chan struct{}, 1)
-	}
 	if !t.running {
 		t.running = true
 		go t.run()
@@ -75,14 +64,11 @@ func (t *trickler) hold(p *pipe, emit func([]byte), drain *pipeDrain, last time.
 func (t *trickler) run() {
 	buf := make([]byte, 64<<10)
 	var round []*tricklePipe
-	t.mu.Lock()
-	now := t.now
-	t.mu.Unlock()
 	for {
 		pace := time.NewTimer(t.s.trickleWait(timeNow())) // pacing the reads to the flushes
 		select {
 		case <-pace.C:
-		case <-now:
+		case <-t.now:
 			pace.Stop()
 		}
 		t.mu.Lock()
