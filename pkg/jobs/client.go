@@ -197,17 +197,7 @@ func (c *Client) Close() error {
 // check rejects calls on a closed client or with a nil context, and opens
 // the database if it is not open yet (LazyOpen). Every method that uses
 // c.db calls it first.
-func (c *Client) check(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalid)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	return c.openLocked(ctx)
-}
+func (c *Client) check(ctx context.Context) error { return c.guard(ctx, true) }
 
 // openLocked opens the database unless it is open. The caller holds mu.
 func (c *Client) openLocked(ctx context.Context) error {
@@ -223,14 +213,20 @@ func (c *Client) openLocked(ctx context.Context) error {
 }
 
 // usable is check without opening the database.
-func (c *Client) usable(ctx context.Context) error {
+func (c *Client) usable(ctx context.Context) error { return c.guard(ctx, false) }
+
+// guard is check, opening the database when open is set.
+func (c *Client) guard(ctx context.Context, open bool) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalid)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	switch {
+	case c.closed:
 		return ErrClosed
+	case open:
+		return c.openLocked(ctx)
 	}
 	return nil
 }
