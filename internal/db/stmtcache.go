@@ -165,7 +165,9 @@ func (c *cachingConn) Close() error {
 	return c.sqliteConn.Close()
 }
 
-// cachedRows gives its statement back to the cache when closed.
+// cachedRows gives its statement back to the cache when closed. It passes
+// on no column type information (sql.Rows.ColumnTypes then reports only
+// names): nothing in the project asks for it.
 type cachedRows struct {
 	driver.Rows
 	once    sync.Once
@@ -176,12 +178,4 @@ func (r *cachedRows) Close() error {
 	err := r.Rows.Close()
 	r.once.Do(r.release)
 	return err
-}
-
-// ColumnTypeDatabaseTypeName passes on the declared type of a column.
-func (r *cachedRows) ColumnTypeDatabaseTypeName(i int) string {
-	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
-		return t.ColumnTypeDatabaseTypeName(i)
-	}
-	return ""
 }
