@@ -124,8 +124,15 @@ type jobState struct {
 	queue     []*pendingChunk
 	lastWrite time.Time
 	dropped   int64 // dropped bytes not yet added to jobs.dropped_bytes
-	gone      bool  // the jobs row was deleted: discard its output
-	tail      *tailRow
+	// unkept is at most evicted_bytes + dropped_bytes of the jobs row: the
+	// bytes of off that are not retained. It is read at Track and grows
+	// with what the appender records itself; `jobs clear` may add more
+	// behind its back, so off - unkept may overstate what the job retains
+	// (never understate it), and a flush asks the row when it says the
+	// job is over its cap.
+	unkept int64
+	gone   bool // the jobs row was deleted: discard its output
+	tail   *tailRow
 }
 
 // tailRow is the newest chunk row of a job as the appender last wrote
@@ -259,11 +266,11 @@ func (a *Appender) Track(jobID string, maxOutput int64) error {
 	}
 	a.mu.Unlock()
 
-	const q = `SELECT output_bytes, output_lines,
+	const q = `SELECT output_bytes, output_lines, evicted_bytes + dropped_bytes,
 		coalesce((SELECT seq + 1 FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)
 		FROM jobs WHERE id = ?1`
 	st := &jobState{id: jobID, maxOutput: maxOutput, head: a.headFor(maxOutput)}
-	err := a.d.QueryRowContext(context.Background(), q, jobID).Scan(&st.off, &st.lines, &st.seq)
+	err := a.d.QueryRowContext(context.Background(), q, jobID).Scan(&st.off, &st.lines, &st.unkept, &st.seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("track job %s: %w", jobID, ErrJobNotFound)
 	}
@@ -517,8 +524,14 @@ type jobBatch struct {
 	lines   int64 // output_lines after this batch
 	last    time.Time
 	dropped int64 // earlier drops to record
-	gone    bool  // set by the writer: the jobs row is gone
-	failed  error // set by the writer: this job's rows were refused
+	// unkept is st.unkept once this batch is written: its drops added,
+	// and set by the writer from the row when it asked it, plus what it
+	// evicted.
+	unkept    int64
+	maxOutput int64 // st.maxOutput and st.head at the take
+	head      int64
+	gone      bool  // set by the writer: the jobs row is gone
+	failed    error // set by the writer: this job's rows were refused
 }
 
 // flushLocked writes the queued chunks of jobID, or of every job when jobID
@@ -550,8 +563,11 @@ func (a *Appender) flushLocked(jobID string) error {
 		case err != nil || b.failed != nil:
 			b.st.dropped += b.dropped + b.bytes
 			b.st.tail = nil
-		case len(b.chunks) > 0:
-			b.st.tail = b.chunks[len(b.chunks)-1].stored()
+		default:
+			b.st.unkept = max(b.st.unkept, b.unkept)
+			if len(b.chunks) > 0 {
+				b.st.tail = b.chunks[len(b.chunks)-1].stored()
+			}
 		}
 	}
 	a.degraded = err != nil
@@ -601,7 +617,8 @@ func (a *Appender) takeJobLocked(st *jobState) (jobBatch, bool) {
 	if st.gone || (len(st.queue) == 0 && st.dropped == 0) {
 		return jobBatch{}, false
 	}
-	b := jobBatch{st: st, chunks: st.queue, end: st.off, lines: st.lines, last: st.lastWrite, dropped: st.dropped}
+	b := jobBatch{st: st, chunks: st.queue, end: st.off, lines: st.lines, last: st.lastWrite, dropped: st.dropped,
+		unkept: st.unkept + st.dropped, maxOutput: st.maxOutput, head: st.head}
 	for _, c := range st.queue {
 		b.bytes += int64(len(c.data))
 	}

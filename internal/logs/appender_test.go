@@ -277,6 +277,49 @@ func TestClear(t *testing.T) {
 	}
 }
 
+// The appender knows what a capped job retains only from above (a clear
+// by another connection lowers it behind its back): after a clear, a job
+// whose earlier output was far over its cap keeps all its new output up to
+// the cap, and only then loses the middle again.
+func TestCapAfterClear(t *testing.T) {
+	d := openDB(t)
+	const head, maxOutput = 4 << 10, 16 << 10
+	a := newAppender(t, d, AppenderOptions{MaxChunk: 1 << 10, HeadKeep: head})
+	id := newJob(t, d, maxOutput)
+	track(t, a, id, maxOutput)
+	line := []byte(strings.Repeat("y", 63) + "\n")
+	for range 1024 { // 64 KiB: four times the cap
+		write(t, a, id, Stdout, line)
+	}
+	flush(t, a)
+	ctx := context.Background()
+	if err := Clear(ctx, d, id); err != nil {
+		t.Fatal(err)
+	}
+	var after []byte
+	for i := range 200 { // 12.8 KiB: under the cap
+		p := fmt.Appendf(nil, "after %03d %s\n", i, strings.Repeat("z", 53))
+		write(t, a, id, Stdout, p)
+		after = append(after, p...)
+		if i%20 == 0 {
+			flush(t, a)
+		}
+	}
+	flush(t, a)
+	got, _, _ := readAll(t, d, id, 64<<10, Filter{})
+	if !bytes.Equal(got, after) {
+		t.Fatalf("after clear: kept %d of the %d bytes written since, under a cap of %d", len(got), len(after), maxOutput)
+	}
+	for range 200 { // another 12.8 KiB: over the cap again
+		write(t, a, id, Stdout, line)
+	}
+	flush(t, a)
+	row := readJobRow(t, d, id)
+	if kept := row.Output - row.Evicted - row.Dropped; kept > maxOutput+1<<10 || kept < maxOutput-1<<10 {
+		t.Fatalf("retained %d bytes, cap %d", kept, maxOutput)
+	}
+}
+
 func TestResumeAfterReopen(t *testing.T) {
 	d := openDB(t)
 	id := newJob(t, d, 0)

@@ -32,6 +32,8 @@ const (
 
 	addEvicted = `UPDATE jobs SET evicted_bytes = evicted_bytes + ? WHERE id = ?`
 
+	retainedQuery = `SELECT output_bytes - evicted_bytes - dropped_bytes FROM jobs WHERE id = ?`
+
 	// growChunk extends a job's newest row (see GrowChunk).
 	growChunk = `UPDATE chunks SET data = CAST(data || ? AS BLOB), line_count = line_count + ?
 		WHERE job_id = ? AND byte_offset = ?`
@@ -283,33 +285,31 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 	if err != nil {
 		return fmt.Errorf("prepare update: %w", err)
 	}
-	rows, err := upd.QueryContext(ctx, args...)
+	res, err := upd.ExecContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("advance jobs: %w", err)
 	}
-	retained := make(map[string]int64, len(group))
-	for rows.Next() {
-		var id string
-		var n int64
-		if err := rows.Scan(&id, &n); err != nil {
-			rows.Close()
-			return fmt.Errorf("advance jobs: %w", err)
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("advance jobs: %w", err)
+	} else if int(n) < len(group) {
+		// Some rows are gone (jobs rm while running): find which.
+		for k := range group {
+			b := &group[k]
+			var one int
+			err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, b.st.id).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				b.gone = true // nothing to keep
+			} else if err != nil {
+				return fmt.Errorf("advance jobs: %w", err)
+			}
 		}
-		retained[id] = n
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("advance jobs: %w", err)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("advance jobs: %w", err)
 	}
 
 	var pending, grows []*pendingChunk
 	var ids, growIDs []string
 	for k := range group {
 		b := &group[k]
-		if _, ok := retained[b.st.id]; !ok {
-			b.gone = true // deleted (jobs rm) while running: nothing to keep
+		if b.gone {
 			continue
 		}
 		for _, c := range b.chunks {
@@ -354,27 +354,46 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		}
 		pending, ids = pending[n:], ids[n:]
 	}
-	for _, b := range group {
-		r := retained[b.st.id]
-		if b.gone || b.st.maxOutput == 0 || r <= b.st.maxOutput || len(b.chunks) == 0 {
-			continue
-		}
-		if err := evict(ctx, w.conn, b.st.id, b.st.head, b.chunks[len(b.chunks)-1].stored().off, r-b.st.maxOutput); err != nil {
+	for k := range group {
+		if err := enforceCap(ctx, w.conn, &group[k], -1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// growRows extends the rows of grows, of the jobs ids, and reports which
-// rows were not there.
-func growRows(ctx context.Context, w *writer, grows []*pendingChunk, ids []string) ([]bool, error) {
-	type row struct {
-		id  string
-		off int64
+// enforceCap evicts the middle of b's job's output when it retains more
+// than its cap, with the batch written and the jobs row advanced.
+// retained is what the row said (-1: not asked); without it, b.unkept
+// bounds it from above, and the row is asked only when that bound is over
+// the cap, so that a flush of jobs far below their caps reads no row back.
+func enforceCap(ctx context.Context, conn *sql.Conn, b *jobBatch, retained int64) error {
+	if b.gone || b.maxOutput == 0 || len(b.chunks) == 0 || b.end-b.unkept <= b.maxOutput {
+		if retained >= 0 {
+			b.unkept = b.end - retained
+		}
+		return nil
 	}
-	found := make(map[row]bool, len(grows))
+	if retained < 0 {
+		if err := conn.QueryRowContext(ctx, retainedQuery, b.st.id).Scan(&retained); err != nil {
+			return fmt.Errorf("read retained output: %w", err)
+		}
+	}
+	b.unkept = b.end - retained
+	if retained <= b.maxOutput {
+		return nil
+	}
+	freed, err := evict(ctx, conn, b.st.id, b.head, b.chunks[len(b.chunks)-1].stored().off, retained-b.maxOutput)
+	b.unkept += freed
+	return err
+}
+
+// growRows extends the rows of grows, of the jobs ids, and reports which
+// rows were not there. All are, unless a job's output was cleared since
+// the row was written: only then are the rows looked for one by one.
+func growRows(ctx context.Context, w *writer, grows []*pendingChunk, ids []string) ([]bool, error) {
 	args := make([]any, 0, 4*len(grows))
+	var grown int64
 	for done := 0; done < len(grows); {
 		n := min(groupRows, 1<<(bits.Len(uint(len(grows)-done))-1))
 		args = args[:0]
@@ -385,35 +404,35 @@ func growRows(ctx context.Context, w *writer, grows []*pendingChunk, ids []strin
 		if err != nil {
 			return nil, fmt.Errorf("prepare grow: %w", err)
 		}
-		rows, err := st.QueryContext(ctx, args...)
+		res, err := st.ExecContext(ctx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("grow chunks: %w", err)
 		}
-		for rows.Next() {
-			var r row
-			if err := rows.Scan(&r.id, &r.off); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("grow chunks: %w", err)
-			}
-			found[r] = true
-		}
-		if err := rows.Close(); err != nil {
+		k, err := res.RowsAffected()
+		if err != nil {
 			return nil, fmt.Errorf("grow chunks: %w", err)
 		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("grow chunks: %w", err)
-		}
+		grown += k
 		done += n
 	}
 	missed := make([]bool, len(grows))
+	if grown == int64(len(grows)) {
+		return missed, nil
+	}
 	for k, c := range grows {
-		missed[k] = !found[row{ids[k], c.rowOff}]
+		var one int
+		err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM chunks WHERE job_id = ? AND byte_offset = ?`, ids[k], c.rowOff).Scan(&one)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			missed[k] = true
+		case err != nil:
+			return nil, fmt.Errorf("grow chunks: %w", err)
+		}
 	}
 	return missed, nil
 }
 
-// growChunksSQL is growChunk for n rows at once; it returns the job and
-// offset of each row it found.
+// growChunksSQL is growChunk for n rows at once.
 func growChunksSQL(n int) string {
 	var q strings.Builder
 	q.WriteString(`UPDATE OR FAIL chunks SET data = CAST(data || v.column3 AS BLOB), line_count = line_count + v.column4
@@ -424,13 +443,13 @@ func growChunksSQL(n int) string {
 		}
 		q.WriteString("(?,?,?,?)")
 	}
-	q.WriteString(`) AS v WHERE chunks.job_id = v.column1 AND chunks.byte_offset = v.column2
-		RETURNING job_id, byte_offset`)
+	q.WriteString(`) AS v WHERE chunks.job_id = v.column1 AND chunks.byte_offset = v.column2`)
 	return q.String()
 }
 
-// updateJobsSQL is updateJob for n jobs at once; it returns the id and
-// retained bytes of each job whose row exists.
+// updateJobsSQL is updateJob for n jobs at once, without reading back
+// what each retains (see enforceCap): RETURNING costs a result row per
+// job, and only a job near its cap needs the figure.
 func updateJobsSQL(n int) string {
 	var q strings.Builder
 	q.WriteString(`UPDATE OR FAIL jobs SET output_bytes = v.column2, output_lines = v.column3,
@@ -442,8 +461,7 @@ func updateJobsSQL(n int) string {
 		}
 		q.WriteString("(?,?,?,?,?)")
 	}
-	q.WriteString(`) AS v WHERE jobs.id = v.column1
-		RETURNING id, output_bytes - evicted_bytes - dropped_bytes`)
+	q.WriteString(`) AS v WHERE jobs.id = v.column1`)
 	return q.String()
 }
 
@@ -531,18 +549,15 @@ func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, st *writer, b *
 			return err
 		}
 	}
-	if b.st.maxOutput == 0 || retained <= b.st.maxOutput || len(b.chunks) == 0 {
-		return nil
-	}
-	return evict(ctx, conn, b.st.id, b.st.head, b.chunks[len(b.chunks)-1].stored().off, retained-b.st.maxOutput)
+	return enforceCap(ctx, conn, b, retained)
 }
 
 // evict deletes the oldest chunks at or past head, but never the newest
 // chunk (at newest), until excess bytes are gone, and counts them.
-func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, excess int64) error {
+func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, excess int64) (int64, error) {
 	rows, err := conn.QueryContext(ctx, evictable, jobID, head)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var freed, lastOff int64
 	n := 0
@@ -550,7 +565,7 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 		var off, size int64
 		if err := rows.Scan(&off, &size); err != nil {
 			rows.Close()
-			return err
+			return 0, err
 		}
 		if off >= newest {
 			break
@@ -560,19 +575,21 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 		n++
 	}
 	if err := rows.Close(); err != nil {
-		return err
+		return 0, err
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	if _, err := conn.ExecContext(ctx, deleteChunks, jobID, head, lastOff); err != nil {
-		return err
+		return 0, err
 	}
-	_, err = conn.ExecContext(ctx, addEvicted, freed, jobID)
-	return err
+	if _, err = conn.ExecContext(ctx, addEvicted, freed, jobID); err != nil {
+		return 0, err
+	}
+	return freed, nil
 }
 
 // isConstraint reports whether err is SQLite's SQLITE_CONSTRAINT family:
