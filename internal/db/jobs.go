@@ -253,6 +253,9 @@ func queryJobs(ctx context.Context, q sqlx.QueryerContext, query string, args ..
 		if err != nil {
 			return nil, err
 		}
+		if err := liveOutput(ctx, q, &j); err != nil {
+			return nil, err
+		}
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
@@ -264,7 +267,48 @@ func getJob(ctx context.Context, q sqlx.QueryerContext, query string, args ...an
 	if err := sqlx.GetContext(ctx, q, &r, query, args...); err != nil {
 		return Job{}, err
 	}
-	return r.job()
+	j, err := r.job()
+	if err != nil {
+		return Job{}, err
+	}
+	return j, liveOutput(ctx, q, &j)
+}
+
+// The end of a job's output as its newest chunk row has it. While a job
+// runs, the appender advances the counters of its jobs row only now and
+// then (logs.DefaultRowEvery); the newest chunk, always written with the output,
+// is never behind. A terminal status records the final counts in the row.
+const (
+	newestChunk   = ` FROM chunks WHERE job_id = jobs.id ORDER BY byte_offset DESC LIMIT 1)`
+	liveEndSQL    = `(SELECT byte_offset + length(data)` + newestChunk
+	liveLinesSQL  = `(SELECT first_line + line_count` + newestChunk
+	liveAtSQL     = `(SELECT at` + newestChunk
+	liveOutputSQL = `SELECT byte_offset + length(data), first_line + line_count, at
+	FROM chunks WHERE job_id = ? ORDER BY byte_offset DESC LIMIT 1`
+)
+
+// liveOutput brings the output counters of j, read from its row, up to its
+// newest chunk when j has not ended.
+func liveOutput(ctx context.Context, q sqlx.QueryerContext, j *Job) error {
+	if j.Status.Terminal() {
+		return nil
+	}
+	var end, lines int64
+	var at string
+	err := q.QueryRowxContext(ctx, liveOutputSQL, j.ID).Scan(&end, &lines, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read job %s: newest output: %w", j.ID, err)
+	}
+	j.OutputBytes, j.OutputLines = max(j.OutputBytes, end), max(j.OutputLines, lines)
+	if t, err := ParseTime(at); err != nil {
+		return fmt.Errorf("read job %s: newest output: %w", j.ID, err)
+	} else if j.LastOutputAt == nil || t.After(*j.LastOutputAt) {
+		j.LastOutputAt = &t
+	}
+	return nil
 }
 
 // inTx runs fn in a write transaction. The DSN makes it BEGIN IMMEDIATE, so

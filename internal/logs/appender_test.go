@@ -93,6 +93,86 @@ func TestTrickleIsVisibleWithoutFlush(t *testing.T) {
 	t.Logf("visible after %v", time.Since(start))
 }
 
+// While a job runs, its jobs row's counters lag its output (they are
+// advanced every RowEvery): every reader takes the end of the output from
+// the newest chunk, and a terminal status, even one set by someone who
+// never saw the output (lost), records the final counts.
+func TestRowLagsReadersDoNot(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{RowEvery: time.Hour})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	ctx := context.Background()
+	write(t, a, id, Stdout, []byte("one\n")) // the first output advances the row
+	waitFor(t, 5*time.Second, "the row to count the first line", func() bool {
+		return readJobRow(t, d, id).Output == 4
+	})
+	write(t, a, id, Stderr, []byte("two\n"))
+	write(t, a, id, Stdout, []byte("three\n"))
+	waitFor(t, 5*time.Second, "the lines to be readable", func() bool {
+		p, err := ReadRange(ctx, d, id, 0, 0, Filter{})
+		return err == nil && string(p.Data) == "one\ntwo\nthree\n"
+	})
+	if row := readJobRow(t, d, id); row.Output != 4 || row.Lines != 1 {
+		t.Fatalf("row advanced before RowEvery: %+v", row)
+	}
+	j, err := d.FindJobByID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest string
+	if err := d.QueryRow(`SELECT max(at) FROM chunks WHERE job_id = ?`, id).Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
+	if j.OutputBytes != 14 || j.OutputLines != 3 || j.LastOutputAt == nil || db.FormatTime(*j.LastOutputAt) != newest {
+		t.Fatalf("job read while its row lags: %d bytes, %d lines, last output %v (newest chunk %s); want 14, 3",
+			j.OutputBytes, j.OutputLines, j.LastOutputAt, newest)
+	}
+	p, err := Tail(ctx, d, id, 5, Chars, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.TotalBytes != 14 || p.TotalLines != 3 || string(p.Data) != "hree\n" {
+		t.Fatalf("tail while the row lags: %+v", p)
+	}
+
+	// A terminal status set without counts (as when a job is marked lost).
+	if _, err := d.Transition(ctx, id, db.Transition{To: db.StatusFailed, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if row := readJobRow(t, d, id); row.Output != 14 || row.Lines != 3 || row.LastOutput == nil || *row.LastOutput != newest {
+		t.Fatalf("row after the terminal status: %+v; want 14 bytes, 3 lines, last output %s", row, newest)
+	}
+}
+
+// A job that goes quiet has its row advanced once RowEvery has passed,
+// without more output; Flush advances every row at once.
+func TestRowCatchesUp(t *testing.T) {
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{RowEvery: 200 * time.Millisecond})
+	quiet, flushed := newJob(t, d, 0), newJob(t, d, 0)
+	track(t, a, quiet, 0)
+	track(t, a, flushed, 0)
+	for _, id := range []string{quiet, flushed} {
+		write(t, a, id, Stdout, []byte("a\n"))
+	}
+	waitFor(t, 5*time.Second, "the rows to count the first line", func() bool {
+		return readJobRow(t, d, quiet).Output == 2 && readJobRow(t, d, flushed).Output == 2
+	})
+	write(t, a, quiet, Stdout, []byte("bb\n"))
+	waitFor(t, 10*time.Second, "the quiet job's row to catch up", func() bool {
+		return readJobRow(t, d, quiet).Output == 5
+	})
+	b := NewAppender(d, AppenderOptions{RowEvery: time.Hour})
+	defer b.Close()
+	track(t, b, flushed, 0)
+	write(t, b, flushed, Stdout, []byte("ccc\n"))
+	flush(t, b)
+	if row := readJobRow(t, d, flushed); row.Output != 6 || row.Lines != 2 {
+		t.Fatalf("row after Flush: %+v, want 6 bytes, 2 lines", row)
+	}
+}
+
 func TestLinesSplitAcrossChunks(t *testing.T) {
 	d := openDB(t)
 	a := newAppender(t, d, AppenderOptions{MaxChunk: 4})

@@ -11,9 +11,11 @@
 // transaction, either at the next point of a grid of FlushInterval
 // ([Appender.NextFlush]) after the first unwritten byte or as soon as
 // MaxBatchBytes are waiting; under a flood one transaction goes on taking
-// batches for up to 200 ms, so the database sees few large transactions. The same transaction advances
-// the jobs row (output_bytes, output_lines, last_output_at, dropped_bytes) and
-// enforces the output cap.
+// batches for up to 200 ms, so the database sees few large transactions. The same transaction
+// enforces the output cap and advances the jobs row (output_bytes,
+// output_lines, last_output_at, dropped_bytes): at once for drops, else at
+// most every RowEvery while the job prints; readers take a running job's
+// end from its newest chunk, which is never behind.
 //
 // Memory is bounded: Write blocks while MaxPendingBytes are waiting for the
 // database, so a child that floods its pipe is slowed to the database's pace.

@@ -32,10 +32,12 @@ const (
 
 	addEvicted = `UPDATE jobs SET evicted_bytes = evicted_bytes + ? WHERE id = ?`
 
-	retainedQuery = `SELECT output_bytes - evicted_bytes - dropped_bytes FROM jobs WHERE id = ?`
+	// unkeptQuery is what the jobs row says is not retained: the row's
+	// output_bytes may lag (see DefaultRowEvery); the writer knows the end.
+	unkeptQuery = `SELECT evicted_bytes + dropped_bytes FROM jobs WHERE id = ?`
 
 	// growChunk extends a job's newest row (see GrowChunk).
-	growChunk = `UPDATE chunks SET data = CAST(data || ? AS BLOB), line_count = line_count + ?
+	growChunk = `UPDATE chunks SET data = CAST(data || ? AS BLOB), line_count = line_count + ?, at = ?
 		WHERE job_id = ? AND byte_offset = ?`
 )
 
@@ -273,36 +275,14 @@ func (a *Appender) isClosed() bool {
 // power-of-two run of chunks, then evicts where a job retains more than its
 // cap.
 func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) error {
-	args := make([]any, 0, 8*len(group))
-	for _, b := range group {
-		var last any
-		if len(b.chunks) > 0 {
-			last = db.FormatTime(b.last)
+	var advance []*jobBatch
+	for k := range group {
+		if group[k].advance {
+			advance = append(advance, &group[k])
 		}
-		args = append(args, b.st.id, b.end, b.lines, last, b.dropped)
 	}
-	upd, err := w.prepare(ctx, updateJobsSQL(len(group)))
-	if err != nil {
-		return fmt.Errorf("prepare update: %w", err)
-	}
-	res, err := upd.ExecContext(ctx, args...)
-	if err != nil {
-		return fmt.Errorf("advance jobs: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("advance jobs: %w", err)
-	} else if int(n) < len(group) {
-		// Some rows are gone (jobs rm while running): find which.
-		for k := range group {
-			b := &group[k]
-			var one int
-			err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, b.st.id).Scan(&one)
-			if errors.Is(err, sql.ErrNoRows) {
-				b.gone = true // nothing to keep
-			} else if err != nil {
-				return fmt.Errorf("advance jobs: %w", err)
-			}
-		}
+	if err := advanceRows(ctx, w, advance); err != nil {
+		return err
 	}
 
 	var pending, grows []*pendingChunk
@@ -338,6 +318,7 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 			}
 		}
 	}
+	var args []any
 	for len(pending) > 0 {
 		n := min(groupRows, 1<<(bits.Len(uint(len(pending)))-1))
 		args = args[:0]
@@ -375,9 +356,11 @@ func enforceCap(ctx context.Context, conn *sql.Conn, b *jobBatch, retained int64
 		return nil
 	}
 	if retained < 0 {
-		if err := conn.QueryRowContext(ctx, retainedQuery, b.st.id).Scan(&retained); err != nil {
+		var unkept int64
+		if err := conn.QueryRowContext(ctx, unkeptQuery, b.st.id).Scan(&unkept); err != nil {
 			return fmt.Errorf("read retained output: %w", err)
 		}
+		retained = b.end - unkept
 	}
 	b.unkept = b.end - retained
 	if retained <= b.maxOutput {
@@ -386,6 +369,52 @@ func enforceCap(ctx context.Context, conn *sql.Conn, b *jobBatch, retained int64
 	freed, err := evict(ctx, conn, b.st.id, b.head, b.chunks[len(b.chunks)-1].stored().off, retained-b.maxOutput)
 	b.unkept += freed
 	return err
+}
+
+// advanceRows writes the output counters of bs to their jobs rows, with
+// an UPDATE per power-of-two run, and marks the batches whose row is gone
+// (jobs rm while running).
+func advanceRows(ctx context.Context, w *writer, bs []*jobBatch) error {
+	args := make([]any, 0, 5*min(len(bs), groupRows))
+	var advanced int64
+	for done := 0; done < len(bs); {
+		n := min(groupRows, 1<<(bits.Len(uint(len(bs)-done))-1))
+		args = args[:0]
+		for _, b := range bs[done : done+n] {
+			var last any
+			if !b.last.IsZero() {
+				last = db.FormatTime(b.last)
+			}
+			args = append(args, b.st.id, b.end, b.lines, last, b.dropped)
+		}
+		upd, err := w.prepare(ctx, updateJobsSQL(n))
+		if err != nil {
+			return fmt.Errorf("prepare update: %w", err)
+		}
+		res, err := upd.ExecContext(ctx, args...)
+		if err != nil {
+			return fmt.Errorf("advance jobs: %w", err)
+		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("advance jobs: %w", err)
+		}
+		advanced += k
+		done += n
+	}
+	if advanced == int64(len(bs)) {
+		return nil
+	}
+	for _, b := range bs {
+		var one int
+		err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, b.st.id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			b.gone = true // nothing to keep
+		} else if err != nil {
+			return fmt.Errorf("advance jobs: %w", err)
+		}
+	}
+	return nil
 }
 
 // growRows extends the rows of grows, of the jobs ids, and reports which
@@ -398,7 +427,7 @@ func growRows(ctx context.Context, w *writer, grows []*pendingChunk, ids []strin
 		n := min(groupRows, 1<<(bits.Len(uint(len(grows)-done))-1))
 		args = args[:0]
 		for k := done; k < done+n; k++ {
-			args = append(args, ids[k], grows[k].rowOff, grows[k].data, grows[k].lineCount)
+			args = append(args, ids[k], grows[k].rowOff, grows[k].data, grows[k].lineCount, db.FormatTime(grows[k].at))
 		}
 		st, err := w.prepare(ctx, growChunksSQL(n))
 		if err != nil {
@@ -435,13 +464,14 @@ func growRows(ctx context.Context, w *writer, grows []*pendingChunk, ids []strin
 // growChunksSQL is growChunk for n rows at once.
 func growChunksSQL(n int) string {
 	var q strings.Builder
-	q.WriteString(`UPDATE OR FAIL chunks SET data = CAST(data || v.column3 AS BLOB), line_count = line_count + v.column4
+	q.WriteString(`UPDATE OR FAIL chunks SET data = CAST(data || v.column3 AS BLOB), line_count = line_count + v.column4,
+		at = v.column5
 		FROM (VALUES `)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?)")
+		q.WriteString("(?,?,?,?,?)")
 	}
 	q.WriteString(`) AS v WHERE chunks.job_id = v.column1 AND chunks.byte_offset = v.column2`)
 	return q.String()
@@ -533,7 +563,7 @@ func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, st *writer, b *
 	for _, c := range b.chunks {
 		c.fellBack = false
 		if c.grow {
-			res, err := conn.ExecContext(ctx, growChunk, c.data, c.lineCount, b.st.id, c.rowOff)
+			res, err := conn.ExecContext(ctx, growChunk, c.data, c.lineCount, db.FormatTime(c.at), b.st.id, c.rowOff)
 			if err != nil {
 				return err
 			}

@@ -57,6 +57,14 @@ type Page struct {
 	Truncated bool
 }
 
+// metaQuery reads a job's output counters, brought up to its newest chunk
+// (a running job's row may lag; see DefaultRowEvery).
+const metaQuery = `SELECT
+	max(output_bytes, coalesce((SELECT byte_offset + length(data) FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
+	max(output_lines, coalesce((SELECT first_line + line_count FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
+	evicted_bytes, dropped_bytes
+	FROM jobs WHERE id = ?1`
+
 // meta is the jobs row's view of the output.
 type meta struct{ total, lines, evicted, dropped int64 }
 
@@ -75,8 +83,7 @@ func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
 	r := &readTx{tx: tx, jobID: jobID}
-	err = tx.QueryRowContext(ctx, `SELECT output_bytes, output_lines, evicted_bytes, dropped_bytes
-		FROM jobs WHERE id = ?`, jobID).Scan(&r.m.total, &r.m.lines, &r.m.evicted, &r.m.dropped)
+	err = tx.QueryRowContext(ctx, metaQuery, jobID).Scan(&r.m.total, &r.m.lines, &r.m.evicted, &r.m.dropped)
 	if errors.Is(err, sql.ErrNoRows) {
 		tx.Rollback()
 		return nil, fmt.Errorf("read output of job %s: %w", jobID, ErrJobNotFound)
