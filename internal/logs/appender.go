@@ -246,7 +246,7 @@ func (a *Appender) Close() error {
 	a.cancel()
 	a.wg.Wait()
 	a.flushing <- struct{}{}
-	err := a.flushLocked("", true)
+	err := a.flushLocked("", rowsAll)
 	if a.w != nil {
 		// What the checkpointer has not copied yet is copied now, room
 		// permitting, so that the WAL does not outlive the appender.
@@ -320,14 +320,18 @@ func (a *Appender) headFor(maxOutput int64) int64 {
 }
 
 // Untrack flushes everything written for jobID and forgets it; later writes
-// for it fail with ErrNotTracked. It returns the flush's error.
+// for it fail with ErrNotTracked. It returns the flush's error. The jobs
+// row's counters are advanced only when due (see DefaultRowEvery): the
+// job's terminal status, which follows, records the final counts
+// ([Appender.Totals], db.Transition), and a job whose output the flusher
+// has written already costs no transaction here.
 func (a *Appender) Untrack(jobID string) error {
 	// Only this job's output: every job that ends would otherwise cost a
 	// transaction over all the others' few queued lines, which the flusher
 	// writes soon anyway (100 jobs ending: 100 extra transactions of 100
 	// jobs each).
 	a.flushing <- struct{}{}
-	err := a.flushLocked(jobID, true)
+	err := a.flushLocked(jobID, rowsWithDrops)
 	<-a.flushing
 	a.mu.Lock()
 	delete(a.jobs, jobID)
@@ -448,7 +452,7 @@ func (a *Appender) Flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("flush output: %w", ctx.Err())
 	}
-	err := a.flushLocked("", true)
+	err := a.flushLocked("", rowsAll)
 	<-a.flushing
 	if err != nil {
 		return fmt.Errorf("flush output: %w", err)
@@ -540,7 +544,7 @@ func (a *Appender) rowsBehind() (drops, behind bool) {
 func (a *Appender) flush() error {
 	a.flushing <- struct{}{}
 	defer func() { <-a.flushing }()
-	return a.flushLocked("", false)
+	return a.flushLocked("", rowsDue)
 }
 
 // jobBatch is what one flush writes for one job.
@@ -563,12 +567,20 @@ type jobBatch struct {
 	failed    error // set by the writer: this job's rows were refused
 }
 
+// rowPolicy says which jobs rows a flush advances (see DefaultRowEvery).
+type rowPolicy int
+
+const (
+	rowsDue       rowPolicy = iota // rows behind for RowEvery, and rows with drops
+	rowsAll                        // every row behind
+	rowsWithDrops                  // only rows with drops to record
+)
+
 // flushLocked writes the queued chunks of jobID, or of every job when jobID
-// is "", and advances the jobs rows that are due (every row behind with
-// all set; see RowEvery); the caller holds a.flushing.
-func (a *Appender) flushLocked(jobID string, all bool) error {
+// is "", and advances the jobs rows rows says; the caller holds a.flushing.
+func (a *Appender) flushLocked(jobID string, rows rowPolicy) error {
 	a.mu.Lock()
-	batch := a.takeLocked(jobID, all)
+	batch := a.takeLocked(jobID, rows)
 	degraded := a.degraded
 	a.mu.Unlock()
 	if len(batch) == 0 {
@@ -623,15 +635,15 @@ func (a *Appender) flushLocked(jobID string, all bool) error {
 }
 
 // takeLocked moves the queue of jobID (every job's when jobID is "") into a
-// batch; a.mu is held. all: advance every jobs row that is behind.
-func (a *Appender) takeLocked(jobID string, all bool) []jobBatch {
+// batch; a.mu is held.
+func (a *Appender) takeLocked(jobID string, rows rowPolicy) []jobBatch {
 	now := time.Now()
 	if jobID != "" {
 		st := a.jobs[jobID]
 		if st == nil {
 			return nil
 		}
-		b, ok := a.takeJobLocked(st, all, now)
+		b, ok := a.takeJobLocked(st, rows, now)
 		if !ok {
 			return nil
 		}
@@ -639,7 +651,7 @@ func (a *Appender) takeLocked(jobID string, all bool) []jobBatch {
 	}
 	var batch []jobBatch
 	for _, st := range a.jobs {
-		if b, ok := a.takeJobLocked(st, all, now); ok {
+		if b, ok := a.takeJobLocked(st, rows, now); ok {
 			batch = append(batch, b)
 		}
 	}
@@ -647,9 +659,10 @@ func (a *Appender) takeLocked(jobID string, all bool) []jobBatch {
 }
 
 // takeJobLocked moves st's queue into a batch, which advances the jobs row
-// when it is behind and due (or all is set); a.mu is held.
-func (a *Appender) takeJobLocked(st *jobState, all bool, now time.Time) (jobBatch, bool) {
-	advance := st.dropped > 0 || st.rowOff < st.off && (all || now.Sub(st.rowAt) >= a.o.RowEvery)
+// as rows says; a.mu is held.
+func (a *Appender) takeJobLocked(st *jobState, rows rowPolicy, now time.Time) (jobBatch, bool) {
+	advance := st.dropped > 0 || st.rowOff < st.off &&
+		(rows == rowsAll || rows == rowsDue && now.Sub(st.rowAt) >= a.o.RowEvery)
 	if st.gone || (len(st.queue) == 0 && !advance) {
 		return jobBatch{}, false
 	}
@@ -674,7 +687,7 @@ func (a *Appender) takeMore() []jobBatch {
 	if a.queued < a.o.MaxBatchBytes {
 		return nil
 	}
-	return a.takeLocked("", false)
+	return a.takeLocked("", rowsDue)
 }
 
 // writeWithRetry writes batch, retrying a failure for RetryFor (once only
