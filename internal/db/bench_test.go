@@ -1,0 +1,37 @@
+package db
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkJobLife records the life of a job as a supervisor does: created
+// (starting), running, done with its counts. Each op is three write
+// transactions.
+func BenchmarkJobLife(b *testing.B) {
+	d, err := Open(context.Background(), filepath.Join(b.TempDir(), "jobs.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	n := NewJob{Scope: "bench", Command: "make test", Argv: []string{"sh", "-c", "make test"},
+		Cwd: "/src/project", EnvNames: []string{"CI"}, Stdin: "pipe", TTL: time.Hour}
+	code := 0
+	for b.Loop() {
+		j, err := d.CreateJob(ctx, n, Limits{PerScope: 50, Total: 200})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.Transition(ctx, j.ID, Transition{To: StatusRunning, PID: 4242, PGID: 4242, PIDStart: 1}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.Transition(ctx, j.ID, Transition{To: StatusDone, ExitCode: &code,
+			Usage: &Usage{UserCPU: time.Millisecond}, Runtime: time.Second,
+			Output: &OutputTotals{Bytes: 1234, Lines: 56}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
