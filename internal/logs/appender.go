@@ -168,13 +168,13 @@ type tailRow struct {
 const GrowChunk = 1024
 
 // DefaultRowEvery is how often a flush advances a trickling job's counters
-// in its jobs row (output_bytes, output_lines, last_output_at). The newest chunk
-// row always has them: readers take the end of a running job's output
-// from there (db.LiveOutput), so the row may lag this much while the job
-// runs. An UPDATE of 100 jobs rows on every flush was a third of what a
-// flush of 100 trickling jobs cost. Rows are advanced at once when output
-// was dropped, by Flush and by Untrack, and the terminal status records
-// the final counts.
+// in its jobs row (output_bytes, output_lines, last_output_at). The newest
+// chunk row always has them: readers take the end of a running job's
+// output from there (the db package's job reads, the readers here, Track),
+// so the row may lag this much while the job runs. An UPDATE of 100 jobs
+// rows on every flush was a third of what a flush of 100 trickling jobs
+// cost. Rows are advanced at once when output was dropped, by Flush and
+// Close, and the terminal status records the final counts.
 const DefaultRowEvery = time.Second
 
 type pendingChunk struct {
@@ -284,12 +284,17 @@ func (a *Appender) Track(jobID string, maxOutput int64) error {
 	}
 	a.mu.Unlock()
 
-	const q = `SELECT output_bytes, output_lines, evicted_bytes + dropped_bytes,
+	// The output goes on at the end of the newest chunk, which the row's
+	// counters may lag (see DefaultRowEvery), or at the row's end when
+	// bytes were dropped after that chunk.
+	const q = `SELECT output_bytes,
+		max(output_bytes, coalesce((SELECT byte_offset + length(data) FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
+		max(output_lines, coalesce((SELECT first_line + line_count FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
+		evicted_bytes + dropped_bytes,
 		coalesce((SELECT seq + 1 FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)
 		FROM jobs WHERE id = ?1`
 	st := &jobState{id: jobID, maxOutput: maxOutput, head: a.headFor(maxOutput)}
-	err := a.d.QueryRowContext(context.Background(), q, jobID).Scan(&st.off, &st.lines, &st.unkept, &st.seq)
-	st.rowOff = st.off
+	err := a.d.QueryRowContext(context.Background(), q, jobID).Scan(&st.rowOff, &st.off, &st.lines, &st.unkept, &st.seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("track job %s: %w", jobID, ErrJobNotFound)
 	}

@@ -145,6 +145,35 @@ func TestRowLagsReadersDoNot(t *testing.T) {
 	}
 }
 
+// An appender that takes over a job whose row lags (its previous appender
+// died between two advances) goes on at the end of the newest chunk.
+func TestTrackResumesAtNewestChunk(t *testing.T) {
+	d := openDB(t)
+	a := NewAppender(d, AppenderOptions{RowEvery: time.Hour}) // not opened: flushes by hand
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	for _, p := range []string{"one\n", "two\n"} {
+		write(t, a, id, Stdout, []byte(p))
+		if err := a.flush(); err != nil { // the flusher's flush: the second does not advance the row
+			t.Fatal(err)
+		}
+	}
+	if row := readJobRow(t, d, id); row.Output != 4 {
+		t.Fatalf("row after two flushes: %+v, want it at the first line", row)
+	}
+	b := newAppender(t, d, AppenderOptions{})
+	track(t, b, id, 0)
+	write(t, b, id, Stdout, []byte("three\n"))
+	flush(t, b)
+	got, gap, _ := readAll(t, d, id, 0, Filter{})
+	if gap != 0 || string(got) != "one\ntwo\nthree\n" {
+		t.Fatalf("read back %q (gap %d)", got, gap)
+	}
+	if row := readJobRow(t, d, id); row.Output != 14 || row.Lines != 3 {
+		t.Fatalf("row: %+v, want 14 bytes, 3 lines", row)
+	}
+}
+
 // A job that goes quiet has its row advanced once RowEvery has passed,
 // without more output; Flush advances every row at once.
 func TestRowCatchesUp(t *testing.T) {
