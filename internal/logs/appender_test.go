@@ -506,6 +506,39 @@ func TestDeletedJobDoesNotSpoilTheBatch(t *testing.T) {
 	}
 }
 
+// A job removed while its row lags is found out by its chunks, not by an
+// UPDATE of its row, and still spoils nothing for the others.
+func TestDeletedJobBetweenRowAdvances(t *testing.T) {
+	d := openDB(t)
+	a := NewAppender(d, AppenderOptions{RowEvery: time.Hour}) // not opened: flushes by hand
+	defer a.Close()
+	gone, kept := newJob(t, d, 0), newJob(t, d, 0)
+	track(t, a, gone, 0)
+	track(t, a, kept, 0)
+	step := func(g, k string) {
+		t.Helper()
+		write(t, a, gone, Stdout, []byte(g))
+		write(t, a, kept, Stdout, []byte(k))
+		if err := a.flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("a\n", "1\n") // advances both rows (their first output)
+	step("b\n", "2\n") // grows both newest chunks, advances no row
+	if _, err := d.Exec(`DELETE FROM jobs WHERE id = ?`, gone); err != nil {
+		t.Fatal(err)
+	}
+	step("c\n", "3\n")
+	step("d\n", "4\n")
+	flush(t, a)
+	if got := storedBytes(readChunks(t, d, kept), ""); string(got) != "1\n2\n3\n4\n" {
+		t.Fatalf("kept job: %q", got)
+	}
+	if n := len(readChunks(t, d, gone)); n != 0 {
+		t.Fatalf("removed job has %d chunks", n)
+	}
+}
+
 // A job whose rows break a rule of the schema loses its batch alone: the
 // grouped statements fail, and the job-by-job retry keeps the others.
 func TestConstraintFailureCostsOnlyItsJob(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 	"time"
 
@@ -275,6 +276,12 @@ func (a *Appender) isClosed() bool {
 // power-of-two run of chunks, then evicts where a job retains more than its
 // cap.
 func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) error {
+	// Every job's row is found in this write transaction before a row of
+	// its chunks is inserted: the writer's connection does not enforce the
+	// foreign key (see writerLocked). A row advanced is found; a grown
+	// chunk row would be gone with its job (ON DELETE CASCADE); the others
+	// are looked up, few in a trickle's flush (a job adds a row every
+	// GrowChunk bytes).
 	var advance []*jobBatch
 	for k := range group {
 		if group[k].advance {
@@ -285,8 +292,11 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		return err
 	}
 
-	var pending, grows []*pendingChunk
-	var ids, growIDs []string
+	type chunkOf struct {
+		c *pendingChunk
+		b *jobBatch
+	}
+	var pending, grows []chunkOf
 	for k := range group {
 		b := &group[k]
 		if b.gone {
@@ -295,35 +305,48 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		for _, c := range b.chunks {
 			c.fellBack = false
 			if c.grow {
-				grows = append(grows, c)
-				growIDs = append(growIDs, b.st.id)
-				continue
+				grows = append(grows, chunkOf{c, b})
+			} else {
+				pending = append(pending, chunkOf{c, b})
 			}
-			pending = append(pending, c)
-			ids = append(ids, b.st.id)
 		}
 	}
 	if len(grows) > 0 {
-		// A row to grow that is gone (the job's output was cleared) takes
-		// the bytes as a row of its own, inserted with the others.
-		missed, err := growRows(ctx, w, grows, growIDs)
+		// A row to grow that is gone (the job's output was cleared, or the
+		// job removed) takes the bytes as a row of its own.
+		cs := make([]*pendingChunk, len(grows))
+		ids := make([]string, len(grows))
+		for k, g := range grows {
+			cs[k], ids[k] = g.c, g.b.st.id
+		}
+		missed, err := growRows(ctx, w, cs, ids)
 		if err != nil {
 			return err
 		}
-		for k, c := range grows {
+		for k, g := range grows {
 			if missed[k] {
-				c.fellBack = true
-				pending = append(pending, c)
-				ids = append(ids, growIDs[k])
+				g.c.fellBack = true
+				pending = append(pending, g)
 			}
 		}
 	}
+	var check []*jobBatch
+	for _, p := range pending {
+		if !p.b.advance && !slices.Contains(check, p.b) {
+			check = append(check, p.b)
+		}
+	}
+	if err := checkRows(ctx, w, check); err != nil {
+		return err
+	}
+	pending = slices.DeleteFunc(pending, func(p chunkOf) bool { return p.b.gone })
 	var args []any
 	for len(pending) > 0 {
 		n := min(groupRows, 1<<(bits.Len(uint(len(pending)))-1))
 		args = args[:0]
-		for k, c := range pending[:n] {
-			args = append(args, ids[k], c.seq, string(c.stream), c.off,
+		for _, p := range pending[:n] {
+			c := p.c
+			args = append(args, p.b.st.id, c.seq, string(c.stream), c.off,
 				c.firstLine, c.lineCount, db.FormatTime(c.at), c.data)
 		}
 		ins, err := w.prepare(ctx, insertChunksSQL(n))
@@ -333,7 +356,7 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		if _, err := ins.ExecContext(ctx, args...); err != nil {
 			return err
 		}
-		pending, ids = pending[n:], ids[n:]
+		pending = pending[n:]
 	}
 	for k := range group {
 		if err := enforceCap(ctx, w.conn, &group[k], -1); err != nil {
@@ -405,16 +428,54 @@ func advanceRows(ctx context.Context, w *writer, bs []*jobBatch) error {
 	if advanced == int64(len(bs)) {
 		return nil
 	}
+	return markGone(ctx, w, bs)
+}
+
+// checkRows marks the batches of bs whose jobs row is gone, with a count
+// per power-of-two run and a lookup per job only when a count falls short.
+func checkRows(ctx context.Context, w *writer, bs []*jobBatch) error {
+	args := make([]any, 0, min(len(bs), groupRows))
+	var found int64
+	for done := 0; done < len(bs); {
+		n := min(groupRows, 1<<(bits.Len(uint(len(bs)-done))-1))
+		args = args[:0]
+		for _, b := range bs[done : done+n] {
+			args = append(args, b.st.id)
+		}
+		st, err := w.prepare(ctx, countJobsSQL(n))
+		if err != nil {
+			return fmt.Errorf("prepare count: %w", err)
+		}
+		var k int64
+		if err := st.QueryRowContext(ctx, args...).Scan(&k); err != nil {
+			return fmt.Errorf("find jobs: %w", err)
+		}
+		found += k
+		done += n
+	}
+	if found == int64(len(bs)) {
+		return nil
+	}
+	return markGone(ctx, w, bs)
+}
+
+// markGone marks the batches of bs whose jobs row is gone.
+func markGone(ctx context.Context, w *writer, bs []*jobBatch) error {
 	for _, b := range bs {
 		var one int
 		err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, b.st.id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			b.gone = true // nothing to keep
 		} else if err != nil {
-			return fmt.Errorf("advance jobs: %w", err)
+			return fmt.Errorf("find jobs: %w", err)
 		}
 	}
 	return nil
+}
+
+// countJobsSQL counts the jobs rows among n ids.
+func countJobsSQL(n int) string {
+	return `SELECT count(*) FROM jobs WHERE id IN (?` + strings.Repeat(",?", n-1) + `)`
 }
 
 // growRows extends the rows of grows, of the jobs ids, and reports which
