@@ -69,6 +69,7 @@ type config struct {
 	concJobs     int
 	concRate     int
 	concSecs     int
+	concRounds   int
 	killTrials   int
 	only         map[string]bool // workloads to run; all when empty
 }
@@ -102,12 +103,12 @@ func loadConfig(args []string) (config, error) {
 	// Full run by default; -quick shrinks everything for a CI smoke run.
 	c.startRuns, c.pollRuns = 50, 50
 	c.captureBytes = 1 << 30
-	c.concJobs, c.concRate, c.concSecs = 100, 100, 10
+	c.concJobs, c.concRate, c.concSecs, c.concRounds = 100, 100, 10, 3
 	c.killTrials = 5
 	if c.quick {
 		c.startRuns, c.pollRuns = 15, 15
 		c.captureBytes = 64 << 20
-		c.concJobs, c.concSecs = 20, 3
+		c.concJobs, c.concSecs, c.concRounds = 20, 3, 1
 		c.killTrials = 2
 	}
 	envInt := func(name string, p *int) {
@@ -120,6 +121,7 @@ func loadConfig(args []string) (config, error) {
 	envInt("BENCH_CONC_JOBS", &c.concJobs)
 	envInt("BENCH_CONC_RATE", &c.concRate)
 	envInt("BENCH_CONC_SECS", &c.concSecs)
+	envInt("BENCH_CONC_ROUNDS", &c.concRounds)
 	envInt("BENCH_KILL_TRIALS", &c.killTrials)
 	if v := os.Getenv("BENCH_CAPTURE_BYTES"); v != "" {
 		n, err := parseSize(v)

@@ -88,8 +88,8 @@ func (b *bench) render() string {
 	fmt.Fprintf(&s, "Run %s (%s mode) on %s: %d CPUs, %.1f GiB RAM, Linux %s, %s; jobs %s.\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), mode, m.cpu, m.cpus, m.memGiB, m.kernel, m.goVersion, m.jobsRev)
 	fmt.Fprintf(&s, "Load average (1, 5, 15 min) before the run: %s; after: %s.\n\n", m.loadBefore, m.loadAfter)
-	fmt.Fprintf(&s, "Sizes: %d start runs per tool, capture %s, %d poll runs, %d jobs × %d lines/s × %d s, %d kill trials.\n\n",
-		b.cfg.startRuns, parse.FormatSize(b.cfg.captureBytes), b.cfg.pollRuns, b.cfg.concJobs, b.cfg.concRate, b.cfg.concSecs, b.cfg.killTrials)
+	fmt.Fprintf(&s, "Sizes: %d start runs per tool, capture %s, %d poll runs, %d jobs × %d lines/s × %d s (%d rounds), %d kill trials.\n\n",
+		b.cfg.startRuns, parse.FormatSize(b.cfg.captureBytes), b.cfg.pollRuns, b.cfg.concJobs, b.cfg.concRate, b.cfg.concSecs, b.cfg.concRounds, b.cfg.killTrials)
 	s.WriteString("| workload | metric | jobs | baseline | ratio | target | met |\n")
 	s.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range b.rows {
