@@ -710,10 +710,27 @@ func TestEnsureDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(rt)
+	t.Cleanup(func() { os.RemoveAll(rt) })
 	t.Setenv("XDG_RUNTIME_DIR", rt)
 	d := openDB(t)
 	ctx := context.Background()
+	// Whatever fails below, no detached supervisor outlives the test (the
+	// cleanups run last first: this one before rt goes).
+	t.Cleanup(func() {
+		var ids []string
+		if err := d.SelectContext(ctx, &ids, `SELECT id FROM supervisors WHERE ended_at IS NULL`); err != nil {
+			t.Error(err)
+			return
+		}
+		for _, id := range ids {
+			sup, err := d.FindSupervisor(ctx, id)
+			if err != nil || !SupervisorAlive(sup) {
+				continue
+			}
+			syscall.Kill(sup.PID, syscall.SIGTERM)
+			eventually(t, 10*time.Second, "detached supervisor to exit", func() bool { return !SupervisorAlive(sup) })
+		}
+	})
 
 	// Racing starters all end up with the one winner.
 	ids := make(chan string, 3)
@@ -742,10 +759,6 @@ func TestEnsureDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		syscall.Kill(sup.PID, syscall.SIGTERM)
-		eventually(t, 10*time.Second, "detached supervisor to exit", func() bool { return !SupervisorAlive(sup) })
-	}()
 	if sup.Kind != "detached" || !strings.HasPrefix(sup.SocketPath, filepath.Join(rt, "jobs")) {
 		t.Errorf("supervisor = %+v", sup)
 	}
