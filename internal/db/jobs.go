@@ -285,6 +285,13 @@ const (
 	liveAtSQL     = `(SELECT at` + newestChunk
 	liveOutputSQL = `SELECT byte_offset + length(data), first_line + line_count, at
 	FROM chunks WHERE job_id = ? ORDER BY byte_offset DESC LIMIT 1`
+
+	// LiveOutputBytes and LiveOutputLines are SQL expressions over a row
+	// of the table jobs, not aliased: its output_bytes and output_lines
+	// brought up to its newest chunk. Every query that needs the end of a
+	// running job's output uses them.
+	LiveOutputBytes = `max(output_bytes, coalesce(` + liveEndSQL + `, 0))`
+	LiveOutputLines = `max(output_lines, coalesce(` + liveLinesSQL + `, 0))`
 )
 
 // liveOutput brings the output counters of j, read from its row, up to its

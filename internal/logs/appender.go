@@ -287,9 +287,7 @@ func (a *Appender) Track(jobID string, maxOutput int64) error {
 	// The output goes on at the end of the newest chunk, which the row's
 	// counters may lag (see DefaultRowEvery), or at the row's end when
 	// bytes were dropped after that chunk.
-	const q = `SELECT output_bytes,
-		max(output_bytes, coalesce((SELECT byte_offset + length(data) FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
-		max(output_lines, coalesce((SELECT first_line + line_count FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
+	const q = `SELECT output_bytes, ` + db.LiveOutputBytes + `, ` + db.LiveOutputLines + `,
 		evicted_bytes + dropped_bytes,
 		coalesce((SELECT seq + 1 FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)
 		FROM jobs WHERE id = ?1`

@@ -19,11 +19,9 @@ func Clear(ctx context.Context, d *db.DB, jobID string) error {
 	defer tx.Rollback()
 	// The row is brought up to the newest chunk first (it may lag while
 	// the job runs; see DefaultRowEvery): everything up to there is evicted.
-	res, err := tx.ExecContext(ctx, `UPDATE jobs SET
-		output_bytes = max(output_bytes, coalesce((SELECT byte_offset + length(data) FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
-		output_lines = max(output_lines, coalesce((SELECT first_line + line_count FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
-		evicted_bytes = max(output_bytes, coalesce((SELECT byte_offset + length(data) FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)) - dropped_bytes
-		WHERE id = ?1`, jobID)
+	res, err := tx.ExecContext(ctx, `UPDATE jobs SET output_bytes = `+db.LiveOutputBytes+`,
+		output_lines = `+db.LiveOutputLines+`, evicted_bytes = `+db.LiveOutputBytes+` - dropped_bytes
+		WHERE id = ?`, jobID)
 	if err != nil {
 		return fmt.Errorf("clear output of job %s: %w", jobID, err)
 	}

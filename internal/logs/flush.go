@@ -51,6 +51,25 @@ const (
 // 7 statement shapes of each kind serve every size and stay prepared.
 const groupRows = 64
 
+// pow2Runs cuts n items into runs of a power of two, at most groupRows
+// each, and calls fn with each run's bounds, stopping at an error.
+func pow2Runs(n int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < n; {
+		hi := lo + min(groupRows, 1<<(bits.Len(uint(n-lo))-1))
+		if err := fn(lo, hi); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// values is n rows of width placeholders for a VALUES list.
+func values(n, width int) string {
+	row := "(?" + strings.Repeat(",?", width-1) + ")"
+	return row + strings.Repeat(","+row, n-1)
+}
+
 // writerCacheKiB is the page cache of the appender's connection: a flood's
 // transaction (at most MaxPendingBytes, 8 MiB, by default) fits in it
 // whole. With SQLite's default 2 MiB, a transaction spilled its pages to
@@ -235,13 +254,11 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 		for k := i; k < len(*batch); k++ {
 			(*batch)[k].gone, (*batch)[k].failed = false, nil
 		}
-		for left := len(*batch) - i; left > 0; {
-			g := min(groupRows, 1<<(bits.Len(uint(left))-1))
-			if err = write(ctx, w, (*batch)[i:i+g]); err != nil {
-				return err
-			}
-			i, left = i+g, left-g
+		rest := (*batch)[i:]
+		if err = pow2Runs(len(rest), func(lo, hi int) error { return write(ctx, w, rest[lo:hi]) }); err != nil {
+			return err
 		}
+		i = len(*batch)
 	}
 	if _, err = w.conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit output: %w", err)
@@ -292,10 +309,6 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		return err
 	}
 
-	type chunkOf struct {
-		c *pendingChunk
-		b *jobBatch
-	}
 	var pending, grows []chunkOf
 	for k := range group {
 		b := &group[k]
@@ -311,25 +324,13 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 			}
 		}
 	}
-	if len(grows) > 0 {
-		// A row to grow that is gone (the job's output was cleared, or the
-		// job removed) takes the bytes as a row of its own.
-		cs := make([]*pendingChunk, len(grows))
-		ids := make([]string, len(grows))
-		for k, g := range grows {
-			cs[k], ids[k] = g.c, g.b.st.id
-		}
-		missed, err := growRows(ctx, w, cs, ids)
-		if err != nil {
-			return err
-		}
-		for k, g := range grows {
-			if missed[k] {
-				g.c.fellBack = true
-				pending = append(pending, g)
-			}
-		}
+	// A row to grow that is gone (the job's output was cleared, or the job
+	// removed) takes the bytes as a row of its own.
+	missed, err := growRows(ctx, w, grows)
+	if err != nil {
+		return err
 	}
+	pending = append(pending, missed...)
 	var check []*jobBatch
 	for _, p := range pending {
 		if !p.b.advance && !slices.Contains(check, p.b) {
@@ -341,22 +342,21 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 	}
 	pending = slices.DeleteFunc(pending, func(p chunkOf) bool { return p.b.gone })
 	var args []any
-	for len(pending) > 0 {
-		n := min(groupRows, 1<<(bits.Len(uint(len(pending)))-1))
+	if err := pow2Runs(len(pending), func(lo, hi int) error {
 		args = args[:0]
-		for _, p := range pending[:n] {
+		for _, p := range pending[lo:hi] {
 			c := p.c
 			args = append(args, p.b.st.id, c.seq, string(c.stream), c.off,
 				c.firstLine, c.lineCount, db.FormatTime(c.at), c.data)
 		}
-		ins, err := w.prepare(ctx, insertChunksSQL(n))
+		ins, err := w.prepare(ctx, insertChunksSQL(hi-lo))
 		if err != nil {
 			return fmt.Errorf("prepare insert: %w", err)
 		}
-		if _, err := ins.ExecContext(ctx, args...); err != nil {
-			return err
-		}
-		pending = pending[n:]
+		_, err = ins.ExecContext(ctx, args...)
+		return err
+	}); err != nil {
+		return err
 	}
 	for k := range group {
 		if err := enforceCap(ctx, w.conn, &group[k], -1); err != nil {
@@ -372,20 +372,18 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 // bounds it from above, and the row is asked only when that bound is over
 // the cap, so that a flush of jobs far below their caps reads no row back.
 func enforceCap(ctx context.Context, conn *sql.Conn, b *jobBatch, retained int64) error {
+	if retained >= 0 {
+		b.unkept = b.end - retained
+	}
 	if b.gone || b.maxOutput == 0 || len(b.chunks) == 0 || b.end-b.unkept <= b.maxOutput {
-		if retained >= 0 {
-			b.unkept = b.end - retained
-		}
 		return nil
 	}
 	if retained < 0 {
-		var unkept int64
-		if err := conn.QueryRowContext(ctx, unkeptQuery, b.st.id).Scan(&unkept); err != nil {
+		if err := conn.QueryRowContext(ctx, unkeptQuery, b.st.id).Scan(&b.unkept); err != nil {
 			return fmt.Errorf("read retained output: %w", err)
 		}
-		retained = b.end - unkept
+		retained = b.end - b.unkept
 	}
-	b.unkept = b.end - retained
 	if retained <= b.maxOutput {
 		return nil
 	}
@@ -400,30 +398,20 @@ func enforceCap(ctx context.Context, conn *sql.Conn, b *jobBatch, retained int64
 func advanceRows(ctx context.Context, w *writer, bs []*jobBatch) error {
 	args := make([]any, 0, 5*min(len(bs), groupRows))
 	var advanced int64
-	for done := 0; done < len(bs); {
-		n := min(groupRows, 1<<(bits.Len(uint(len(bs)-done))-1))
+	if err := pow2Runs(len(bs), func(lo, hi int) error {
 		args = args[:0]
-		for _, b := range bs[done : done+n] {
+		for _, b := range bs[lo:hi] {
 			var last any
 			if !b.last.IsZero() {
 				last = db.FormatTime(b.last)
 			}
 			args = append(args, b.st.id, b.end, b.lines, last, b.dropped)
 		}
-		upd, err := w.prepare(ctx, updateJobsSQL(n))
-		if err != nil {
-			return fmt.Errorf("prepare update: %w", err)
-		}
-		res, err := upd.ExecContext(ctx, args...)
-		if err != nil {
-			return fmt.Errorf("advance jobs: %w", err)
-		}
-		k, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("advance jobs: %w", err)
-		}
+		k, err := execCount(ctx, w, updateJobsSQL(hi-lo), args)
 		advanced += k
-		done += n
+		return err
+	}); err != nil {
+		return fmt.Errorf("advance jobs: %w", err)
 	}
 	if advanced == int64(len(bs)) {
 		return nil
@@ -436,22 +424,21 @@ func advanceRows(ctx context.Context, w *writer, bs []*jobBatch) error {
 func checkRows(ctx context.Context, w *writer, bs []*jobBatch) error {
 	args := make([]any, 0, min(len(bs), groupRows))
 	var found int64
-	for done := 0; done < len(bs); {
-		n := min(groupRows, 1<<(bits.Len(uint(len(bs)-done))-1))
+	if err := pow2Runs(len(bs), func(lo, hi int) error {
 		args = args[:0]
-		for _, b := range bs[done : done+n] {
+		for _, b := range bs[lo:hi] {
 			args = append(args, b.st.id)
 		}
-		st, err := w.prepare(ctx, countJobsSQL(n))
+		st, err := w.prepare(ctx, countJobsSQL(hi-lo))
 		if err != nil {
-			return fmt.Errorf("prepare count: %w", err)
+			return err
 		}
 		var k int64
-		if err := st.QueryRowContext(ctx, args...).Scan(&k); err != nil {
-			return fmt.Errorf("find jobs: %w", err)
-		}
+		err = st.QueryRowContext(ctx, args...).Scan(&k)
 		found += k
-		done += n
+		return err
+	}); err != nil {
+		return fmt.Errorf("find jobs: %w", err)
 	}
 	if found == int64(len(bs)) {
 		return nil
@@ -475,46 +462,44 @@ func markGone(ctx context.Context, w *writer, bs []*jobBatch) error {
 
 // countJobsSQL counts the jobs rows among n ids.
 func countJobsSQL(n int) string {
-	return `SELECT count(*) FROM jobs WHERE id IN (?` + strings.Repeat(",?", n-1) + `)`
+	return `SELECT count(*) FROM jobs WHERE id IN ` + values(1, n)
 }
 
-// growRows extends the rows of grows, of the jobs ids, and reports which
-// rows were not there. All are, unless a job's output was cleared since
-// the row was written: only then are the rows looked for one by one.
-func growRows(ctx context.Context, w *writer, grows []*pendingChunk, ids []string) ([]bool, error) {
-	args := make([]any, 0, 4*len(grows))
+// chunkOf is a chunk to write and the batch of its job.
+type chunkOf struct {
+	c *pendingChunk
+	b *jobBatch
+}
+
+// growRows extends the rows of grows and returns those whose row was not
+// there, marked fellBack. All are, unless a job's output was cleared (or
+// the job removed) since the row was written: only then are the rows
+// looked for one by one.
+func growRows(ctx context.Context, w *writer, grows []chunkOf) ([]chunkOf, error) {
+	args := make([]any, 0, 5*min(len(grows), groupRows))
 	var grown int64
-	for done := 0; done < len(grows); {
-		n := min(groupRows, 1<<(bits.Len(uint(len(grows)-done))-1))
+	if err := pow2Runs(len(grows), func(lo, hi int) error {
 		args = args[:0]
-		for k := done; k < done+n; k++ {
-			args = append(args, ids[k], grows[k].rowOff, grows[k].data, grows[k].lineCount, db.FormatTime(grows[k].at))
+		for _, g := range grows[lo:hi] {
+			args = append(args, g.b.st.id, g.c.rowOff, g.c.data, g.c.lineCount, db.FormatTime(g.c.at))
 		}
-		st, err := w.prepare(ctx, growChunksSQL(n))
-		if err != nil {
-			return nil, fmt.Errorf("prepare grow: %w", err)
-		}
-		res, err := st.ExecContext(ctx, args...)
-		if err != nil {
-			return nil, fmt.Errorf("grow chunks: %w", err)
-		}
-		k, err := res.RowsAffected()
-		if err != nil {
-			return nil, fmt.Errorf("grow chunks: %w", err)
-		}
+		k, err := execCount(ctx, w, growChunksSQL(hi-lo), args)
 		grown += k
-		done += n
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("grow chunks: %w", err)
 	}
-	missed := make([]bool, len(grows))
 	if grown == int64(len(grows)) {
-		return missed, nil
+		return nil, nil
 	}
-	for k, c := range grows {
+	var missed []chunkOf
+	for _, g := range grows {
 		var one int
-		err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM chunks WHERE job_id = ? AND byte_offset = ?`, ids[k], c.rowOff).Scan(&one)
+		err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM chunks WHERE job_id = ? AND byte_offset = ?`, g.b.st.id, g.c.rowOff).Scan(&one)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			missed[k] = true
+			g.c.fellBack = true
+			missed = append(missed, g)
 		case err != nil:
 			return nil, fmt.Errorf("grow chunks: %w", err)
 		}
@@ -522,51 +507,38 @@ func growRows(ctx context.Context, w *writer, grows []*pendingChunk, ids []strin
 	return missed, nil
 }
 
+// execCount runs query, prepared on w, and returns how many rows it changed.
+func execCount(ctx context.Context, w *writer, query string, args []any) (int64, error) {
+	st, err := w.prepare(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // growChunksSQL is growChunk for n rows at once.
 func growChunksSQL(n int) string {
-	var q strings.Builder
-	q.WriteString(`UPDATE OR FAIL chunks SET data = CAST(data || v.column3 AS BLOB), line_count = line_count + v.column4,
+	return `UPDATE OR FAIL chunks SET data = CAST(data || v.column3 AS BLOB), line_count = line_count + v.column4,
 		at = v.column5
-		FROM (VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?,?,?,?)")
-	}
-	q.WriteString(`) AS v WHERE chunks.job_id = v.column1 AND chunks.byte_offset = v.column2`)
-	return q.String()
+		FROM (VALUES ` + values(n, 5) + `) AS v WHERE chunks.job_id = v.column1 AND chunks.byte_offset = v.column2`
 }
 
 // updateJobsSQL is updateJob for n jobs at once, without reading back
 // what each retains (see enforceCap): RETURNING costs a result row per
 // job, and only a job near its cap needs the figure.
 func updateJobsSQL(n int) string {
-	var q strings.Builder
-	q.WriteString(`UPDATE OR FAIL jobs SET output_bytes = v.column2, output_lines = v.column3,
+	return `UPDATE OR FAIL jobs SET output_bytes = v.column2, output_lines = v.column3,
 		last_output_at = coalesce(v.column4, last_output_at), dropped_bytes = dropped_bytes + v.column5
-		FROM (VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?,?,?,?)")
-	}
-	q.WriteString(`) AS v WHERE jobs.id = v.column1`)
-	return q.String()
+		FROM (VALUES ` + values(n, 5) + `) AS v WHERE jobs.id = v.column1`
 }
 
 // insertChunksSQL is insertChunk for n rows at once.
 func insertChunksSQL(n int) string {
-	var q strings.Builder
-	q.WriteString(`INSERT OR FAIL INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data) VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?,?,?,?,?,?,?)")
-	}
-	return q.String()
+	return `INSERT OR FAIL INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data) VALUES ` + values(n, 8)
 }
 
 // writeEach writes group job by job, each under a savepoint, so that a job

@@ -59,11 +59,8 @@ type Page struct {
 
 // metaQuery reads a job's output counters, brought up to its newest chunk
 // (a running job's row may lag; see DefaultRowEvery).
-const metaQuery = `SELECT
-	max(output_bytes, coalesce((SELECT byte_offset + length(data) FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
-	max(output_lines, coalesce((SELECT first_line + line_count FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC LIMIT 1), 0)),
-	evicted_bytes, dropped_bytes
-	FROM jobs WHERE id = ?1`
+const metaQuery = `SELECT ` + db.LiveOutputBytes + `, ` + db.LiveOutputLines + `,
+	evicted_bytes, dropped_bytes FROM jobs WHERE id = ?`
 
 // meta is the jobs row's view of the output.
 type meta struct{ total, lines, evicted, dropped int64 }
