@@ -31,6 +31,8 @@ trap 'rm -rf "$bin"' EXIT
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 go build -o "$bin/jobsbench" ./bench/cmd/jobsbench
 go build -o "$bin/noop" ./bench/cmd/noop
+CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/linked" ./bench/cmd/linked
+CGO_ENABLED=0 go build -tags urfave_cli_no_docs,nomcp -o "$bin/linked-nomcp" ./bench/cmd/linked
 
 mkdir -p bench/out
 JOBS_BIN="$bin/jobs" "$bin/jobsbench" run -out bench/out/results.md "$@"

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -155,15 +154,20 @@ func (b *bench) startLatency(ctx context.Context) error {
 
 	// What any jobs command costs before it does anything: the process
 	// start-up (Go runtime, package initialisation, flag parsing), against
-	// a Go program that does nothing (bench/cmd/noop, built beside the
-	// harness) and against true(1).
-	floors := []*tool{
-		{name: "jobs --version", cmd: func() *exec.Cmd { return exec.Command(b.cfg.jobsBin, "--version") }},
-		{name: "true", cmd: func() *exec.Cmd { return exec.Command("true") }},
+	// programs built beside the harness that do nothing: one that links
+	// the modules jobs is built on (bench/cmd/linked), the same without
+	// the MCP SDK, an empty Go program (bench/cmd/noop); and true(1).
+	floors := []*tool{{name: "jobs --version", cmd: func() *exec.Cmd { return exec.Command(b.cfg.jobsBin, "--version") }}}
+	for _, p := range []struct{ file, name string }{
+		{"linked", "a program that only links jobs' modules"},
+		{"linked-nomcp", "the same without the MCP SDK"},
+		{"noop", "an empty Go program"},
+	} {
+		if path := filepath.Join(filepath.Dir(b.self), p.file); fileExists(path) {
+			floors = append(floors, &tool{name: p.name, cmd: func() *exec.Cmd { return exec.Command(path) }})
+		}
 	}
-	if noop := filepath.Join(filepath.Dir(b.self), "noop"); fileExists(noop) {
-		floors = slices.Insert(floors, 1, &tool{name: "an empty Go program", cmd: func() *exec.Cmd { return exec.Command(noop) }})
-	}
+	floors = append(floors, &tool{name: "true", cmd: func() *exec.Cmd { return exec.Command("true") }})
 
 	for i := 0; i < b.cfg.startRuns; i++ {
 		for _, t := range append(tools, floors...) {
