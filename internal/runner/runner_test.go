@@ -715,7 +715,11 @@ func TestEnsureDefault(t *testing.T) {
 	d := openDB(t)
 	ctx := context.Background()
 	// Whatever fails below, no detached supervisor outlives the test (the
-	// cleanups run last first: this one before rt goes).
+	// cleanups run last first: this one before the database's directory
+	// and rt go). It waits for the process to be gone, not just for its
+	// lock: a supervisor writes its database while it shuts down, after
+	// letting go of the lock, and a file it makes then would stop the
+	// directory's removal.
 	t.Cleanup(func() {
 		var ids []string
 		if err := d.SelectContext(ctx, &ids, `SELECT id FROM supervisors WHERE ended_at IS NULL`); err != nil {
@@ -727,8 +731,12 @@ func TestEnsureDefault(t *testing.T) {
 			if err != nil || !SupervisorAlive(sup) {
 				continue
 			}
+			info, err := proc.Inspect(sup.PID)
+			if err != nil {
+				continue
+			}
 			syscall.Kill(sup.PID, syscall.SIGTERM)
-			eventually(t, 10*time.Second, "detached supervisor to exit", func() bool { return !SupervisorAlive(sup) })
+			eventually(t, 10*time.Second, "detached supervisor to exit", func() bool { return !proc.Alive(sup.PID, info.StartTime) })
 		}
 	})
 
