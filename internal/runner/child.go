@@ -98,7 +98,10 @@ func (s *Supervisor) run(c *child, timeout time.Duration) {
 	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain) }()
 	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain) }()
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		awaitExit(pid)
+		waited <- cmd.Wait()
+	}()
 
 	var expired <-chan time.Time
 	if timeout > 0 {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,9 +119,92 @@ func helper(args []string) int {
 		}
 		fmt.Printf("%s %s\n", s.ID(), job.ID)
 		time.Sleep(time.Hour)
+	case "threads":
+		return threadsMain(args[1:])
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper %q\n", args[0])
 		return 2
+	}
+	return 0
+}
+
+// threadsMain runs a supervisor in a fresh process, starts one sleeping
+// job and then n more, and reports "<threads with one job> <threads with
+// n+1>" once every job's waiter is in place (see TestJobsHoldNoThreads).
+func threadsMain(args []string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	n, _ := strconv.Atoi(args[0])
+	dir, err := os.MkdirTemp("", "jt")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(dir, "jobs.db"))
+	if err != nil {
+		return fail(err)
+	}
+	defer d.Close()
+	s, err := New(Config{DB: d, RuntimeDir: filepath.Join(dir, "run"), Logf: func(string, ...any) {}, Grace: 100 * time.Millisecond})
+	if err == nil {
+		err = s.Open(ctx)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Close()
+	exe, _ := os.Executable()
+	req := StartRequest{Job: db.NewJob{Argv: []string{exe, "helper", "sleep"}, Stdin: "null"}}
+	started := 0
+	startN := func(k int) error {
+		for range k {
+			if _, err := s.Start(ctx, req); err != nil {
+				return err
+			}
+			started++
+		}
+		// Every job's waiter has reached its wait once as many goroutines
+		// sit in one as there are jobs.
+		deadline := time.Now().Add(10 * time.Second)
+		for waiters() < started {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%d of %d waiters in place", waiters(), started)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil
+	}
+	if err := startN(1); err != nil {
+		return fail(err)
+	}
+	before := procThreads()
+	if err := startN(n); err != nil {
+		return fail(err)
+	}
+	fmt.Println(before, procThreads())
+	return 0
+}
+
+// waiters counts the goroutines waiting for a job's main process to exit:
+// in awaitExit, or in os.Process.Wait.
+func waiters() int {
+	buf := make([]byte, 1<<22)
+	st := string(buf[:runtime.Stack(buf, true)])
+	return strings.Count(st, "runner.awaitExit(") + strings.Count(st, "os.(*Process).pidfdWait(") +
+		strings.Count(st, "os.(*Process).blockUntilWaitable(")
+}
+
+// procThreads is the number of OS threads of this process.
+func procThreads() int {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
 	}
 	return 0
 }

@@ -876,3 +876,25 @@ func TestOutputDroppedWhileDatabaseLocked(t *testing.T) {
 		t.Errorf("output_dropped event detail = %v, want the dropped byte count", dropped)
 	}
 }
+
+// TestJobsHoldNoThreads: a running job costs the supervisor no OS thread
+// of its own. Waiting for a child with os.Process.Wait alone blocks a
+// thread in waitid for the child's whole life; awaitExit waits in the
+// netpoller instead. Measured in a fresh process, whose thread count
+// earlier tests have not raised.
+func TestJobsHoldNoThreads(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	out, err := exec.Command(testExe(t), "helper", "threads", strconv.Itoa(n)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	var before, after int
+	if _, err := fmt.Sscan(string(out), &before, &after); err != nil {
+		t.Fatalf("helper said %q: %v", out, err)
+	}
+	if after-before >= n/2 {
+		t.Errorf("OS threads went from %d with one running job to %d with %d more", before, after, n)
+	}
+	t.Logf("OS threads: %d with one running job, %d with %d more", before, after, n)
+}
