@@ -97,15 +97,19 @@ func (t *trickler) run() {
 
 // read reads tp once and reports whether the trickler keeps it.
 func (tp *tricklePipe) read(buf []byte, now time.Time) bool {
-	if d := tp.drain.get(); !d.IsZero() && !now.Before(d) {
-		return false
-	}
 	n, err := tp.p.read(buf)
 	if n > 0 {
 		tp.emit(buf[:n])
 	}
 	if err != nil {
 		return false // EOF or worse: the pump sees it again and ends
+	}
+	if !tp.drain.get().IsZero() {
+		// The job's main process has exited. The pipe ends when the last
+		// process holding it does, often a moment later (a killed tree
+		// dies one process at a time): its pump waits for that in the
+		// netpoller, which wakes it at once, not at the next round.
+		return false
 	}
 	if n == 0 {
 		tp.empty++
