@@ -45,23 +45,52 @@ func WaitingForInput(pid int, stdinPipeInode uint64, t Target) bool {
 	if pid > 0 && processWaitsOn(pid, link, stdinPipeInode) {
 		return true
 	}
-	// Then the rest of its process group. Processes that left the group
-	// are not looked for here: finding them means reading every process's
-	// environment, the most expensive part of a scan, and one of them
-	// reading the job's stdin is rare enough not to cost every poll that.
-	if t.PGID <= 1 {
+	// Then the rest of its process group, among its descendants (a shell
+	// that runs the command as its child, a pipeline). Processes that left
+	// the group, or whose parent exited, are not looked for: finding them
+	// means reading every process on the machine, and one of them reading
+	// the job's stdin is rare enough not to cost every poll that.
+	if t.PGID <= 1 || pid <= 0 {
 		return false
 	}
-	members, err := GroupMembers(t.PGID)
-	if err != nil {
-		return false
-	}
-	for _, m := range members {
-		if m.PID != pid && !m.Dead() && processWaitsOn(m.PID, link, stdinPipeInode) {
+	for _, m := range groupDescendants(pid, t.PGID) {
+		if !m.Dead() && processWaitsOn(m.PID, link, stdinPipeInode) {
 			return true
 		}
 	}
 	return false
+}
+
+// maxDescendants bounds groupDescendants' walk.
+const maxDescendants = 4096
+
+// groupDescendants returns the descendants of pid in process group pgid,
+// found through the kernel's children files (/proc/PID/task/TID/children)
+// rather than a scan of every process: a poll of a running `sh -c` job
+// read the stat file of every process on the machine to find the shell's
+// child. Children in another group and theirs are not walked.
+func groupDescendants(pid, pgid int) []Info {
+	var out []Info
+	seen := map[int]bool{pid: true}
+	queue := []int{pid}
+	for len(queue) > 0 && len(seen) < maxDescendants {
+		kids, err := childPIDs(queue[0])
+		queue = queue[1:]
+		if err != nil {
+			continue
+		}
+		for _, k := range kids {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if info, err := Inspect(k); err == nil && info.PGID == pgid {
+				out = append(out, info)
+				queue = append(queue, k)
+			}
+		}
+	}
+	return out
 }
 
 // processWaitsOn reports whether any thread of pid is blocked reading the

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"fmt"
 	"os/exec"
 	"testing"
 	"time"
@@ -111,5 +112,23 @@ func TestWaitingForInputWchanFallback(t *testing.T) {
 	eventually(t, 10*time.Second, "sleep to sleep", func() bool { return state(s.target.PID) == 'S' })
 	if WaitingForInput(s.target.PID, s.inode, s.target) {
 		t.Error("WaitingForInput(sleep) through the wait channel = true")
+	}
+}
+
+// groupDescendants finds the job's processes below its main one that stay
+// in its group, from the children files alone, and leaves out one that
+// left the group.
+func TestGroupDescendants(t *testing.T) {
+	j := startJob(t, helperCmd("tree"))
+	var same, away int
+	if _, err := fmt.Sscan(j.line(t), &same, &away); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]bool{}
+	for _, info := range groupDescendants(j.target.PID, j.target.PGID) {
+		got[info.PID] = true
+	}
+	if !got[same] || got[away] || got[j.target.PID] || len(got) != 1 {
+		t.Errorf("groupDescendants = %v, want only %d (the grandchild in the group; %d left it)", got, same, away)
 	}
 }

@@ -75,15 +75,6 @@ func darwinState(s int8) byte {
 	return '?'
 }
 
-// GroupMembers returns the processes, zombies included, whose process group
-// is pgid.
-func GroupMembers(pgid int) ([]Info, error) {
-	if pgid <= 0 {
-		return nil, nil
-	}
-	return scan(func(info Info) bool { return info.PGID == pgid }, "", "")
-}
-
 // FindByEnv is not available on darwin: another process's environment is not
 // exposed without parsing kern.procargs2, which this package does not do.
 func FindByEnv(key, value string) ([]Info, error) {

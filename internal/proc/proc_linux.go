@@ -147,15 +147,6 @@ func pids() ([]int, error) {
 	return out, nil
 }
 
-// GroupMembers returns the processes, zombies included, whose process group
-// is pgid.
-func GroupMembers(pgid int) ([]Info, error) {
-	if pgid <= 0 {
-		return nil, nil
-	}
-	return scan(func(info Info) bool { return info.PGID == pgid }, "", "")
-}
-
 // FindByEnv returns the live processes whose environment holds exactly the
 // entry key=value. It finds a job's processes that left its process group
 // (setsid, double fork), because every child of a job inherits JOBS_ID.
