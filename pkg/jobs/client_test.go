@@ -460,3 +460,60 @@ func TestLostJobRunsHookOnce(t *testing.T) {
 		t.Errorf("hook wrote %q with %d finished hook events; want %q once", got, hooks, "lost before\n\n")
 	}
 }
+
+// Reads of a running job record no access: its TTL starts when it ends,
+// and the write would queue behind the supervisor's output batches. Reads
+// of a finished job do, which is what its TTL counts from.
+func TestReadsTouchFinishedJobsOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	c := open(t, jobs.Options{DB: path})
+	d, err := db.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const old = "2000-01-01T00:00:00.000Z"
+	setOld := func(id string) {
+		t.Helper()
+		if _, err := d.ExecContext(ctx, `UPDATE jobs SET last_access_at = ? WHERE id = ?`, old, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lastAccess := func(id string) time.Time {
+		t.Helper()
+		j, err := d.FindJobByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.LastAccessAt
+	}
+
+	j, err := c.Start(ctx, jobs.Spec{Argv: []string{"sleep", "30"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setOld(j.ID)
+	if _, err := c.Poll(ctx, j.ID, jobs.PollOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Log(ctx, j.ID, jobs.Range{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastAccess(j.ID); got.Year() != 2000 {
+		t.Errorf("reads of a running job set last_access_at to %v", got)
+	}
+
+	if _, err := c.Kill(ctx, j.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	setOld(j.ID)
+	before := time.Now().Add(-time.Second)
+	if _, err := c.Poll(ctx, j.ID, jobs.PollOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastAccess(j.ID); got.Before(before) {
+		t.Errorf("a poll of a finished job left last_access_at at %v", got)
+	}
+}

@@ -146,16 +146,22 @@ func (c *Client) viewConcurrently(j db.Job) func() Job {
 	return func() Job { return <-done }
 }
 
-// touchEvery is how stale a job's last access may be before a read records
-// a new one. The TTL of a finished job counts from its last access (30 min
-// by default), so skipping fresher ones moves an expiry by under a second,
-// and spares each poll of an agent's loop a write transaction, which waits
-// behind the supervisor's output batches while the job floods.
+// touchEvery is how stale a finished job's last access may be before a
+// read records a new one. Its TTL counts from its last access (30 min by
+// default), so skipping fresher ones moves an expiry by under a second and
+// spares a loop of reads a write transaction each.
 const touchEvery = time.Second
 
-// touch records a read of j as an access for its TTL, unless one was
-// recorded less than touchEvery ago.
+// touch records a read of a finished job as an access for its TTL, unless
+// one was recorded less than touchEvery ago. A running job's reads are not
+// recorded: its TTL starts at its end (which sets last_access_at), and the
+// write would wait behind the supervisor's output batches while the job
+// floods (a poll every second of a job running `yes` took 200 ms now and
+// then).
 func (c *Client) touch(ctx context.Context, j db.Job) {
+	if !j.Status.Terminal() {
+		return
+	}
 	if age := c.db.Now().Sub(j.LastAccessAt); age >= 0 && age < touchEvery {
 		return
 	}
