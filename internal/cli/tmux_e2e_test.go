@@ -73,7 +73,9 @@ func TestTmuxDurable(t *testing.T) {
 
 	// The supervisor dies mid-job; the job goes on, is driven, and ends
 	// with its real status and all of its output.
-	id = e.start("--tmux", `echo before; read x; echo "after $x"; exit 3`)
+	// (Each command that prints waits for a key before it exits: see
+	// "When a tmux job ends" in the README.)
+	id = e.start("--tmux", `echo before; read x; echo "after $x"; read y; exit 3`)
 	e.ok("wait", id, "--until", "before", "--timeout", "20s")
 	sup := supervisorPID(t, e)
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
@@ -87,6 +89,8 @@ func TestTmuxDurable(t *testing.T) {
 	}
 	e.ok("send-keys", id, "--literal", "again")
 	e.ok("send-keys", id, "Enter")
+	e.ok("wait", id, "--until", "after again", "--timeout", "20s")
+	e.ok("send-keys", id, "Enter")
 	if r := e.run2("wait", id, "--timeout", "20s"); r.code != 3 {
 		t.Errorf("wait after the supervisor died: %v", r)
 	}
@@ -95,7 +99,9 @@ func TestTmuxDurable(t *testing.T) {
 	}
 
 	// --keep-tmux leaves the session, with its last screen, after the end.
-	id = e.start("--tmux", "--keep-tmux", "echo last-words")
+	id = e.start("--tmux", "--keep-tmux", "echo last-words; read x")
+	e.ok("wait", id, "--until", "last-words", "--timeout", "20s")
+	e.ok("send-keys", id, "Enter")
 	e.run2("wait", id, "--timeout", "20s")
 	if out, err := exec.Command("tmux", "-L", sock, "capture-pane", "-p", "-S", "-5", "-t", "=jobs-"+id+":").Output(); err != nil || !strings.Contains(string(out), "last-words") {
 		t.Errorf("kept session: %v %q", err, out)
@@ -105,7 +111,7 @@ func TestTmuxDurable(t *testing.T) {
 	// A person attaches from inside their own tmux: `jobs attach` runs in
 	// a pane of another server, sees the job's screen, and what the
 	// person types reaches the job.
-	id = e.start("--tmux", `echo attach-marker; read x; echo "typed $x"`)
+	id = e.start("--tmux", `echo attach-marker; read x; echo "typed $x"; read y`)
 	e.ok("wait", id, "--until", "attach-marker", "--timeout", "20s")
 	outer := sock + "-outer"
 	t.Cleanup(func() { exec.Command("tmux", "-L", outer, "kill-server").Run() })
@@ -124,6 +130,8 @@ func TestTmuxDurable(t *testing.T) {
 		return strings.Contains(string(out), "attach-marker")
 	})
 	exec.Command("tmux", "-L", outer, "send-keys", "-t", "=person:", "-l", "hi-from-a-person").Run()
+	exec.Command("tmux", "-L", outer, "send-keys", "-t", "=person:", "Enter").Run()
+	e.ok("wait", id, "--until", "typed hi-from-a-person", "--timeout", "20s")
 	exec.Command("tmux", "-L", outer, "send-keys", "-t", "=person:", "Enter").Run()
 	if r := e.run2("wait", id, "--timeout", "20s"); r.code != 0 {
 		t.Errorf("wait after the person typed: %v", r)

@@ -321,6 +321,12 @@ func TestTmux(t *testing.T) {
 
 	t.Run("ExitCodes", func(t *testing.T) {
 		t.Parallel()
+		// The commands that print wait for a key before they exit: what a
+		// pane's process writes just before it exits can be lost when the
+		// machine is busy (tmux closes the pane once the process is gone
+		// and the terminal reports nothing unread, which the kernel can
+		// report before the last bytes are through).
+		ctx := context.Background()
 		for _, tc := range []struct {
 			cmd    string
 			status db.Status
@@ -328,11 +334,17 @@ func TestTmux(t *testing.T) {
 			out    string
 		}{
 			{"exit 7", db.StatusFailed, 7, ""},
-			{"echo hello-tmux", db.StatusDone, 0, "hello-tmux"},
+			{"echo hello-tmux; read x", db.StatusDone, 0, "hello-tmux"},
 			{"kill -TERM $$", db.StatusFailed, 128 + int(syscall.SIGTERM), ""},
-			{"printf 'no newline at the end'; exit 3", db.StatusFailed, 3, "no newline at the end"},
+			{"printf 'no newline at the end'; read x; exit 3", db.StatusFailed, 3, "no newline at the end"},
 		} {
 			job := startTmuxJob(t, s, StartRequest{Job: db.NewJob{Command: tc.cmd}})
+			if tc.out != "" {
+				eventually(t, 10*time.Second, "the output of "+tc.cmd, func() bool { return strings.Contains(pty(t, d, job.ID), tc.out) })
+				if err := s.SendKeys(ctx, job.ID, []string{"Enter"}, false); err != nil {
+					t.Fatal(err)
+				}
+			}
 			done := waitDone(t, d, job.ID, 10*time.Second)
 			if done.Status != tc.status || exitCode(done) != tc.code {
 				t.Errorf("%q: %s exit %d (%s), want %s %d", tc.cmd, done.Status, exitCode(done), done.Reason, tc.status, tc.code)
@@ -351,7 +363,11 @@ func TestTmux(t *testing.T) {
 
 	t.Run("KeepTmux", func(t *testing.T) {
 		t.Parallel()
-		job := startTmuxJob(t, s, StartRequest{Job: db.NewJob{Command: "echo kept-screen; exit 2"}, KeepTmux: true})
+		job := startTmuxJob(t, s, StartRequest{Job: db.NewJob{Command: "echo kept-screen; read x; exit 2"}, KeepTmux: true})
+		eventually(t, 10*time.Second, "the job's output", func() bool { return strings.Contains(pty(t, d, job.ID), "kept-screen") })
+		if err := s.SendKeys(context.Background(), job.ID, []string{"Enter"}, false); err != nil {
+			t.Fatal(err)
+		}
 		done := waitDone(t, d, job.ID, 10*time.Second)
 		if done.Status != db.StatusFailed || exitCode(done) != 2 {
 			t.Errorf("kept job: %s exit %d, want failed 2", done.Status, exitCode(done))
@@ -544,7 +560,7 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	rt := runtimeDir(t)
 
 	cmd := exec.Command(testExe(t), "tmux-supervisor", d.Path, rt,
-		`echo first-half; read answer; echo "second-half $answer"; exit 3`)
+		`echo first-half; read answer; echo "second-half $answer"; read x; exit 3`)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -589,6 +605,11 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	if err := s2.SendKeys(ctx, jobID, []string{"forty-two"}, true); err != nil {
 		t.Fatal(err)
 	}
+	if err := SendKeysDirect(job, []string{"Enter"}, false); err != nil {
+		t.Fatal(err)
+	}
+	// (It waits for a key once more before it exits: see ExitCodes.)
+	waitPTY(t, d, jobID, "second-half forty-two")
 	if err := SendKeysDirect(job, []string{"Enter"}, false); err != nil {
 		t.Fatal(err)
 	}

@@ -295,11 +295,15 @@ func TestPipe(t *testing.T) {
 	dir := t.TempDir()
 
 	// Set up with the session, the pipe sees the output of a command that
-	// prints and exits at once. The '#' checks the command is not taken
-	// as a tmux format.
+	// prints at once. (The command then waits: what a pane's process
+	// writes just before it exits can be lost when the machine is busy, as
+	// tmux closes a pane once its process is gone and the terminal reports
+	// nothing unread, which the kernel can report before the last bytes
+	// are through.) The '#' checks the command is not taken as a tmux
+	// format.
 	fast := filepath.Join(dir, "fast#1.log")
 	err := s.NewSession(context.Background(), "fast", dir, nil,
-		[]string{"sh", "-c", "printf 'fast-output\\n'"}, 80, 24,
+		[]string{"sh", "-c", "printf 'fast-output\\n'; read x"}, 80, 24,
 		WithPipe("cat >> "+shellQuote(fast)))
 	if err != nil {
 		t.Fatal(err)
