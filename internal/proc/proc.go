@@ -22,11 +22,15 @@ type Info struct {
 	StartTime int64
 	// Comm is the command name the kernel keeps (at most 15 bytes on Linux).
 	Comm string
+	// Exiting is set once the process has begun to exit (Linux: PF_EXITING
+	// in /proc/PID/stat's flags): it never runs again, but it is not a
+	// zombie yet, and its environment may already be unreadable.
+	Exiting bool
 }
 
-// Dead reports whether the process has exited, even if its parent has not
-// reaped it yet.
-func (i Info) Dead() bool { return i.State == 'Z' || i.State == 'X' }
+// Dead reports whether the process has exited or is exiting, even if its
+// parent has not reaped it yet.
+func (i Info) Dead() bool { return i.State == 'Z' || i.State == 'X' || i.Exiting }
 
 // Alive reports whether pid exists, has the given start time and is not a
 // zombie. A pid that was reused by another process is not alive, so a caller

@@ -113,6 +113,10 @@ func parseStat(b []byte) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("parse stat: start time: %w", err)
 	}
+	flags, err := strconv.ParseUint(fields[9-3], 10, 64)
+	if err != nil {
+		return Info{}, fmt.Errorf("parse stat: flags: %w", err)
+	}
 	return Info{
 		PID:       pid,
 		PPID:      nums[0],
@@ -121,8 +125,12 @@ func parseStat(b []byte) (Info, error) {
 		State:     fields[0][0],
 		StartTime: start,
 		Comm:      string(b[open+1 : closing]),
+		Exiting:   flags&pfExiting != 0,
 	}, nil
 }
+
+// pfExiting is the kernel's PF_EXITING task flag: the task is in do_exit.
+const pfExiting = 0x4
 
 // pids lists the processes (thread-group leaders) in /proc.
 func pids() ([]int, error) {

@@ -21,6 +21,9 @@ func TestParseStat(t *testing.T) {
 			Info{PID: 7, PPID: 3, PGID: 4, SID: 5, State: 'Z', StartTime: 99, Comm: "a) (b) c"}},
 		{"8 (with space ) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0",
 			Info{PID: 8, PPID: 1, PGID: 1, SID: 1, State: 'R', StartTime: 1, Comm: "with space "}},
+		// PF_EXITING (0x4) in the flags: running, yet already dead.
+		{"9 (dying) R 1 9 9 0 -1 4194564 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0",
+			Info{PID: 9, PPID: 1, PGID: 9, SID: 9, State: 'R', StartTime: 77, Comm: "dying", Exiting: true}},
 	}
 	for _, tt := range tests {
 		got, err := parseStat([]byte(tt.in))
@@ -30,6 +33,9 @@ func TestParseStat(t *testing.T) {
 		}
 		if got != tt.want {
 			t.Errorf("parseStat(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+		if dead := tt.want.State == 'Z' || tt.want.Exiting; got.Dead() != dead {
+			t.Errorf("parseStat(%q).Dead() = %v, want %v", tt.in, got.Dead(), dead)
 		}
 	}
 	for _, bad := range []string{"", "42 sleep S 1", "42 (sleep) S 1 2", "x (a) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0"} {
