@@ -64,6 +64,18 @@ func pow2Runs(n int, fn func(lo, hi int) error) error {
 	return nil
 }
 
+// countRuns is pow2Runs for statements that count what they touch: it
+// returns the sum of count over the runs.
+func countRuns(n int, count func(lo, hi int) (int64, error)) (int64, error) {
+	var total int64
+	err := pow2Runs(n, func(lo, hi int) error {
+		k, err := count(lo, hi)
+		total += k
+		return err
+	})
+	return total, err
+}
+
 // values is n rows of width placeholders for a VALUES list.
 func values(n, width int) string {
 	row := "(?" + strings.Repeat(",?", width-1) + ")"
@@ -349,11 +361,7 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 			args = append(args, p.b.st.id, c.seq, string(c.stream), c.off,
 				c.firstLine, c.lineCount, db.FormatTime(c.at), c.data)
 		}
-		ins, err := w.prepare(ctx, insertChunksSQL(hi-lo))
-		if err != nil {
-			return fmt.Errorf("prepare insert: %w", err)
-		}
-		_, err = ins.ExecContext(ctx, args...)
+		_, err := execCount(ctx, w, insertChunksSQL(hi-lo), args)
 		return err
 	}); err != nil {
 		return err
@@ -397,8 +405,7 @@ func enforceCap(ctx context.Context, conn *sql.Conn, b *jobBatch, retained int64
 // (jobs rm while running).
 func advanceRows(ctx context.Context, w *writer, bs []*jobBatch) error {
 	args := make([]any, 0, 5*min(len(bs), groupRows))
-	var advanced int64
-	if err := pow2Runs(len(bs), func(lo, hi int) error {
+	advanced, err := countRuns(len(bs), func(lo, hi int) (int64, error) {
 		args = args[:0]
 		for _, b := range bs[lo:hi] {
 			var last any
@@ -407,10 +414,9 @@ func advanceRows(ctx context.Context, w *writer, bs []*jobBatch) error {
 			}
 			args = append(args, b.st.id, b.end, b.lines, last, b.dropped)
 		}
-		k, err := execCount(ctx, w, updateJobsSQL(hi-lo), args)
-		advanced += k
-		return err
-	}); err != nil {
+		return execCount(ctx, w, updateJobsSQL(hi-lo), args)
+	})
+	if err != nil {
 		return fmt.Errorf("advance jobs: %w", err)
 	}
 	if advanced == int64(len(bs)) {
@@ -423,21 +429,20 @@ func advanceRows(ctx context.Context, w *writer, bs []*jobBatch) error {
 // per power-of-two run and a lookup per job only when a count falls short.
 func checkRows(ctx context.Context, w *writer, bs []*jobBatch) error {
 	args := make([]any, 0, min(len(bs), groupRows))
-	var found int64
-	if err := pow2Runs(len(bs), func(lo, hi int) error {
+	found, err := countRuns(len(bs), func(lo, hi int) (int64, error) {
 		args = args[:0]
 		for _, b := range bs[lo:hi] {
 			args = append(args, b.st.id)
 		}
 		st, err := w.prepare(ctx, countJobsSQL(hi-lo))
 		if err != nil {
-			return err
+			return 0, err
 		}
 		var k int64
 		err = st.QueryRowContext(ctx, args...).Scan(&k)
-		found += k
-		return err
-	}); err != nil {
+		return k, err
+	})
+	if err != nil {
 		return fmt.Errorf("find jobs: %w", err)
 	}
 	if found == int64(len(bs)) {
@@ -477,16 +482,14 @@ type chunkOf struct {
 // looked for one by one.
 func growRows(ctx context.Context, w *writer, grows []chunkOf) ([]chunkOf, error) {
 	args := make([]any, 0, 5*min(len(grows), groupRows))
-	var grown int64
-	if err := pow2Runs(len(grows), func(lo, hi int) error {
+	grown, err := countRuns(len(grows), func(lo, hi int) (int64, error) {
 		args = args[:0]
 		for _, g := range grows[lo:hi] {
 			args = append(args, g.b.st.id, g.c.rowOff, g.c.data, g.c.lineCount, db.FormatTime(g.c.at))
 		}
-		k, err := execCount(ctx, w, growChunksSQL(hi-lo), args)
-		grown += k
-		return err
-	}); err != nil {
+		return execCount(ctx, w, growChunksSQL(hi-lo), args)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("grow chunks: %w", err)
 	}
 	if grown == int64(len(grows)) {

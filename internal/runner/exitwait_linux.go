@@ -37,10 +37,9 @@ func awaitExit(pid int) {
 		return
 	}
 	// A pidfd becomes readable when its process exits. Each check asks
-	// the kernel rather than trusting the first readiness, which the
-	// netpoller may have seen before this read began.
-	// With WNOHANG the kernel fills info only for a child that has
-	// exited; Signo stays 0 otherwise.
+	// the kernel (WNOHANG: info is filled only for a child that has
+	// exited, Signo stays 0 otherwise) rather than trusting the first
+	// readiness, which the netpoller may have seen before this read began.
 	_ = rc.Read(func(fd uintptr) bool {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
