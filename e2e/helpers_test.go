@@ -17,10 +17,22 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 )
 
+// helperModes holds the helper modes that test files register in their own
+// init functions, beside the tests that use them.
+var helperModes = map[string]func(args []string) error{}
+
 // runHelper runs the helper process name (the test binary started by jobs
 // as a job's command) and returns its exit code.
 func runHelper(name string, args []string) int {
 	var err error
+	if mode, ok := helperModes[name]; ok {
+		err = mode(args)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e-helper:", err)
+			return 1
+		}
+		return 0
+	}
 	switch name {
 	case "flood": // flood N: N bytes of the pattern stream on stdout
 		n, _ := strconv.ParseInt(args[0], 10, 64)
