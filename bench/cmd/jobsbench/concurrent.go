@@ -21,7 +21,7 @@ import (
 func (b *bench) concurrent(ctx context.Context) error {
 	var rs []concRound
 	for i := 0; i < b.cfg.concRounds; i++ {
-		r, err := b.concurrentRound(ctx, i)
+		r, err := b.concurrentRound(ctx, "conc"+strconv.Itoa(i), b.cfg.jobsBin)
 		if err != nil {
 			return err
 		}
@@ -64,9 +64,11 @@ type concRound struct {
 	peakKB    int64
 }
 
-func (b *bench) concurrentRound(ctx context.Context, round int) (concRound, error) {
+// concurrentRound runs the workload once in a fresh world of the given jobs
+// binary.
+func (b *bench) concurrentRound(ctx context.Context, name, bin string) (concRound, error) {
 	var r concRound
-	w, err := b.newWorld("conc" + strconv.Itoa(round))
+	w, err := b.newWorldOf(name, bin)
 	if err != nil {
 		return r, err
 	}

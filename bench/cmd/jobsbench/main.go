@@ -60,6 +60,8 @@ func self() string {
 // config holds the size knobs, from the environment (see bench/README.md).
 type config struct {
 	jobsBin      string
+	baseBin      string // a previous build to compare with (JOBS_BASE_BIN)
+	baseRev      string // what baseBin was built from (JOBS_BASE_REV)
 	work         string
 	out          string
 	quick        bool
@@ -75,7 +77,8 @@ type config struct {
 }
 
 func loadConfig(args []string) (config, error) {
-	c := config{jobsBin: os.Getenv("JOBS_BIN"), work: os.Getenv("BENCH_WORK")}
+	c := config{jobsBin: os.Getenv("JOBS_BIN"), work: os.Getenv("BENCH_WORK"),
+		baseBin: os.Getenv("JOBS_BASE_BIN"), baseRev: os.Getenv("JOBS_BASE_REV")}
 	for i := 0; i < len(args); i++ {
 		switch args[i] {
 		case "-quick", "--quick":
@@ -166,6 +169,14 @@ func run(ctx context.Context, args []string) error {
 	if cfg.jobsBin, err = filepath.Abs(cfg.jobsBin); err != nil {
 		return err
 	}
+	if cfg.baseBin != "" {
+		if cfg.baseBin, err = filepath.Abs(cfg.baseBin); err != nil {
+			return err
+		}
+		if cfg.baseRev == "" {
+			cfg.baseRev = "the previous build"
+		}
+	}
 	b := &bench{cfg: cfg, self: self()}
 	b.machine = describeMachine(cfg)
 	defer b.cleanup()
@@ -180,9 +191,12 @@ func run(ctx context.Context, args []string) error {
 		{"concurrent jobs", "concurrent", b.concurrent},
 		{"kill tree", "kill", b.killTree},
 	}
+	if cfg.baseBin != "" {
+		steps = append(steps, step{"against " + cfg.baseRev, "versus", b.versus})
+	}
 	for k := range cfg.only {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.key == k }) {
-			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill)", k)
+			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, versus with --against)", k)
 		}
 	}
 	for _, s := range steps {

@@ -24,6 +24,7 @@ import (
 // one, so the supervisor's peak RSS and CPU belong to that workload alone.
 type world struct {
 	b     *bench
+	bin   string // the jobs binary this world runs
 	dir   string
 	state string
 	run   string
@@ -31,7 +32,12 @@ type world struct {
 }
 
 func (b *bench) newWorld(name string) (*world, error) {
-	w := &world{b: b, dir: filepath.Join(b.cfg.work, name)}
+	return b.newWorldOf(name, b.cfg.jobsBin)
+}
+
+// newWorldOf is newWorld running another jobs binary (a previous build).
+func (b *bench) newWorldOf(name, bin string) (*world, error) {
+	w := &world{b: b, bin: bin, dir: filepath.Join(b.cfg.work, name)}
 	w.state, w.run = filepath.Join(w.dir, "s"), filepath.Join(w.dir, "r")
 	for _, d := range []string{w.state, w.run} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -63,7 +69,7 @@ func (w *world) environ(scope string) []string {
 
 // cmd is the jobs binary with args in this world.
 func (w *world) cmd(scope string, args ...string) *exec.Cmd {
-	c := exec.Command(w.b.cfg.jobsBin, args...)
+	c := exec.Command(w.bin, args...)
 	c.Env = w.environ(scope)
 	return c
 }
@@ -138,7 +144,7 @@ func (w *world) stopSupervisor(ctx context.Context) {
 	if err != nil || pid <= 0 {
 		return
 	}
-	if !isSupervisorOf(pid, w.b.cfg.jobsBin) {
+	if !isSupervisorOf(pid, w.bin) {
 		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/parse"
+)
+
+// versus: the workloads whose cost a change must not raise, run with this
+// build and with a previous one (JOBS_BASE_BIN, built by `bench/run.sh
+// --against REV`) in the same run. Each round runs both binaries, in
+// alternating order so that a trend in the machine's load hits them alike,
+// each on a fresh database and supervisor. The table gives the medians and
+// the ratio this build / previous build.
+func (b *bench) versus(ctx context.Context) error {
+	if b.cfg.baseBin == "" {
+		return fmt.Errorf("no previous build to compare with: run bench/run.sh --against REV")
+	}
+	size := b.cfg.captureBytes
+	src := filepath.Join(b.cfg.work, "versus-src.bin")
+	if err := spew(src, size); err != nil {
+		return err
+	}
+	defer os.Remove(src)
+	if _, err := fileSHA(src); err != nil { // warm the page cache alike for both
+		return err
+	}
+	type side struct {
+		name, bin string
+		capture   []time.Duration
+		cpu       []time.Duration
+		rss       int64
+	}
+	sides := []*side{{name: "new", bin: b.cfg.jobsBin}, {name: "base", bin: b.cfg.baseBin}}
+	for round := 0; round < b.cfg.concRounds; round++ {
+		order := []*side{sides[0], sides[1]}
+		if round%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, s := range order {
+			name := fmt.Sprintf("vs-%s-%d", s.name, round)
+			d, err := b.captureOnce(ctx, name+"-cap", s.bin, src, size)
+			if err != nil {
+				return fmt.Errorf("%s build: %w", s.name, err)
+			}
+			s.capture = append(s.capture, d)
+			r, err := b.concurrentRound(ctx, name+"-conc", s.bin)
+			if err != nil {
+				return fmt.Errorf("%s build: %w", s.name, err)
+			}
+			if r.lost > 0 || r.bad > 0 {
+				return fmt.Errorf("%s build lost %d lines (%d out of order)", s.name, r.lost, r.bad)
+			}
+			s.cpu = append(s.cpu, r.cpu)
+			s.rss = max(s.rss, r.peakKB)
+			fmt.Fprintf(os.Stderr, "   round %d, %s build: capture %.0f MiB/s, 100-job CPU %.2f s\n", round, s.name, mibps(size, d), r.cpu.Seconds())
+		}
+	}
+	newS, baseS := sides[0], sides[1]
+	against := b.cfg.baseRev
+	wl := "this build vs " + against
+	nr, br := mibps(size, median(newS.capture)), mibps(size, median(baseS.capture))
+	b.add(row{workload: wl, metric: fmt.Sprintf("capture %s throughput (median of %d)", parse.FormatSize(size), len(newS.capture)),
+		jobs: fmt.Sprintf("%.0f MiB/s", nr), baseline: fmt.Sprintf("%.0f MiB/s", br), ratio: ratio(nr, br), target: "≥ 0.95", ok: yes(nr/br >= 0.95)})
+	nc, bc := median(newS.cpu), median(baseS.cpu)
+	b.add(row{workload: wl, metric: fmt.Sprintf("%d jobs × %d lines/s × %d s: supervisor CPU (median of %d)", b.cfg.concJobs, b.cfg.concRate, b.cfg.concSecs, len(newS.cpu)),
+		jobs: fmt.Sprintf("%.2f s", nc.Seconds()), baseline: fmt.Sprintf("%.2f s", bc.Seconds()), ratio: ratio(nc.Seconds(), bc.Seconds()), target: "≤ 1.05", ok: yes(nc.Seconds() <= 1.05*bc.Seconds())})
+	b.add(row{workload: wl, metric: "same: supervisor peak RSS (VmHWM)", jobs: fmt.Sprintf("%.1f MiB", float64(newS.rss)/1024), baseline: fmt.Sprintf("%.1f MiB", float64(baseS.rss)/1024),
+		ratio: ratio(float64(newS.rss), float64(baseS.rss))})
+	return nil
+}
+
+// captureOnce runs one capture of src (`cat` as a job with no output cap)
+// in a fresh world of bin and returns the time from start to the end of
+// `jobs wait`; it checks that every byte was stored.
+func (b *bench) captureOnce(ctx context.Context, name, bin, src string, size int64) (time.Duration, error) {
+	w, err := b.newWorldOf(name, bin)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		w.stopSupervisor(ctx)
+		os.RemoveAll(w.dir)
+	}()
+	if _, err := w.start("", "--ttl", "1h", "true"); err != nil { // a warm supervisor
+		return 0, err
+	}
+	t0 := time.Now()
+	id, err := w.start("", "--max-output", "0", "--ttl", "0", "--timeout", "0", "--no-stdin", "--", "cat", src)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := w.jobs("", "wait", id); err != nil {
+		return 0, err
+	}
+	d := time.Since(t0)
+	st, err := w.status("", id)
+	if err != nil {
+		return 0, err
+	}
+	if st.OutputBytes != size || st.DroppedBytes != 0 || st.Status != "done" {
+		return 0, fmt.Errorf("capture stored %d of %d bytes (%d dropped), status %s", st.OutputBytes, size, st.DroppedBytes, st.Status)
+	}
+	return d, nil
+}
+
