@@ -107,4 +107,3 @@ func (b *bench) captureOnce(ctx context.Context, name, bin, src string, size int
 	}
 	return d, nil
 }
-
