@@ -238,7 +238,7 @@ func TestD7KillNeverHitsProtectedGroup(t *testing.T) {
 		pid, pgid int
 		start     int64
 	}{
-		{name: "pgid 0", pid: 0, pgid: 0},
+		{name: "pgid 0", pid: 0, pgid: 0, start: group.start},
 		{name: "pgid 1", pid: 1, pgid: 1, start: init1.StartTime},
 		{name: "the CLI's own group", pid: group.pid, pgid: group.pid, start: group.start},
 		{name: "the supervisor's group", pid: sup, pgid: supInfo.PGID, start: supInfo.StartTime},
@@ -487,11 +487,15 @@ func TestB3StoppedJobTimesOut(t *testing.T) {
 	if j.Status != "timed_out" {
 		t.Errorf("stopped job with --timeout 2s ended %s", j.Status)
 	}
-	// The supervisor's default grace is 2 s.
+	// The supervisor's default grace is 2 s. The child handles the TERM
+	// as soon as SIGCONT wakes it: no need to wait for SIGKILL.
 	if j.RuntimeMS < 2000 || j.RuntimeMS > 2000+2000+2000 {
 		t.Errorf("runtime %d ms, want within [2 s, 2 s + grace + 2 s]", j.RuntimeMS)
 	}
-	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("stopped job timed_out after %d ms (timeout 2 s)", j.RuntimeMS))
+	if k, _ := w.status(id); k.Signal != "TERM" {
+		t.Errorf("ended by signal %q, want TERM (acted on after SIGCONT, before the grace ran out)", k.Signal)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("stopped job timed_out by TERM after %d ms (timeout 2 s, grace 2 s)", j.RuntimeMS))
 }
 
 // Row B4 guards: kill escalates to SIGKILL after the grace period when the
