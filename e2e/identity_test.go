@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -283,16 +284,34 @@ func TestD7KillNeverHitsProtectedGroup(t *testing.T) {
 // intact, output with the prefix property, and a job marked lost by the
 // next reader with a lost event that lists its survivors (chunks are
 // appended in WAL transactions; whoever takes the dead supervisor's lock
-// marks its jobs).
+// marks its jobs). JOBS_E2E_B1_ROUNDS (default 3) kills that many
+// supervisors, each at a random point of its flood.
 func TestB1SupervisorKilledDuringFlood(t *testing.T) {
-	w := newWorld(t)
 	n := envInt64("JOBS_E2E_FLOOD_BYTES", 64<<20)
+	rounds := envInt64("JOBS_E2E_B1_ROUNDS", 3)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 14))
+	var stored, chunks int64
+	for r := int64(0); r < rounds; r++ {
+		// Somewhere between an eighth and a half of the flood.
+		at := n/8 + rng.Int64N(n/2-n/8)
+		s, c := killSupervisorMidFlood(t, n, at)
+		stored, chunks = stored+s, chunks+c
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d kills at random points: integrity ok, lost on first poll, lost event lists survivors, %d bytes in %d chunks a gapless byte-exact prefix", rounds, stored, chunks))
+}
+
+// killSupervisorMidFlood SIGKILLs the supervisor of a flooding job once at
+// least at bytes are captured and checks what is left; it returns the bytes
+// and chunks stored.
+func killSupervisorMidFlood(t *testing.T, n, at int64) (int64, int64) {
+	t.Helper()
+	w := newWorld(t)
 	id := w.start(append([]string{"--max-output", "0", "--no-stdin", "--ttl", "0"}, helper("flood", strconv.FormatInt(n, 10))...)...)
 	sup := w.supervisorPID()
 	var before job
-	waitFor(t, 2*time.Minute, "a quarter of the flood captured", func() bool {
+	waitFor(t, 2*time.Minute, "part of the flood captured", func() bool {
 		before, _ = w.status(id)
-		return before.OutputBytes >= n/4 || before.Status != "running"
+		return before.OutputBytes >= at || before.Status != "running"
 	})
 	if before.Status != "running" {
 		t.Skipf("the flood ended (%s) before the supervisor could be killed; raise JOBS_E2E_FLOOD_BYTES", before.Status)
@@ -334,6 +353,7 @@ func TestB1SupervisorKilledDuringFlood(t *testing.T) {
 	if i := firstDiff(got, want); i >= 0 {
 		t.Fatalf("captured output is not a prefix of what the child wrote: differs at byte %d of %d", i, len(got))
 	}
+	chunks := w.checkChunksContiguous(id)
 	// The processes of a lost job are not killed behind the user's back;
 	// jobs kill still ends them, and the next start gets a new supervisor.
 	w.jobs("kill", id, "--grace", "100ms")
@@ -341,7 +361,34 @@ func TestB1SupervisorKilledDuringFlood(t *testing.T) {
 	if j := w.waitTerminal(next, 30*time.Second); j.Status != "done" {
 		t.Errorf("start after the crash: %s", j.Status)
 	}
-	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("integrity ok; lost on first poll; %d of %d bytes stored, a byte-exact prefix; lost event lists %d survivor(s)", len(got), n, len(survivors)))
+	return int64(len(got)), chunks
+}
+
+// checkChunksContiguous checks that the job's chunks, in seq order, number
+// 0, 1, 2 … and cover the output without a hole or an overlap, and returns
+// how many there are.
+func (w *world) checkChunksContiguous(id string) int64 {
+	w.t.Helper()
+	rows, err := w.sqlDB().Query(`SELECT seq, byte_offset, length(data) FROM chunks WHERE job_id = ? ORDER BY seq`, id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer rows.Close()
+	var i, next int64
+	for ; rows.Next(); i++ {
+		var seq, off, n int64
+		if err := rows.Scan(&seq, &off, &n); err != nil {
+			w.t.Fatal(err)
+		}
+		if seq != i || off != next {
+			w.t.Fatalf("chunk %d: seq %d at offset %d, want seq %d at offset %d", i, seq, off, i, next)
+		}
+		next = off + n
+	}
+	if err := rows.Err(); err != nil {
+		w.t.Fatal(err)
+	}
+	return i
 }
 
 // Row B1 guards: the processes of a lost job are listed in its lost event,
