@@ -127,10 +127,8 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 // alive and proven the job's: the audit trail says what was left running.
 func lostTransition(j db.Job, reason string) db.Transition {
 	survivors := []int{}
-	if j.Mode != "tmux" {
-		if pids, err := proc.Members(TargetOf(j)); err == nil && pids != nil {
-			survivors = pids
-		}
+	if pids, err := proc.Members(TargetOf(j)); err == nil && pids != nil {
+		survivors = pids
 	}
 	return db.Transition{To: db.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}
 }
