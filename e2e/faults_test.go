@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,59 +60,6 @@ func (w *world) waitOutput(id, s string) string {
 		return strings.Contains(out, s)
 	})
 	return out
-}
-
-// Protection: chunks are appended in transactions in WAL mode (a crash
-// loses at most the batch in flight, never corrupts or reorders), and
-// whoever notices a dead supervisor (here: poll) marks its jobs lost.
-func TestSupervisorKilledDuringFlood(t *testing.T) {
-	w := newWorld(t)
-	n := envInt64("JOBS_E2E_FLOOD_BYTES", 64<<20)
-	id := w.start(append([]string{"--max-output", "0", "--no-stdin", "--ttl", "0"}, helper("flood", strconv.FormatInt(n, 10))...)...)
-	sup := w.supervisorPID()
-	var before job
-	waitFor(t, 2*time.Minute, "a quarter of the flood captured", func() bool {
-		before, _ = w.status(id)
-		return before.OutputBytes >= n/4 || before.Status != "running"
-	})
-	if before.Status != "running" {
-		t.Skipf("the flood ended (%s) before the supervisor could be killed; raise JOBS_E2E_FLOOD_BYTES", before.Status)
-	}
-	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// The thread group leader turns zombie before the other threads have
-	// exited and the files (the supervisor's lock) are released: wait for
-	// the lock, the mark of a dead supervisor.
-	lock := w.supervisorLock(sup)
-	waitFor(t, 10*time.Second, "the supervisor's lock to be free", func() bool { return lockFree(lock) })
-
-	j := w.poll(id)
-	if j.Status != "lost" {
-		t.Errorf("status on the next poll = %q, want lost", j.Status)
-	}
-	w.integrity()
-	got := w.readAll(id, j.OutputBytes)
-	if int64(len(got)) != j.OutputBytes {
-		t.Errorf("read %d bytes, job says %d", len(got), j.OutputBytes)
-	}
-	if int64(len(got)) >= n || len(got) < int(before.OutputBytes) {
-		t.Errorf("captured %d bytes of %d; %d were captured before the kill", len(got), n, before.OutputBytes)
-	}
-	want := make([]byte, len(got))
-	if _, err := io.ReadFull(pattern(), want); err != nil {
-		t.Fatal(err)
-	}
-	if i := firstDiff(got, want); i >= 0 {
-		t.Fatalf("captured output is not a prefix of what the child wrote: differs at byte %d of %d", i, len(got))
-	}
-	// The processes of a lost job are not killed behind the user's back;
-	// jobs kill still ends them, and the next start gets a new supervisor.
-	w.jobs("kill", id, "--grace", "100ms")
-	next := w.start("--", "true")
-	if j := w.waitTerminal(next, 30*time.Second); j.Status != "done" {
-		t.Errorf("start after the crash: %s", j.Status)
-	}
 }
 
 func eventsText(events []event) string {
@@ -215,82 +160,6 @@ func (w *world) kill(args ...string) killResult {
 		w.t.Fatalf("kill: %v\n%s", err, out)
 	}
 	return k
-}
-
-// Protection: kill escalates to SIGKILL after the grace period.
-func TestChildIgnoringSIGTERM(t *testing.T) {
-	w := newWorld(t)
-	id := w.start(helper("ignore-term")...)
-	w.waitOutput(id, "ready")
-	pid := w.poll(id).PID
-	_, start, _ := procState(pid)
-	defer killLeftover(pid, start)
-	k := w.kill(id, "--grace", "200ms")
-	if k.Status != "killed" || !k.Escalated || len(k.Survivors) != 0 {
-		t.Errorf("kill = %+v, want killed, escalated, no survivors", k)
-	}
-	if sameProcAlive(pid, start) {
-		t.Errorf("pid %d survived the kill", pid)
-	}
-	if j, _ := w.status(id); j.Status != "killed" {
-		t.Errorf("status %q, want killed", j.Status)
-	}
-}
-
-// Protection: a job is finished when its main process exits even while a
-// daemon grandchild holds its pipes (bounded drain, Cmd.WaitDelay), and
-// poll counts the descendants still alive.
-func TestDaemonGrandchildHoldsPipes(t *testing.T) {
-	w := newWorld(t)
-	id := w.start(helper("daemon")...)
-	out := w.waitOutput(id, "ready")
-	var daemon int
-	for _, line := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(line, "daemon "); ok {
-			daemon, _ = strconv.Atoi(rest)
-		}
-	}
-	if daemon == 0 {
-		t.Fatalf("no daemon pid in %q", out)
-	}
-	_, start, _ := procState(daemon)
-	defer killLeftover(daemon, start)
-	j := w.waitTerminal(id, 60*time.Second)
-	if j.Status != "done" || j.ExitCode == nil || *j.ExitCode != 0 {
-		t.Errorf("job ended %s (exit %v), want done with 0", j.Status, j.ExitCode)
-	}
-	if !sameProcAlive(daemon, start) {
-		t.Fatalf("the daemon died with its parent; nothing to check")
-	}
-	if j.Descendants < 1 {
-		t.Errorf("poll reports %d descendants while daemon %d runs", j.Descendants, daemon)
-	}
-	// jobs kill still reaches it through JOBS_ID.
-	w.ok("kill", id, "--grace", "100ms")
-	waitFor(t, 10*time.Second, "the daemon to end", func() bool { return !sameProcAlive(daemon, start) })
-}
-
-// Protection: kill sends SIGCONT after SIGTERM, so a stopped child acts
-// on the TERM at once instead of sitting out the grace until SIGKILL.
-func TestStoppedChildThenKill(t *testing.T) {
-	w := newWorld(t)
-	id := w.start(helper("ready-idle")...)
-	w.waitOutput(id, "ready")
-	pid := w.poll(id).PID
-	_, start, _ := procState(pid)
-	defer killLeftover(pid, start)
-	w.ok("kill", "--signal", "STOP", id)
-	waitFor(t, 10*time.Second, "the child to stop", func() bool {
-		s, _, _ := procState(pid)
-		return s == 'T'
-	})
-	k := w.kill(id, "--grace", "20s")
-	if k.Status != "killed" || k.Escalated || len(k.Survivors) != 0 {
-		t.Errorf("kill of a stopped child = %+v, want killed by SIGTERM without escalation", k)
-	}
-	if j, _ := w.status(id); strings.TrimPrefix(j.Signal, "SIG") != "TERM" {
-		t.Errorf("ended by signal %q, want TERM", j.Signal)
-	}
 }
 
 // Protection: when the database cannot take writes (file system full) the

@@ -218,6 +218,8 @@ func (r *runner) commands() []*ucli.Command {
 		r.logCommand(),
 		r.writeCommand(),
 		r.killCommand(),
+		r.pauseCommand(),
+		r.resumeCommand(),
 		r.listCommand(),
 		r.statusCommand(),
 		r.waitCommand(),

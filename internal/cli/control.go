@@ -209,7 +209,60 @@ func (r *runner) kill(cc *ucli.Context) error {
 	return nil
 }
 
-// signalResult is the JSON of kill --signal.
+func (r *runner) pauseCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "pause",
+		Usage:     "stop a job's processes (SIGSTOP) until resume",
+		ArgsUsage: "ID",
+		Description: "Stops the job's process group and every process carrying its JOBS_ID. The job stays\n" +
+			"running and shows as stopped; its timeout keeps counting, and kill still ends it.",
+		Action: func(cc *ucli.Context) error { return r.pauseResume(cc, "pause", "STOP") },
+	}
+}
+
+func (r *runner) resumeCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:        "resume",
+		Usage:       "continue a paused job (SIGCONT)",
+		ArgsUsage:   "ID",
+		Description: "Continues the job's process group and every process carrying its JOBS_ID.",
+		Action:      func(cc *ucli.Context) error { return r.pauseResume(cc, "resume", "CONT") },
+	}
+}
+
+// pauseResume runs pause or resume: verb names the command, sig the signal.
+func (r *runner) pauseResume(cc *ucli.Context, verb, sig string) error {
+	a := args(cc)
+	switch {
+	case len(a) == 0:
+		return usagef(verb, "missing job id or name")
+	case len(a) > 1:
+		return usagef(verb, "one job at a time: %d ids given", len(a))
+	case a[0] == "":
+		return usagef(verb, "empty job id")
+	}
+	c, err := r.client(cc)
+	if err != nil {
+		return err
+	}
+	var pids []int
+	if verb == "pause" {
+		pids, err = c.Pause(cc.Context, a[0])
+	} else {
+		pids, err = c.Resume(cc.Context, a[0])
+	}
+	if err != nil {
+		return err
+	}
+	if jsonOut(cc) {
+		return r.printJSON(signalResult{Ref: a[0], Signal: sig, Signalled: nonNilInts(pids)})
+	}
+	done := map[string]string{"pause": "stopped", "resume": "continued"}[verb]
+	fmt.Fprintf(r.stdout, "%s %s\n", done, pidList(pids))
+	return nil
+}
+
+// signalResult is the JSON of kill --signal, pause and resume.
 type signalResult struct {
 	Ref       string `json:"ref"`
 	Signal    string `json:"signal"`

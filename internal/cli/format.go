@@ -124,7 +124,8 @@ func exitText(j jobs.Job) string {
 }
 
 // statusText is the status with what matters about it right now:
-// "running, waiting for input", "failed (exit 2)", "lost, 3 processes alive".
+// "running (waiting for input)", "running (stopped)", "failed (exit 2)",
+// "lost (3 processes alive)".
 func statusText(j jobs.Job) string {
 	s := string(j.Status)
 	var extra []string
@@ -132,6 +133,9 @@ func statusText(j jobs.Job) string {
 		extra = append(extra, e)
 	} else if j.Status == jobs.StatusFailed && j.StartedAt == nil {
 		extra = append(extra, "could not start")
+	}
+	if j.Stopped {
+		extra = append(extra, "stopped")
 	}
 	if j.WaitingForInput {
 		extra = append(extra, "waiting for input")

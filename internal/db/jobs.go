@@ -36,6 +36,11 @@ type Job struct {
 
 	PID, PGID int
 	PIDStart  int64 // start time of the main process, clock ticks since boot
+	// BootID is the boot the job ran in; "" when not recorded.
+	BootID string
+	// EndTicks is when the job ended on the clock of PIDStart; 0 while it
+	// runs or when not recorded.
+	EndTicks int64
 
 	SupervisorID string
 	Stdin        string // "pipe", "closed" or "null"
@@ -107,7 +112,7 @@ const jobColumns = `id, scope, name, label, command, argv, cwd, env_names, mode,
 	status, exit_code, signal, reason, pid, pgid, pid_start, supervisor_id, stdin, color, on_exit,
 	created_at, started_at, ended_at, last_access_at, timeout_ms, ttl_ms, max_output,
 	output_bytes, output_lines, evicted_bytes, dropped_bytes, last_output_at, read_cursor,
-	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms, survivors_gone`
+	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms, survivors_gone, boot_id, end_ticks`
 
 // jobRow is a jobs row as stored.
 type jobRow struct {
@@ -150,6 +155,8 @@ type jobRow struct {
 	MaxRSSKB      sql.NullInt64  `db:"max_rss_kb"`
 	DurationMS    sql.NullInt64  `db:"duration_ms"`
 	SurvivorsGone bool           `db:"survivors_gone"`
+	BootID        sql.NullString `db:"boot_id"`
+	EndTicks      sql.NullInt64  `db:"end_ticks"`
 }
 
 // job converts a stored row to a Job.
@@ -186,6 +193,8 @@ func (r *jobRow) job() (Job, error) {
 		MaxRSSKB:      r.MaxRSSKB.Int64,
 		Duration:      time.Duration(r.DurationMS.Int64) * time.Millisecond,
 		SurvivorsGone: r.SurvivorsGone,
+		BootID:        r.BootID.String,
+		EndTicks:      r.EndTicks.Int64,
 	}
 	if r.ExitCode.Valid {
 		c := int(r.ExitCode.Int64)

@@ -152,3 +152,16 @@ func (d *DB) SupervisorsWithActiveJobs(ctx context.Context) ([]Supervisor, error
 	}
 	return sups, nil
 }
+
+const openSupervisorPIDsQuery = `SELECT pid FROM supervisors WHERE ended_at IS NULL`
+
+// OpenSupervisorPIDs returns the pids of the supervisors not recorded as
+// ended. Some may be dead and their pids reused; they are for lists of
+// processes never to signal, where one too many costs nothing.
+func (d *DB) OpenSupervisorPIDs(ctx context.Context) ([]int, error) {
+	var pids []int
+	if err := d.SelectContext(ctx, &pids, openSupervisorPIDsQuery); err != nil {
+		return nil, fmt.Errorf("list supervisors: %w", err)
+	}
+	return pids, nil
+}

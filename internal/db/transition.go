@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/agentjobs/jobs/internal/proc"
 )
 
 // Usage is the resource usage of a finished job's main process and its
@@ -24,7 +26,8 @@ type Transition struct {
 	To Status
 	At time.Time // zero means d.Now()
 
-	// PID, PGID and PIDStart are recorded with To = StatusRunning.
+	// PID, PGID and PIDStart are recorded with To = StatusRunning, with
+	// the boot they belong to (proc.BootID).
 	PID, PGID int
 	PIDStart  int64
 
@@ -61,12 +64,13 @@ const (
 	// Both updates are conditional on the status read in the same
 	// transaction: a move is never applied over a status it was not
 	// checked against.
-	toRunningQuery = `UPDATE jobs SET status = 'running', started_at = ?, pid = ?, pgid = ?, pid_start = ?
+	toRunningQuery = `UPDATE jobs SET status = 'running', started_at = ?, pid = ?, pgid = ?, pid_start = ?,
+	boot_id = ?
 	WHERE id = ? AND status = ?
 	RETURNING ` + jobColumns
 	toTerminalQuery = `UPDATE jobs SET status = ?, ended_at = ?, last_access_at = ?,
 	exit_code = ?, signal = ?, reason = ?, user_cpu_ms = ?, sys_cpu_ms = ?, max_rss_kb = ?,
-	duration_ms = coalesce(?, duration_ms),
+	duration_ms = coalesce(?, duration_ms), end_ticks = ?,
 	output_bytes = max(` + LiveOutputBytes + `, coalesce(?, 0)),
 	output_lines = max(` + LiveOutputLines + `, coalesce(?, 0)),
 	last_output_at = nullif(max(coalesce(last_output_at, ''), coalesce(` + liveAtSQL + `, '')), ''),
@@ -83,6 +87,9 @@ const (
 // killed | timed_out | lost. Anything else, including every move out of a
 // terminal status, is ErrInvalidTransition, wrapped with both statuses. A
 // terminal move sets ended_at and restarts the ttl clock (last_access_at).
+// A move to running records the current boot (boot_id) and a terminal move
+// the process clock (end_ticks): they bound which processes can be the
+// job's (proc.Target).
 // A missing job is ErrNotFound.
 func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, error) {
 	at := t.At
@@ -104,7 +111,8 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 		var err error
 		if t.To == StatusRunning {
 			job, err = getJob(ctx, tx, toRunningQuery, when,
-				nullInt(int64(t.PID)), nullInt(int64(t.PGID)), nullInt(t.PIDStart), id, from)
+				nullInt(int64(t.PID)), nullInt(int64(t.PGID)), nullInt(t.PIDStart),
+				nullString(proc.BootID()), id, from)
 		} else {
 			var exit sql.NullInt64
 			if t.ExitCode != nil {
@@ -127,7 +135,7 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 				outDropped = sql.NullInt64{Int64: o.Dropped, Valid: true}
 			}
 			job, err = getJob(ctx, tx, toTerminalQuery, string(t.To), when, when,
-				exit, nullString(t.Signal), nullString(t.Reason), user, sys, rss, dur,
+				exit, nullString(t.Signal), nullString(t.Reason), user, sys, rss, dur, nullInt(proc.Now()),
 				outBytes, outLines, outDropped, id, from)
 		}
 		if errors.Is(err, sql.ErrNoRows) {

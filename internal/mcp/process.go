@@ -44,6 +44,10 @@ func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in proce
 		return s.capture(ctx, ref, in)
 	case "kill":
 		return s.kill(ctx, ref, in)
+	case "pause":
+		return s.signal(ctx, ref, "STOP")
+	case "resume":
+		return s.signal(ctx, ref, "CONT")
 	case "clear":
 		return s.clear(ctx, ref)
 	case "remove":
@@ -102,6 +106,7 @@ type pollResult struct {
 	Reason          string     `json:"reason,omitempty"`
 	RuntimeMs       int64      `json:"runtime_ms"`
 	WaitingForInput bool       `json:"waiting_for_input"`
+	Stopped         bool       `json:"stopped,omitempty"`
 	Descendants     int        `json:"descendants,omitempty"`
 	Output          outputView `json:"output"`
 	RetryInMs       int64      `json:"retry_in_ms,omitempty"`
@@ -121,6 +126,7 @@ func newPollResult(j jobs.Job, out outputView) pollResult {
 		Reason:          j.Reason,
 		RuntimeMs:       j.Runtime.Milliseconds(),
 		WaitingForInput: j.WaitingForInput,
+		Stopped:         j.Stopped,
 		Descendants:     j.Descendants,
 		Output:          out,
 	}
@@ -134,7 +140,7 @@ func (s *server) poll(ctx context.Context, ref string) (*sdk.CallToolResult, any
 	j, out := pr.job, pr.out
 	r := newPollResult(j, out)
 	// Output still pending counts as a change: come back soon.
-	state := fmt.Sprintf("%s/%t/%d/%d", j.Status, j.WaitingForInput, j.Descendants, out.OmittedAfter)
+	state := fmt.Sprintf("%s/%t/%t/%d/%d", j.Status, j.WaitingForInput, j.Stopped, j.Descendants, out.OmittedAfter)
 	retry := s.backoff.observe(j.ID, out.End, state, j.Status.Terminal())
 	r.RetryInMs = retry.Milliseconds()
 	var notes []string
@@ -446,17 +452,23 @@ func killLine(verb string, k killResult) string {
 	return b.String()
 }
 
+// signal sends one signal to the session's processes (kill with signal,
+// pause, resume).
+func (s *server) signal(ctx context.Context, ref, sig string) (*sdk.CallToolResult, any, error) {
+	pids, err := s.c.Signal(ctx, ref, sig)
+	if err != nil {
+		return nil, nil, describe(ref, err)
+	}
+	r := killResult{SessionID: ref, Signal: strings.ToUpper(sig), Signalled: pids}
+	if r.Signalled == nil {
+		r.Signalled = []int{}
+	}
+	return result(fmt.Sprintf("sent %s to %d process(es) of session %s %v; check with action=poll", r.Signal, len(pids), ref, pids), r)
+}
+
 func (s *server) kill(ctx context.Context, ref string, in processInput) (*sdk.CallToolResult, any, error) {
 	if sig := strings.TrimSpace(in.Signal); sig != "" {
-		pids, err := s.c.Signal(ctx, ref, sig)
-		if err != nil {
-			return nil, nil, describe(ref, err)
-		}
-		r := killResult{SessionID: ref, Signal: strings.ToUpper(sig), Signalled: pids}
-		if r.Signalled == nil {
-			r.Signalled = []int{}
-		}
-		return result(fmt.Sprintf("sent %s to %d process(es) of session %s %v; check with action=poll", r.Signal, len(pids), ref, pids), r)
+		return s.signal(ctx, ref, sig)
 	}
 	k, err := s.c.Kill(ctx, ref, 0)
 	if err != nil {

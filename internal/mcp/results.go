@@ -38,6 +38,7 @@ type jobView struct {
 	DroppedBytes    int64    `json:"dropped_bytes,omitempty"`
 	LastOutputAt    string   `json:"last_output_at,omitempty"`
 	WaitingForInput bool     `json:"waiting_for_input"`
+	Stopped         bool     `json:"stopped,omitempty"`
 	Descendants     int      `json:"descendants,omitempty"`
 }
 
@@ -61,6 +62,7 @@ func viewJob(j jobs.Job, full bool) jobView {
 		EvictedBytes:    j.EvictedBytes,
 		DroppedBytes:    j.DroppedBytes,
 		WaitingForInput: j.WaitingForInput,
+		Stopped:         j.Stopped,
 		Descendants:     j.Descendants,
 	}
 	if j.Mode == jobs.ModeTmux {
@@ -200,6 +202,9 @@ func summary(j jobs.Job) string {
 	fmt.Fprintf(&b, ", %s of output", size(j.OutputBytes))
 	if j.Reason != "" && j.Reason != string(j.Status) {
 		fmt.Fprintf(&b, "; %s", j.Reason)
+	}
+	if j.Stopped {
+		b.WriteString("; stopped (use action=resume to continue it)")
 	}
 	if j.WaitingForInput {
 		b.WriteString("; waiting for input on stdin (use action=write)")

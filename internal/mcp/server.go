@@ -121,6 +121,7 @@ Actions:
 - send_keys: tmux jobs only; keys are tmux key names (Enter, C-c, Up, …) or, with literal=true, text typed as is.
 - capture: tmux jobs only; the screen as clean text, with scrollback lines of history.
 - kill: end the whole process tree (SIGTERM, 2 s grace, SIGKILL); with signal (INT, HUP, TERM, KILL, STOP, CONT, USR1, …) send just that signal. Killing a finished job is a no-op.
+- pause / resume: stop the job's processes (SIGSTOP) and continue them (SIGCONT); a paused job shows stopped=true.
 - clear: drop the stored output (offsets stay absolute).
 - remove: delete the job (killing it first if it runs).`
 
@@ -160,7 +161,7 @@ type processInput struct {
 }
 
 // actions are process's actions, in the order the description gives them.
-var actions = []string{"list", "poll", "log", "status", "write", "send_keys", "capture", "kill", "clear", "remove", "wait"}
+var actions = []string{"list", "poll", "log", "status", "write", "send_keys", "capture", "kill", "pause", "resume", "clear", "remove", "wait"}
 
 // executeSchema is executeInput's schema as inferred; the handler checks
 // ranges (see processSchema).

@@ -9,10 +9,13 @@
 // on machines whose PID 1 does not reap orphans a killed grandchild can stay a
 // zombie forever, and it must not look like a survivor.
 //
-// A job's processes are the members of its process group plus every process
-// whose environment carries the job's tag (JOBS_ID=<id>). The tag finds what
-// left the group through setsid or a double fork; a process that wipes its
-// own environment (env -i) before exec escapes it.
+// A job's processes are those proven its own (see Target): every process
+// whose environment carries the job's tag (JOBS_ID=<id>), its main process
+// with its start time, and the members of its process group that started
+// within the job's life, all on the boot it ran in. The tag finds what left
+// the group through setsid or a double fork; a process that wipes its own
+// environment (env -i) before exec escapes it. Group membership alone proves
+// nothing: a group id is reused like a pid.
 //
 // Linux is the real implementation, read from /proc. On darwin the package
 // builds: identity and process groups come from sysctl, and what has no

@@ -110,6 +110,35 @@ func Signal(t Target, sig syscall.Signal) ([]int, error) {
 	return pids, nil
 }
 
+// Members returns the pids, sorted, of the live processes proven to be t's
+// that could be signalled (see Target).
+func Members(t Target) ([]int, error) {
+	live, _, err := jobProcs(t)
+	if err != nil {
+		return nil, fmt.Errorf("list processes of job: %w", err)
+	}
+	return sortedKeys(live), nil
+}
+
+// Census counts the live processes proven to be t's and reports whether
+// all of them are stopped (state T: SIGSTOP, or a terminal's stop
+// signals); stopped is false when none is alive or they cannot be listed.
+func Census(t Target) (alive int, stopped bool) {
+	live, _, err := jobProcs(t)
+	if err != nil {
+		return 0, false
+	}
+	stopped = len(live) > 0
+	for _, info := range live {
+		stopped = stopped && info.State == 'T'
+	}
+	return len(live), stopped
+}
+
+// ThisBoot reports whether t was recorded in the current boot, or its boot
+// is not known.
+func (t Target) ThisBoot() bool { return t.BootID == "" || t.BootID == BootID() }
+
 // CountAlive returns how many processes of t are alive: group members,
 // tagged processes and the main process, zombies not counted. It returns 0
 // when the processes cannot be listed.
@@ -121,34 +150,59 @@ func CountAlive(t Target) int {
 	return len(live)
 }
 
-// jobProcs returns the live processes of t that may be signalled, and
-// whether the process group may be signalled as a whole: it must exist, must
-// not be the caller's, and must hold no excluded process.
+// jobProcs returns the live processes proven to be t's (see Target) that
+// may be signalled, and whether the process group may be signalled as a
+// whole: every live member of it must be proven and signallable, and the
+// group must not be the caller's or excluded.
 func jobProcs(t Target) (map[int]Info, bool, error) {
+	if !t.ThisBoot() {
+		return nil, false, nil // another boot: its pids name strangers now
+	}
 	self := os.Getpid()
 	selfGroup := syscall.Getpgrp()
-	excluded := func(pid int) bool {
-		return pid <= 1 || pid == self || slices.Contains(t.Exclude, pid)
+	excluded := func(info Info) bool {
+		return info.PID <= 1 || info.PID == self || slices.Contains(t.Exclude, info.PID) ||
+			info.PGID == selfGroup || slices.Contains(t.ExcludeGroups, info.PGID)
 	}
-	inGroup := func(info Info) bool { return t.PGID > 1 && info.PGID == t.PGID }
+	hasGroup := t.PGID > 1 && t.PIDStart != 0
+	inGroup := func(info Info) bool { return hasGroup && info.PGID == t.PGID }
 
-	found, err := scanSince(inGroup, t.EnvKey, t.EnvValue, t.PIDStart)
+	found, tagged, err := scanSince(inGroup, t.EnvKey, t.EnvValue, t.PIDStart)
 	if err != nil {
 		return nil, false, err
 	}
-	if t.PID > 1 && t.PIDStart != 0 {
-		if info, err := Inspect(t.PID); err == nil && info.StartTime == t.PIDStart {
+	isMain := func(info Info) bool {
+		return t.PID > 1 && t.PIDStart != 0 && info.PID == t.PID && info.StartTime == t.PIDStart
+	}
+	mainSeen := false
+	for _, info := range found {
+		mainSeen = mainSeen || isMain(info)
+		// A group is named by its leader's pid and lives as long as any
+		// member does. A leader that is not the job's main process
+		// means the id was reused: no member is the job's for being
+		// in it.
+		if hasGroup && t.PGID == t.PID && info.PID == t.PGID && info.StartTime != t.PIDStart {
+			hasGroup = false
+		}
+	}
+	if !mainSeen && t.PID > 1 && t.PIDStart != 0 {
+		if info, err := Inspect(t.PID); err == nil && isMain(info) {
 			found = append(found, info)
 		}
 	}
+	inLife := func(info Info) bool {
+		return info.StartTime >= t.PIDStart && (t.EndTicks == 0 || info.StartTime <= t.EndTicks)
+	}
 
-	groupOK := t.PGID > 1 && t.PGID != selfGroup
+	groupOK := hasGroup && t.PGID != selfGroup && !slices.Contains(t.ExcludeGroups, t.PGID)
 	live := make(map[int]Info, len(found))
 	for _, info := range found {
-		if inGroup(info) && excluded(info.PID) {
-			groupOK = false
+		member := inGroup(info)
+		proven := tagged[info.PID] || isMain(info) || (member && inLife(info))
+		if member && !info.Dead() && (!proven || excluded(info)) {
+			groupOK = false // the group signal would reach it
 		}
-		if info.Dead() || excluded(info.PID) || info.PGID == selfGroup {
+		if !proven || info.Dead() || excluded(info) {
 			continue
 		}
 		live[info.PID] = info

@@ -48,15 +48,31 @@ func Alive(pid int, start int64) bool {
 
 // Target names the processes of one job for KillTree, Signal, CountAlive and
 // WaitingForInput.
+//
+// A process is the job's only when that is proven: it carries EnvKey=EnvValue
+// in its environment, or it is the main process (PID with start time
+// PIDStart), or it is a member of the group PGID that started within the
+// job's life (not before PIDStart, not after EndTicks) while the group's
+// leader, if it still exists, is the main process. And all of that only on
+// the boot the job was recorded in. Nothing else is signalled or counted, so
+// a pid or group id that was reused after the job's processes ended names
+// nothing.
 type Target struct {
-	// PGID is the job's process group; 0 means none. The group of the
-	// caller is never signalled.
+	// PGID is the job's process group; 0 means none. The group is
+	// signalled as a whole only when every live member of it is proven,
+	// and never when it is the caller's or in ExcludeGroups.
 	PGID int
-	// PID and PIDStart are the job's main process. The main process is
-	// included on its own only when PIDStart is set, because without a start
-	// time a reused pid could not be told apart.
+	// PID and PIDStart are the job's main process. Without a start time
+	// neither the main process nor the group can be told apart from a
+	// stranger that reused their ids, so only tagged processes count.
 	PID      int
 	PIDStart int64
+	// EndTicks is when the job ended, on the clock of Now; 0 while it
+	// runs. A group member that started later joined a reused group id.
+	EndTicks int64
+	// BootID is the boot the job ran in (see BootID). When set and not the
+	// current boot, nothing is the job's. Empty means not recorded.
+	BootID string
 	// EnvKey and EnvValue tag the job's processes (JOBS_ID=<id>); processes
 	// carrying exactly EnvKey=EnvValue in their environment belong to the job
 	// even if they left its group. Empty EnvKey disables the scan.
@@ -65,6 +81,9 @@ type Target struct {
 	// that asked for the kill. The caller's own pid and process group are
 	// always excluded.
 	Exclude []int
+	// ExcludeGroups lists process groups none of whose members is ever
+	// signalled, for example the supervisors' and the client's.
+	ExcludeGroups []int
 }
 
 // KillResult reports what KillTree did.

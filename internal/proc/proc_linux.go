@@ -164,41 +164,51 @@ func FindByEnv(key, value string) ([]Info, error) {
 	if key == "" {
 		return nil, errors.New("find processes by environment: empty key")
 	}
-	return scan(func(Info) bool { return false }, key, value)
+	found, _, err := scanSince(func(Info) bool { return false }, key, value, 0)
+	return found, err
 }
 
-// scan walks /proc once and returns every process for which match is true or,
-// when key is set, whose environment holds key=value. Processes that vanish
-// during the walk are skipped.
+// scan walks /proc once and returns every process for which match is true.
 func scan(match func(Info) bool, key, value string) ([]Info, error) {
-	return scanSince(match, key, value, 0)
+	found, _, err := scanSince(match, key, value, 0)
+	return found, err
 }
 
-// scanSince is scan that reads the environment only of processes started
-// at or after minStart (clock ticks since boot). A process carrying a job's
-// JOBS_ID inherited it from the job, so it cannot be older than the job's
-// main process; skipping the environ files of older processes — most of a
-// machine's — makes the scan several times cheaper.
-func scanSince(match func(Info) bool, key, value string, minStart int64) ([]Info, error) {
+// scanSince walks /proc once and returns every process for which match is
+// true or, when key is set, whose environment holds key=value; tagged holds
+// the pids of the latter. Processes that vanish during the walk are skipped.
+//
+// Only processes started at or after minStart (clock ticks since boot) have
+// their environment read. A process carrying a job's JOBS_ID inherited it
+// from the job, so it cannot be older than the job's main process; skipping
+// the environ files of older processes (most of a machine's) makes the scan
+// several times cheaper.
+func scanSince(match func(Info) bool, key, value string, minStart int64) (found []Info, tagged map[int]bool, err error) {
 	all, err := pids()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var entry []byte
 	if key != "" {
 		entry = []byte("\x00" + key + "=" + value + "\x00")
 	}
-	var out []Info
 	for _, pid := range all {
 		info, err := Inspect(pid)
 		if err != nil {
 			continue
 		}
-		if match(info) || (entry != nil && !info.Dead() && info.StartTime >= minStart && hasEnv(pid, entry)) {
-			out = append(out, info)
+		tag := entry != nil && !info.Dead() && info.StartTime >= minStart && hasEnv(pid, entry)
+		if tag {
+			if tagged == nil {
+				tagged = map[int]bool{}
+			}
+			tagged[pid] = true
+		}
+		if tag || match(info) {
+			found = append(found, info)
 		}
 	}
-	return out, nil
+	return found, tagged, nil
 }
 
 // hasEnv reports whether /proc/PID/environ holds entry, given as

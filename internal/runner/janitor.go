@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/proc"
 )
 
 // environ is the supervisor's own environment (a variable for tests).
@@ -95,9 +96,7 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 			if j.Mode == "tmux" && tmuxJobAlive(j) {
 				continue // its tmux-pipe helper still records it, see above
 			}
-			lost, err := d.Transition(ctx, j.ID, db.Transition{
-				To: db.StatusLost, Reason: fmt.Sprintf("supervisor %s died", sup.ID),
-			})
+			lost, err := d.Transition(ctx, j.ID, lostTransition(j, fmt.Sprintf("supervisor %s died", sup.ID)))
 			if errors.Is(err, db.ErrInvalidTransition) || errors.Is(err, db.ErrNotFound) {
 				continue // finished or swept by someone else meanwhile
 			}
@@ -120,6 +119,18 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 		return n, fmt.Errorf("sweep lost jobs: %w", err)
 	}
 	return n, nil
+}
+
+// lostTransition is the move of an active job whose supervisor is gone to
+// lost. Its processes are not killed behind the user's back (jobs kill ends
+// them), so the event lists, under "survivors", the pids of those still
+// alive and proven the job's: the audit trail says what was left running.
+func lostTransition(j db.Job, reason string) db.Transition {
+	survivors := []int{}
+	if pids, err := proc.Members(TargetOf(j)); err == nil && pids != nil {
+		survivors = pids
+	}
+	return db.Transition{To: db.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}
 }
 
 // sweep is SweepLost that also runs the on_exit hooks of the jobs it marks.

@@ -41,11 +41,49 @@ func withCaller(ctx context.Context, pid int) context.Context {
 	return context.WithValue(ctx, callerKey{}, pid)
 }
 
-func callerExclude(ctx context.Context) []int {
-	if pid, ok := ctx.Value(callerKey{}).(int); ok {
-		return []int{pid}
+// guardCaller adds the caller of ctx, and its process group, to what t
+// never signals.
+func guardCaller(ctx context.Context, t *proc.Target) {
+	pid, ok := ctx.Value(callerKey{}).(int)
+	if !ok {
+		return
 	}
-	return nil
+	t.Exclude = append(t.Exclude, pid)
+	if info, err := proc.Inspect(pid); err == nil {
+		t.ExcludeGroups = append(t.ExcludeGroups, info.PGID)
+	}
+}
+
+// Guard adds to t what is never signalled, whatever a job's row says: the
+// caller of ctx (a client of the supervisor's socket) and every supervisor
+// d records as open, with their process groups. A forged or stale row that
+// names a supervisor's pid or group then reaches nothing.
+func Guard(ctx context.Context, d *db.DB, t *proc.Target) {
+	guardCaller(ctx, t)
+	pids, err := d.OpenSupervisorPIDs(ctx)
+	if err != nil {
+		return // the proof of membership still applies
+	}
+	for _, pid := range pids {
+		t.Exclude = append(t.Exclude, pid)
+		if info, err := proc.Inspect(pid); err == nil {
+			t.ExcludeGroups = append(t.ExcludeGroups, info.PGID)
+		}
+	}
+}
+
+// TargetOf names the processes of a stored job for package proc: its main
+// process and group, bounded by its start, its end and its boot, and its
+// JOBS_ID tag (see proc.Target for what proves a process the job's).
+func TargetOf(j db.Job) proc.Target {
+	t := proc.Target{
+		PGID: j.PGID, PID: j.PID, PIDStart: j.PIDStart, BootID: j.BootID,
+		EnvKey: EnvJobID, EnvValue: j.ID,
+	}
+	if j.Status.Terminal() {
+		t.EndTicks = j.EndTicks
+	}
+	return t
 }
 
 // child returns the live child of jobID, or nil.
@@ -96,7 +134,7 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 			return KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 		}
 	}
-	res, err := killLeftovers(ctx, job, grace)
+	res, err := killLeftovers(ctx, s.db, job, grace)
 	if err != nil {
 		return res, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
@@ -133,7 +171,7 @@ func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
 	if job.SupervisorID == s.id {
 		reason = fmt.Sprintf("supervisor %s lost track of it", s.id)
 	}
-	lost, err := s.db.Transition(ctx, job.ID, db.Transition{To: db.StatusLost, Reason: reason})
+	lost, err := s.db.Transition(ctx, job.ID, lostTransition(job, reason))
 	if errors.Is(err, db.ErrInvalidTransition) {
 		return s.db.FindJobByID(ctx, job.ID)
 	}
@@ -144,17 +182,15 @@ func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
 	return lost, nil
 }
 
-// killLeftovers ends the processes a finished job left behind, found by
-// its group and JOBS_ID with start-time checks.
-func killLeftovers(ctx context.Context, job db.Job, grace time.Duration) (KillResult, error) {
+// killLeftovers ends the processes a finished job left behind, those
+// proven its own (proc.Target).
+func killLeftovers(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (KillResult, error) {
 	res := KillResult{JobID: job.ID, AlreadyDone: true, Status: job.Status}
 	if job.Mode == "tmux" {
 		return res, nil
 	}
-	t := proc.Target{
-		PGID: job.PGID, PID: job.PID, PIDStart: job.PIDStart,
-		EnvKey: EnvJobID, EnvValue: job.ID, Exclude: callerExclude(ctx),
-	}
+	t := TargetOf(job)
+	Guard(ctx, d, &t)
 	// The kill must finish its escalation even if the caller goes away.
 	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
 	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
@@ -178,7 +214,7 @@ func (s *Supervisor) signalEnd(ctx context.Context, c *child, status db.Status, 
 		return res, nil
 	}
 	t := c.target()
-	t.Exclude = callerExclude(ctx)
+	guardCaller(ctx, &t)
 	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
 	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
 	if recorded {
@@ -232,7 +268,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 			return nil, fmt.Errorf("signal job %s: %w", jobID, ErrNotRunning)
 		}
 		t := c.target()
-		t.Exclude = callerExclude(ctx)
+		guardCaller(ctx, &t)
 		pids, err := proc.Signal(t, sn)
 		if err != nil {
 			return pids, fmt.Errorf("signal job %s: %w", jobID, err)

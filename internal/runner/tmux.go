@@ -292,16 +292,16 @@ func tmuxJobAlive(j db.Job) bool {
 // itself. A finished job is AlreadyDone and nothing is signalled; its
 // session, kept with --keep-tmux, stays.
 func KillTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (KillResult, error) {
-	res, err := killTmux(ctx, d, job, grace, nil, func(string, ...any) {})
+	res, err := killTmux(ctx, d, job, grace, func(string, ...any) {})
 	if err != nil {
 		return res, fmt.Errorf("kill job %s: %w", job.ID, err)
 	}
 	return res, nil
 }
 
-// killTmux kills a tmux job, never signalling the pids in exclude, and
-// returns once its final status is stored.
-func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, exclude []int, logf func(string, ...any)) (KillResult, error) {
+// killTmux kills a tmux job, never signalling the caller of ctx or a
+// supervisor, and returns once its final status is stored.
+func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, logf func(string, ...any)) (KillResult, error) {
 	res := KillResult{JobID: job.ID, Status: job.Status}
 	if job.Status.Terminal() {
 		res.AlreadyDone = true
@@ -313,16 +313,11 @@ func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, ex
 	if err := d.RequestStop(ctx, job.ID, db.StatusKilled); err != nil {
 		return res, err
 	}
-	t := proc.Target{
-		PGID: job.PGID, PID: job.PID, PIDStart: job.PIDStart,
-		EnvKey: EnvJobID, EnvValue: job.ID, Exclude: exclude,
-	}
-	if job.PIDStart == 0 {
-		// No start time to check the pane's pid against (the job is
-		// still starting, or /proc could not tell): only its tagged
-		// processes are found safely.
-		t.PGID, t.PID = 0, 0
-	}
+	// Without a start time to check the pane's pid against (the job is
+	// still starting, or /proc could not tell) only its tagged processes
+	// are found: proc.Target proves nothing else.
+	t := TargetOf(job)
+	Guard(ctx, d, &t)
 	// The kill must finish its escalation even if the caller goes away.
 	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
 	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
@@ -450,7 +445,7 @@ func AttachArgv(j db.Job) []string {
 
 // killTmux is Kill for a tmux job, which any supervisor can do.
 func (s *Supervisor) killTmux(ctx context.Context, job db.Job, grace time.Duration) (KillResult, error) {
-	res, err := killTmux(ctx, s.db, job, grace, callerExclude(ctx), s.logf)
+	res, err := killTmux(ctx, s.db, job, grace, s.logf)
 	if err != nil {
 		return res, fmt.Errorf("kill job %s: %w", job.ID, err)
 	}
@@ -487,13 +482,8 @@ func signalTmux(ctx context.Context, j db.Job, sig string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signal job %s: %w", j.ID, invalid(err))
 	}
-	t := proc.Target{
-		PGID: j.PGID, PID: j.PID, PIDStart: j.PIDStart,
-		EnvKey: EnvJobID, EnvValue: j.ID, Exclude: callerExclude(ctx),
-	}
-	if j.PIDStart == 0 {
-		t.PGID, t.PID = 0, 0
-	}
+	t := TargetOf(j)
+	guardCaller(ctx, &t)
 	pids, err := proc.Signal(t, sn)
 	if err != nil {
 		return pids, fmt.Errorf("signal job %s: %w", j.ID, err)

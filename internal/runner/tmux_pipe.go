@@ -300,10 +300,8 @@ func killTmuxFromHelper(ctx context.Context, d *db.DB, job db.Job) (proc.KillRes
 	if err := d.RequestStop(ctx, job.ID, db.StatusTimedOut); err != nil {
 		return proc.KillResult{}, err
 	}
-	t := proc.Target{PGID: job.PGID, PID: job.PID, PIDStart: job.PIDStart, EnvKey: EnvJobID, EnvValue: job.ID}
-	if job.PIDStart == 0 {
-		t.PGID, t.PID = 0, 0
-	}
+	t := TargetOf(job)
+	Guard(ctx, d, &t)
 	return proc.KillTree(ctx, t, DefaultGrace)
 }
 

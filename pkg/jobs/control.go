@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -130,9 +131,11 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 		}
 		_, _ = c.sweep(ctx)
 	}
-	// Finished or lost: end whatever of it still runs, checked by start
-	// time so a reused pid is never hit.
-	r, err := proc.KillTree(ctx, targetOf(j), grace)
+	// Finished or lost: end whatever of it still runs and is proven its
+	// own, so a reused pid or group is never hit.
+	t := runner.TargetOf(j)
+	runner.Guard(ctx, c.db, &t)
+	r, err := proc.KillTree(ctx, t, grace)
 	if err != nil {
 		return KillResult{}, err
 	}
@@ -166,11 +169,6 @@ func nonNil(p []int) []int {
 		return []int{}
 	}
 	return p
-}
-
-// targetOf names the processes of a job for proc.
-func targetOf(j db.Job) proc.Target {
-	return proc.Target{PGID: j.PGID, PID: j.PID, PIDStart: j.PIDStart, EnvKey: "JOBS_ID", EnvValue: j.ID}
 }
 
 // KillAll kills every running job of the scope, for an agent closing its
@@ -217,7 +215,7 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 		if j.Status != db.StatusLost {
 			return nil, fmt.Errorf("job %s is %w (%s)", ref, ErrNotRunning, j.Status)
 		}
-		return proc.Signal(targetOf(j), s)
+		return c.signalDirect(ctx, j, s)
 	}
 	ctl, done, err := c.controllerFor(ctx, j)
 	if err != nil {
@@ -225,10 +223,31 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 	}
 	defer done()
 	if ctl == nil {
-		return proc.Signal(targetOf(j), s)
+		return c.signalDirect(ctx, j, s)
 	}
 	pids, err := ctl.Signal(ctx, j.ID, sig)
 	return pids, publicErr(ref, err)
+}
+
+// signalDirect signals the proven processes of a job that no live
+// supervisor owns.
+func (c *Client) signalDirect(ctx context.Context, j db.Job, sig syscall.Signal) ([]int, error) {
+	t := runner.TargetOf(j)
+	runner.Guard(ctx, c.db, &t)
+	return proc.Signal(t, sig)
+}
+
+// Pause stops the job's processes (SIGSTOP to its process group and its
+// tagged processes) and returns the pids stopped. The job keeps its status
+// and reads report it Stopped; Resume continues it. A timeout or kill still
+// ends a paused job: kill sends SIGCONT after SIGTERM.
+func (c *Client) Pause(ctx context.Context, ref string) ([]int, error) {
+	return c.Signal(ctx, ref, "STOP")
+}
+
+// Resume continues a paused job (SIGCONT) and returns the pids continued.
+func (c *Client) Resume(ctx context.Context, ref string) ([]int, error) {
+	return c.Signal(ctx, ref, "CONT")
 }
 
 // Clear drops a job's stored output. Offsets stay absolute: what was

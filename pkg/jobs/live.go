@@ -7,33 +7,44 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/runner"
 )
 
 // addLiveFacts asks the kernel what the stored row cannot say: whether a
-// process of the job is blocked reading its stdin, and how many of its
-// processes are still alive once the main one has exited or the job has
-// ended. full counts descendants of finished jobs too, which costs a scan of
-// every process's environment; list asks it only for lost jobs. It returns
-// true when it found that no process of a finished job is left, a fact the
-// caller records so that later reads skip the scan.
+// process of the job is blocked reading its stdin, whether the job is
+// stopped, and how many of its processes are still alive once the main one
+// has exited or the job has ended. Only processes proven the job's count
+// (proc.Target). full counts descendants of finished jobs too, which costs
+// a scan of every process's environment; list asks it only for lost jobs.
+// It returns true when it found that no process of a finished job is left,
+// a fact the caller records so that later reads skip the scan.
 func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 	if j.PID == 0 {
 		return false
 	}
-	t := targetOf(j)
+	t := runner.TargetOf(j)
+	if !t.ThisBoot() {
+		return false // recorded before a reboot: none of its pids is it now
+	}
 	switch {
 	case j.Status == db.StatusRunning:
-		mainAlive := proc.Alive(j.PID, j.PIDStart)
-		if j.Stdin == "pipe" && j.Mode != "tmux" && mainAlive {
+		main, err := proc.Inspect(j.PID)
+		mainAlive := err == nil && j.PIDStart != 0 && main.StartTime == j.PIDStart && !main.Dead()
+		if mainAlive {
+			// The main process stands for the job: pause stops the
+			// whole group, and reading one stat file keeps poll cheap.
+			out.Stopped = main.State == 'T'
+		}
+		if j.Stdin == "pipe" && j.Mode != "tmux" && mainAlive && !out.Stopped {
 			out.WaitingForInput = proc.WaitingForInput(j.PID, stdinInode(j.PID), t)
 		}
 		if !mainAlive {
-			out.Descendants = proc.CountAlive(t)
+			out.Descendants, out.Stopped = proc.Census(t)
 		}
 	case j.Status.Terminal() && j.SurvivorsGone:
 		out.Descendants = 0
 	case j.Status == db.StatusLost, full && j.Status.Terminal():
-		out.Descendants = proc.CountAlive(t)
+		out.Descendants, out.Stopped = proc.Census(t)
 		return out.Descendants == 0
 	}
 	return false

@@ -201,9 +201,13 @@ type Job struct {
 	// reading the job's stdin, as the kernel sees it. Live jobs only.
 	WaitingForInput bool `json:"waiting_for_input"`
 	// Descendants counts processes of the job still alive (its process
-	// group and processes carrying its JOBS_ID), once the main process
-	// has exited or the job is lost.
+	// group and processes carrying its JOBS_ID, proven the job's), once
+	// the main process has exited or the job is lost.
 	Descendants int `json:"descendants"`
+	// Stopped reports that the job's processes are stopped (SIGSTOP, Pause)
+	// as the kernel sees them (state T): the main process while it runs,
+	// else every process still alive. The status stays what it was.
+	Stopped bool `json:"stopped"`
 }
 
 // Event is one row of the audit trail: a status transition or a note.
