@@ -167,7 +167,7 @@ func formatList(items []listItem, now time.Time, pt painter, scopes bool, cmdWid
 			formatDuration(j.Runtime), parse.FormatSize(j.OutputBytes), last, truncate(commandText(j), cmdWidth),
 		}
 		if scopes {
-			row = append([]string{j.Scope}, row...)
+			row = append([]string{shown(j.Scope)}, row...)
 		}
 		t.add(row...)
 	}

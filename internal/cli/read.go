@@ -90,7 +90,7 @@ func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string
 	b.WriteString(strings.Join(head, "  "))
 	b.WriteByte('\n')
 	if j.Reason != "" && j.Status != jobs.StatusDone && j.Status.Terminal() {
-		fmt.Fprintf(&b, "reason: %s\n", oneLine(j.Reason))
+		fmt.Fprintf(&b, "reason: %s\n", shown(oneLine(j.Reason)))
 	}
 	if s := omittedText(p.Output, j.ID, isNew); s != "" {
 		b.WriteString(pt.dim(s))

@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/textclean"
 )
 
 // maxDuration bounds the durations read from the environment, as
@@ -71,12 +74,17 @@ func parseSize(verb, flag, s string) (int64, error) {
 // parseRegexp checks a regular expression given to flag before anything is
 // touched.
 func parseRegexp(verb, flag, s string) error {
-	if _, err := regexp.Compile(s); err != nil {
-		msg := err.Error()
-		msg = strings.TrimPrefix(msg, "error parsing regexp: ")
-		return usagef(verb, "invalid regular expression for --%s: %s", flag, msg)
+	_, err := regexp.Compile(s)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// Go's error quotes the offending part, which may be the whole
+	// pattern: say what is wrong and echo that part capped.
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return usagef(verb, "invalid regular expression for --%s: %s: %s", flag, se.Code, textclean.Echo(se.Expr))
+	}
+	return usagef(verb, "invalid regular expression for --%s: %s", flag, textclean.Echo(strings.TrimPrefix(err.Error(), "error parsing regexp: ")))
 }
 
 // signals maps the signal names kill --signal accepts to their numbers,

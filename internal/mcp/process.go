@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -79,13 +80,13 @@ func (s *server) list(ctx context.Context) (*sdk.CallToolResult, any, error) {
 		}
 		counts[j.Status]++
 	}
-	line := fmt.Sprintf("no sessions in scope %q", r.Scope)
+	line := fmt.Sprintf("no sessions in scope \"%s\"", textclean.Echo(r.Scope))
 	if len(js) > 0 {
 		var parts []string
 		for _, st := range order {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
 		}
-		line = fmt.Sprintf("%d session(s) in scope %q: %s", len(js), r.Scope, strings.Join(parts, ", "))
+		line = fmt.Sprintf("%d session(s) in scope \"%s\": %s", len(js), textclean.Echo(r.Scope), strings.Join(parts, ", "))
 	}
 	if r.Note != "" {
 		line += "; " + r.Note
@@ -266,7 +267,7 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 		notes = append(notes, fmt.Sprintf("%s inside this range was dropped by the output cap or a clear", size(out.Evicted)))
 	}
 	out.Note = strings.Join(notes, "; ")
-	line := fmt.Sprintf("log of session %s: %s", ref, out.Note)
+	line := fmt.Sprintf("log of session %s: %s", textclean.Echo(ref), out.Note)
 	return result(line, logResult{SessionID: o.JobID, Unit: unit, Output: out, Status: s.statusOf(ctx, ref)})
 }
 
@@ -344,7 +345,7 @@ func (s *server) write(ctx context.Context, ref string, in processInput) (*sdk.C
 		}
 		r.StdinClosed = true
 	}
-	line := fmt.Sprintf("wrote %s to the stdin of session %s", size(int64(r.Written)), ref)
+	line := fmt.Sprintf("wrote %s to the stdin of session %s", size(int64(r.Written)), textclean.Echo(ref))
 	if r.StdinClosed {
 		line += " and closed it"
 	}
@@ -363,7 +364,7 @@ func (s *server) sendKeys(ctx context.Context, ref string, in processInput) (*sd
 	if err := s.c.SendKeys(ctx, ref, in.Keys, in.Literal); err != nil {
 		return nil, nil, describe(ref, err)
 	}
-	return result(fmt.Sprintf("sent %d key(s) to session %s; see the screen with action=capture", len(in.Keys), ref),
+	return result(fmt.Sprintf("sent %d key(s) to session %s; see the screen with action=capture", len(in.Keys), textclean.Echo(ref)),
 		keysResult{SessionID: ref, Keys: len(in.Keys)})
 }
 
@@ -395,7 +396,7 @@ func (s *server) capture(ctx context.Context, ref string, in processInput) (*sdk
 		notes = append(notes, fmt.Sprintf("%s at the top not shown; use less scrollback or action=log", size(int64(cut))))
 	}
 	r := captureResult{SessionID: ref, Screen: text, Note: strings.Join(notes, "; ")}
-	line := fmt.Sprintf("screen of session %s", ref)
+	line := fmt.Sprintf("screen of session %s", textclean.Echo(ref))
 	if r.Note != "" {
 		line += "; " + r.Note
 	}
@@ -456,7 +457,7 @@ func (s *server) kill(ctx context.Context, ref string, in processInput) (*sdk.Ca
 		if r.Signalled == nil {
 			r.Signalled = []int{}
 		}
-		return result(fmt.Sprintf("sent %s to %d process(es) of session %s %v; check with action=poll", r.Signal, len(pids), ref, pids), r)
+		return result(fmt.Sprintf("sent %s to %d process(es) of session %s %v; check with action=poll", r.Signal, len(pids), textclean.Echo(ref), pids), r)
 	}
 	k, err := s.c.Kill(ctx, ref, 0)
 	if err != nil {
@@ -478,7 +479,7 @@ func (s *server) clear(ctx context.Context, ref string) (*sdk.CallToolResult, an
 	if err := s.c.Clear(ctx, ref); err != nil {
 		return nil, nil, describe(ref, err)
 	}
-	return result(fmt.Sprintf("cleared the stored output of session %s (new output is still recorded; offsets stay absolute)", ref),
+	return result(fmt.Sprintf("cleared the stored output of session %s (new output is still recorded; offsets stay absolute)", textclean.Echo(ref)),
 		clearResult{SessionID: ref, Cleared: true})
 }
 
@@ -543,7 +544,7 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	}
 	out := pr.out
 	r := newPollResult(j, out)
-	r.WaitReason, r.Match = string(wr.Reason), cutEnd(wr.Match, 1000)
+	r.WaitReason, r.Match = string(wr.Reason), cutEnd(textclean.Clean([]byte(wr.Match)), 1000)
 	if out.Note != "" {
 		notes = append(notes, out.Note)
 	}
@@ -553,7 +554,7 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	case jobs.WaitExited:
 		why = "finished"
 	case jobs.WaitMatched:
-		why = fmt.Sprintf("output matched %q after %s: %s", in.Until, waited, r.Match)
+		why = fmt.Sprintf("output matched \"%s\" after %s: %s", textclean.Echo(in.Until), waited, r.Match)
 	case jobs.WaitIdle:
 		why = fmt.Sprintf("output silent for %s", round(o.Idle))
 	default:
