@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
@@ -96,17 +98,52 @@ func jsonOut(cc *ucli.Context) bool { return cc.Bool("json") }
 
 // printJSON writes v as indented JSON and a newline.
 func (r *runner) printJSON(v any) error {
-	enc := json.NewEncoder(r.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := r.stdout.Write(escapeJSON(b.Bytes()))
+	return err
 }
 
 // printLine writes one JSON object on one line (NDJSON).
 func (r *runner) printLine(v any) error {
-	enc := json.NewEncoder(r.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := r.stdout.Write(escapeJSON(b.Bytes()))
+	return err
+}
+
+// escapeJSON writes the C1 controls (U+0080–U+009F) and the bidi overrides
+// and isolates (U+202A–U+202E, U+2066–U+2069) of encoded JSON as \u
+// escapes. encoding/json escapes only C0 controls, yet a terminal may act on
+// UTF-8 encoded C1 controls and bidi overrides reorder the line when the
+// JSON is read on screen. The escapes decode to the same strings, and
+// outside strings JSON holds none of these characters.
+func escapeJSON(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool {
+		return (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+	}) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 // stdoutFile is stdout when it is an *os.File (for terminal checks).
