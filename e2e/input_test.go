@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -299,3 +300,68 @@ func TestC7BadAndPathologicalRegex(t *testing.T) {
 
 var _ = os.Getenv
 var _ = db.NewID
+
+// Row D1 guards: each MCP process action, given another scope's job by full
+// id, unique prefix or name, answers exactly as for a job that does not
+// exist and changes nothing; list, events and gc of the other scope show
+// nothing of it.
+func TestD1ScopeIsolationMCPActions(t *testing.T) {
+	w := newWorld(t)
+	w.scope = "alice"
+	id := w.start("--name", "alicejob", "--", helperBin, "e2e-helper", "until-eof")
+	w.waitOutput(id, "started")
+	missing := db.NewID()
+	for missing[:6] == id[:6] {
+		missing = db.NewID()
+	}
+	w.scope = "bob"
+	cs := w.mcp()
+	actions := []map[string]any{
+		{"action": "poll"}, {"action": "log"}, {"action": "status"}, {"action": "write", "data": "x"},
+		{"action": "write", "eof": true}, {"action": "send_keys", "keys": []string{"Enter"}}, {"action": "capture"},
+		{"action": "kill"}, {"action": "kill", "signal": "INT"}, {"action": "clear"}, {"action": "remove"},
+		{"action": "wait", "timeout": 1},
+	}
+	refs := [][2]string{{id, missing}, {id[:6], missing[:6]}, {"alicejob", "nosuchjob"}}
+	for _, a := range actions {
+		for _, ref := range refs {
+			args := func(r string) map[string]any {
+				m := map[string]any{"sessionId": r}
+				for k, v := range a {
+					m[k] = v
+				}
+				return m
+			}
+			began := time.Now()
+			other, otherErr := mcpCall(t, cs, "process", args(ref[0]))
+			took := time.Since(began)
+			none, noneErr := mcpCall(t, cs, "process", args(ref[1]))
+			if otherErr != noneErr || strings.ReplaceAll(other, ref[0], "REF") != strings.ReplaceAll(none, ref[1], "REF") {
+				t.Errorf("%v on another scope's job answers unlike a missing one:\n%q (error %v)\n%q (error %v)", a, other, otherErr, none, noneErr)
+			}
+			if a["action"] == "wait" && took > 5*time.Second {
+				t.Errorf("wait on another scope's job took %v", took)
+			}
+		}
+	}
+	if text, _ := mcpCall(t, cs, "process", map[string]any{"action": "list"}); strings.Contains(text, id) || strings.Contains(text, "alicejob") {
+		t.Errorf("bob's MCP list shows alice's job: %q", text)
+	}
+	for _, args := range [][]string{{"list"}, {"--json", "list"}, {"events"}, {"gc"}, {"--json", "gc"}} {
+		if out := w.ok(args...); strings.Contains(out, id) || strings.Contains(out, "alicejob") {
+			t.Errorf("bob's jobs %v shows alice's job: %q", args, out)
+		}
+	}
+	w.scope = "alice"
+	if j := w.poll(id); j.Status != "running" {
+		t.Errorf("alice's job is %s after bob's actions", j.Status)
+	}
+	if out := w.ok("log", id); out != "started\n" {
+		t.Errorf("alice's job output is %q after bob's actions", out)
+	}
+	w.ok("write", id, "--eof")
+	if j := w.waitTerminal(id, 30*time.Second); j.Status != "done" {
+		t.Errorf("alice's job ended %s", j.Status)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d MCP actions × id, prefix, name: answers identical to a random id; list/events/gc show nothing; job untouched", len(actions)))
+}
