@@ -160,3 +160,87 @@ func TestC4BinaryOutput(t *testing.T) {
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d bytes (all 256 values, 1000 NULs, CR, CRLF, \\xff\\xfe): raw log and --json output_base64 byte-exact; cleaned text shows U+FFFD", len(want)))
 }
+
+// logOutput is the part of log --json the offset tests read.
+type logOutput struct {
+	Text       string `json:"output"`
+	Start      int64  `json:"start"`
+	End        int64  `json:"end"`
+	NextOffset int64  `json:"next_offset"`
+	TotalBytes int64  `json:"total_bytes"`
+	Lines      int64  `json:"lines"`
+}
+
+// Row C6 guards: offsets, line numbers and limits that are negative or not
+// numbers are usage errors (exit 2); any position past the end, up to
+// MaxInt64, gives an empty page with next_offset = total; nothing
+// overflows or panics.
+func TestC6OffsetsAndLimits(t *testing.T) {
+	w := newWorld(t)
+	id := w.start("--", "sh", "-c", `printf 'one\ntwo\nthree\n'`)
+	w.waitTerminal(id, 30*time.Second)
+	const total = 14
+	const maxInt64 = "9223372036854775807"
+	usage := [][]string{
+		{"--offset", "-1"}, {"--limit", "-1"}, {"--from-line", "-1"}, {"--lines", "-5"}, {"--tail", "-1"},
+		{"--offset", "abc"}, {"--limit", "1e3"}, {"--offset", "9999999999999999999"}, {"--from-line", "1.5"},
+		{"--offset", "-9223372036854775808"}, {"--limit", "0"}, {"--lines", "0"}, {"--from-line", "0"},
+		{"--limit", maxInt64}, {"--offset", "1", "--from-line", "1"},
+	}
+	for _, a := range usage {
+		checkErrorLine(t, w.jobs(append([]string{"log", id}, a...)...), 2)
+	}
+	for _, a := range [][]string{{"--tail", "-1"}, {"--tail", "abc"}, {"--tail", "99999999999999999999"}} {
+		checkErrorLine(t, w.jobs(append([]string{"poll", id}, a...)...), 2)
+	}
+	empty := [][]string{
+		{"--offset", strconv.Itoa(total)}, {"--offset", strconv.Itoa(total + 1)}, {"--offset", maxInt64},
+		{"--offset", maxInt64, "--limit", "16777216"}, {"--from-line", "4"}, {"--from-line", maxInt64},
+		{"--from-line", maxInt64, "--lines", maxInt64},
+	}
+	for _, a := range empty {
+		var o logOutput
+		r := w.jobs(append([]string{"--json", "log", id}, a...)...)
+		if r.code != 0 {
+			t.Errorf("log %v: %v", a, r)
+			continue
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &o); err != nil {
+			t.Fatalf("log %v: %v\n%s", a, err, r.stdout)
+		}
+		if o.Text != "" || o.NextOffset != total || o.TotalBytes != total || o.Start > o.End {
+			t.Errorf("log %v past the end: %+v, want an empty page with next_offset %d", a, o, total)
+		}
+		if r := w.jobs(append([]string{"log", id}, a...)...); r.code != 0 || r.stdout != "" {
+			t.Errorf("log %v past the end (text): %v", a, r)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--offset", "0"}, "one\ntwo\nthree\n"},
+		{[]string{"--offset", "4", "--limit", "4"}, "two\n"},
+		{[]string{"--from-line", "2", "--lines", maxInt64}, "two\nthree\n"},
+		{[]string{"--tail", maxInt64}, "one\ntwo\nthree\n"},
+	} {
+		if r := w.jobs(append([]string{"log", id}, c.args...)...); r.code != 0 || r.stdout != c.want {
+			t.Errorf("log %v: %v, want stdout %q", c.args, r, c.want)
+		}
+	}
+	// MCP takes the same numbers as JSON.
+	cs := w.mcp()
+	for _, args := range []map[string]any{
+		{"offset": -1}, {"limit": -1}, {"offset": "abc"}, {"offset": 1e300}, {"offset": 9223372036854775807.0},
+	} {
+		args["action"], args["sessionId"] = "log", id
+		text, _ := mcpCall(t, cs, "process", args)
+		if strings.Contains(text, "panic") || strings.Contains(text, "goroutine") {
+			t.Errorf("MCP log %v: %q", args, text)
+		}
+	}
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Errorf("MCP server stopped answering after hostile offsets: %v", err)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d malformed offsets/limits: exit 2, one line; %d past-the-end reads (to MaxInt64): empty, next_offset = total; 0 panics", len(usage)+3, len(empty)))
+}
