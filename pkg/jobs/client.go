@@ -371,13 +371,19 @@ func (c *Client) startRequest(spec Spec) (runner.StartRequest, error) {
 	} else if abs, err := filepath.Abs(cwd); err == nil {
 		cwd = abs
 	}
+	// A name given twice takes its last value (exec passes the environment
+	// on in order and the last assignment wins) and is recorded once.
 	names := make([]string, 0, len(spec.Env))
+	seen := make(map[string]bool, len(spec.Env))
 	for _, kv := range spec.Env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \t\n\x00") || strings.IndexByte(kv, 0) >= 0 {
 			return req, fmt.Errorf("start: %w: environment entry \"%s\" is not NAME=VALUE", ErrInvalid, echo(kv))
 		}
-		names = append(names, k)
+		if !seen[k] {
+			seen[k] = true
+			names = append(names, k)
+		}
 	}
 	command := spec.Command
 	argv := spec.Argv
