@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"unicode/utf8"
 
@@ -29,11 +30,18 @@ func Main() int {
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	r := &runner{stdin: stdin, stdout: stdout, stderr: stderr}
 	defer r.close()
+	return r.run(ctx, args)
+}
+
+// run parses args and runs the verb, printing any error as one line on
+// stderr, and returns the exit status.
+func (r *runner) run(ctx context.Context, args []string) int {
+	stderr := r.stderr
 	app := r.app()
 	line := reorder(app.Commands, args)
 	r.line = line
 	if len(args) > 2 && args[1] == "help" && findCommand(app.Commands, args[2]) == nil {
-		msg, code := errorLine(usagef("", "no help for %q: it is not a command", args[2]))
+		msg, code := errorLine(usagef("", "no help for %s: it is not a command", quoted(args[2])))
 		fmt.Fprintln(stderr, msg)
 		return code
 	}
@@ -188,7 +196,7 @@ func oneRef(cc *ucli.Context) (string, error) {
 	case len(a) == 0:
 		return "", usagef(verb, "missing job id or name")
 	case len(a) > 1:
-		return "", usagef(verb, "too many arguments: %q", a[1:])
+		return "", usagef(verb, "too many arguments: %s", quoted(strings.Join(a[1:], " ")))
 	case a[0] == "":
 		return "", usagef(verb, "empty job id")
 	}
@@ -227,7 +235,7 @@ func (r *runner) app() *ucli.App {
 		},
 		Action: func(cc *ucli.Context) error {
 			if cc.Args().Present() {
-				return usagef("", "unknown command %q", cc.Args().First())
+				return usagef("", "unknown command %s", quoted(cc.Args().First()))
 			}
 			return ucli.ShowAppHelp(cc)
 		},

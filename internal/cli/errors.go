@@ -98,6 +98,10 @@ func defaultHint(err error) string {
 // time of a `jobs start` (perf), and most runs never print an error.
 var spaces = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*\n\s*`) })
 
+// quoted is how an error repeats a word the user gave: in double quotes,
+// escaped and cut to textclean.EchoRunes characters.
+func quoted(s string) string { return `"` + textclean.Echo(s) + `"` }
+
 // oneLine folds a multi-line message into one line.
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)

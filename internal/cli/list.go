@@ -53,7 +53,7 @@ func parseStatuses(verb string, vals []string) ([]jobs.Status, error) {
 				}
 			}
 			if !ok {
-				return nil, usagef(verb, "unknown status %q: want starting, running, done, failed, killed, timed_out, lost, active or finished", s)
+				return nil, usagef(verb, "unknown status %s: want starting, running, done, failed, killed, timed_out, lost, active or finished", quoted(s))
 			}
 			out = append(out, jobs.Status(s))
 		}

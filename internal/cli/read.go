@@ -214,7 +214,7 @@ func (r *runner) parseRange(cc *ucli.Context) (jobs.Range, error) {
 	case "stdout", "stderr", "pty":
 		rg.Stream = jobs.Stream(s)
 	default:
-		return rg, usagef(verb, "invalid --stream %q: want stdout or stderr", s)
+		return rg, usagef(verb, "invalid --stream %s: want stdout or stderr", quoted(s))
 	}
 	if cc.IsSet("grep") {
 		rg.Grep = cc.String("grep")

@@ -37,7 +37,7 @@ func envMillis(verb, name string) (d time.Duration, ok bool, err error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 || time.Duration(n)*time.Millisecond > maxDuration {
-		return 0, false, usagef(verb, "invalid %s=%q: want milliseconds, such as 10000", name, v)
+		return 0, false, usagef(verb, "invalid %s=%s: want milliseconds, such as 10000", name, quoted(v))
 	}
 	return time.Duration(n) * time.Millisecond, true, nil
 }
@@ -52,7 +52,7 @@ func envChars(verb string, names ...string) (n int64, ok bool, err error) {
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			return 0, false, usagef(verb, "invalid %s=%q: want a positive number of characters", name, v)
+			return 0, false, usagef(verb, "invalid %s=%s: want a positive number of characters", name, quoted(v))
 		}
 		return n, true, nil
 	}
@@ -111,7 +111,7 @@ func parseSignal(verb, s string) (string, error) {
 			}
 		}
 	}
-	return "", usagef(verb, "unknown signal %q: use a name such as INT, HUP, TERM, STOP, CONT, USR1", s)
+	return "", usagef(verb, "unknown signal %s: use a name such as INT, HUP, TERM, STOP, CONT, USR1", quoted(s))
 }
 
 // signalNumber returns the number of a signal name as a job records it
