@@ -190,7 +190,7 @@ func TestC6OffsetsAndLimits(t *testing.T) {
 	for _, a := range usage {
 		checkErrorLine(t, w.jobs(append([]string{"log", id}, a...)...), 2)
 	}
-	for _, a := range [][]string{{"--tail", "-1"}, {"--tail", "abc"}, {"--tail", "99999999999999999999"}} {
+	for _, a := range [][]string{{"--tail", "-1"}, {"--tail", "0"}, {"--tail", "abc"}, {"--tail", "99999999999999999999"}} {
 		checkErrorLine(t, w.jobs(append([]string{"poll", id}, a...)...), 2)
 	}
 	empty := [][]string{
@@ -242,5 +242,5 @@ func TestC6OffsetsAndLimits(t *testing.T) {
 	if _, err := cs.ListTools(t.Context(), nil); err != nil {
 		t.Errorf("MCP server stopped answering after hostile offsets: %v", err)
 	}
-	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d malformed offsets/limits: exit 2, one line; %d past-the-end reads (to MaxInt64): empty, next_offset = total; 0 panics", len(usage)+3, len(empty)))
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d malformed offsets/limits: exit 2, one line; %d past-the-end reads (to MaxInt64): empty, next_offset = total; 0 panics", len(usage)+4, len(empty)))
 }

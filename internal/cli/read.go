@@ -47,6 +47,11 @@ func (r *runner) poll(cc *ucli.Context) error {
 		if err := nonNegative(verb, "tail", o.Tail); err != nil {
 			return err
 		}
+		if o.Tail == 0 {
+			// The engine reads 0 as "the default"; a user who typed 0 asked
+			// for something else, as log --tail 0 does.
+			return usagef(verb, "--tail must be at least 1 (leave it out for %d characters)", jobs.DefaultTailChars)
+		}
 	}
 	if cc.IsSet("grep") {
 		if err := parseRegexp(verb, "grep", o.Grep); err != nil {
