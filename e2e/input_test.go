@@ -234,6 +234,14 @@ func TestC2InjectionInNamesLabelsScopes(t *testing.T) {
 	if out := w.ok("list"); out != "no jobs\n" {
 		t.Errorf("a refused MCP start left a job: %q", out)
 	}
+	// MCP text names the job escaped; its JSON keeps the name exact.
+	text, isErr := mcpCall(t, cs, "execute_command", map[string]any{"command": "true", "name": "m\x1b]0;x\x07\u202e"})
+	if isErr || !strings.Contains(text, `m\x1b]0;x\x07\u202e`) {
+		t.Errorf("MCP start of a job with escapes in its name: error=%v %q", isErr, text)
+	}
+	if first, _, _ := strings.Cut(text, "\n"); controlRE.MatchString(first) {
+		t.Errorf("MCP text line carries a raw control character: %q", first)
+	}
 	// tmux session names come from the id alone.
 	if _, err := exec.LookPath("tmux"); err == nil {
 		w.scope = "tmux"
