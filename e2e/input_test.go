@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentjobs/jobs/internal/cli"
 	"github.com/agentjobs/jobs/internal/db"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -144,6 +145,13 @@ func TestC1InvalidIDsAnswerNotFound(t *testing.T) {
 	for _, args := range [][]string{{"poll", ""}, {"poll"}, {"poll", "a", "b"}, {"status", "--nosuch", "x"}} {
 		checkErrorLine(t, w.jobs(args...), 2)
 	}
+	// A megabyte of id cannot pass exec; the command line parser takes it
+	// in-process.
+	for _, id := range []string{strings.Repeat("\x1b[2J", 1<<18), strings.Repeat("\xff", 1<<20)} {
+		var out, errb strings.Builder
+		code := cli.Run(context.Background(), []string{"jobs", "--db", w.dbPath(), "poll", id}, strings.NewReader(""), &out, &errb)
+		checkErrorLine(t, result{args: []string{"poll", "<1 MiB>"}, stdout: out.String(), stderr: errb.String(), code: code}, 1)
+	}
 	// A megabyte of id through MCP: a short not-found, no echo of it all.
 	cs := w.mcp()
 	for _, id := range []string{strings.Repeat("\x1b]0;x\x07", 1<<20/6), "\xff" + strings.Repeat("a", 1<<20)} {
@@ -152,7 +160,7 @@ func TestC1InvalidIDsAnswerNotFound(t *testing.T) {
 			t.Errorf("MCP poll of a 1 MiB id: error=%v, %d bytes: %q", isErr, len(text), cut(text))
 		}
 	}
-	t.Logf("MATRIX-FIGURE %s", "12 id classes × 7 verbs: exit 1, one identical not-found line (≤ 400 chars, escaped); 4 malformed: exit 2; 1 MiB id via MCP: short error")
+	t.Logf("MATRIX-FIGURE %s", "12 id classes × 7 verbs: exit 1, one identical not-found line (≤ 400 chars, escaped); 4 malformed: exit 2; 1 MiB id (in-process CLI, MCP): one short line")
 }
 
 // Row C2 guards: names, labels and scopes with SQL, wildcards, escape
