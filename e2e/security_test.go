@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"go/parser"
+	"go/token"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,9 +135,10 @@ func TestEnvValuesNeverStored(t *testing.T) {
 
 var idPattern = regexp.MustCompile(`^[a-z2-7]{13,}$`)
 
-// Ids carry at least 64 random bits: 13+ base32 characters, every symbol
-// used at every position, no collision in 100k.
-func TestIDEntropy(t *testing.T) {
+// Row D2 guards: ids carry at least 64 random bits from crypto/rand: 13+
+// base32 characters, every symbol used at every position, no collision in
+// 100k, and the id package does not import math/rand.
+func TestD2IDEntropy(t *testing.T) {
 	const n = 100_000
 	seen := make(map[string]bool, n)
 	var perPos [13]map[byte]bool
@@ -170,6 +175,39 @@ func TestIDEntropy(t *testing.T) {
 	w := newWorld(t)
 	if id := w.start("--", "true"); !idPattern.MatchString(id) {
 		t.Errorf("jobs start printed id %q", id)
+	}
+	checkNoMathRand(t, "../internal/db")
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d ids, 0 collisions, %d bits per id, crypto/rand only", n, bits))
+}
+
+// checkNoMathRand fails if a non-test file of the package in dir imports
+// math/rand, whose output can be predicted from a few values.
+func checkNoMathRand(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("find the id package's files in %s: %v", dir, err)
+	}
+	crypto := false
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range af.Imports {
+			switch p, _ := strconv.Unquote(imp.Path.Value); {
+			case p == "math/rand" || strings.HasPrefix(p, "math/rand/"):
+				t.Errorf("%s imports %s: ids must come from crypto/rand alone", f, p)
+			case p == "crypto/rand":
+				crypto = true
+			}
+		}
+	}
+	if !crypto {
+		t.Errorf("no file in %s imports crypto/rand", dir)
 	}
 }
 
@@ -247,9 +285,10 @@ func TestSymlinkAtSocketPathRefused(t *testing.T) {
 	}
 }
 
-// Every verb answers about another scope's job exactly as about a job that
-// does not exist (by id, id prefix and name), and changes nothing.
-func TestScopeIsolationEveryVerb(t *testing.T) {
+// Row D1 guards: every verb answers about another scope's job exactly as
+// about a job that does not exist (by id, id prefix and name), and changes
+// nothing.
+func TestD1ScopeIsolationEveryVerb(t *testing.T) {
 	w := newWorld(t)
 	w.scope = "alice"
 	id := w.start("--name", "alicejob", "--", helperBin, "e2e-helper", "until-eof")
@@ -304,4 +343,5 @@ func TestScopeIsolationEveryVerb(t *testing.T) {
 	if j := w.waitTerminal(id, 30*time.Second); j.Status != "done" {
 		t.Errorf("alice's job ended %s", j.Status)
 	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d verbs × id, prefix, name × text/JSON: answers identical to a random id; other scope's job untouched", len(verbs)))
 }

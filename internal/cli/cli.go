@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
@@ -27,11 +30,18 @@ func Main() int {
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	r := &runner{stdin: stdin, stdout: stdout, stderr: stderr}
 	defer r.close()
+	return r.run(ctx, args)
+}
+
+// run parses args and runs the verb, printing any error as one line on
+// stderr, and returns the exit status.
+func (r *runner) run(ctx context.Context, args []string) int {
+	stderr := r.stderr
 	app := r.app()
 	line := reorder(app.Commands, args)
 	r.line = line
 	if len(args) > 2 && args[1] == "help" && findCommand(app.Commands, args[2]) == nil {
-		msg, code := errorLine(usagef("", "no help for %q: it is not a command", args[2]))
+		msg, code := errorLine(usagef("", "no help for %s: it is not a command", quoted(args[2])))
 		fmt.Fprintln(stderr, msg)
 		return code
 	}
@@ -96,17 +106,52 @@ func jsonOut(cc *ucli.Context) bool { return cc.Bool("json") }
 
 // printJSON writes v as indented JSON and a newline.
 func (r *runner) printJSON(v any) error {
-	enc := json.NewEncoder(r.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := r.stdout.Write(escapeJSON(b.Bytes()))
+	return err
 }
 
 // printLine writes one JSON object on one line (NDJSON).
 func (r *runner) printLine(v any) error {
-	enc := json.NewEncoder(r.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := r.stdout.Write(escapeJSON(b.Bytes()))
+	return err
+}
+
+// escapeJSON writes the C1 controls (U+0080–U+009F) and the bidi overrides
+// and isolates (U+202A–U+202E, U+2066–U+2069) of encoded JSON as \u
+// escapes. encoding/json escapes only C0 controls, yet a terminal may act on
+// UTF-8 encoded C1 controls and bidi overrides reorder the line when the
+// JSON is read on screen. The escapes decode to the same strings, and
+// outside strings JSON holds none of these characters.
+func escapeJSON(b []byte) []byte {
+	if !bytes.ContainsFunc(b, func(r rune) bool {
+		return (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+	}) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 // stdoutFile is stdout when it is an *os.File (for terminal checks).
@@ -151,7 +196,7 @@ func oneRef(cc *ucli.Context) (string, error) {
 	case len(a) == 0:
 		return "", usagef(verb, "missing job id or name")
 	case len(a) > 1:
-		return "", usagef(verb, "too many arguments: %q", a[1:])
+		return "", usagef(verb, "too many arguments: %s", quoted(strings.Join(a[1:], " ")))
 	case a[0] == "":
 		return "", usagef(verb, "empty job id")
 	}
@@ -190,7 +235,7 @@ func (r *runner) app() *ucli.App {
 		},
 		Action: func(cc *ucli.Context) error {
 			if cc.Args().Present() {
-				return usagef("", "unknown command %q", cc.Args().First())
+				return usagef("", "unknown command %s", quoted(cc.Args().First()))
 			}
 			return ucli.ShowAppHelp(cc)
 		},

@@ -8,8 +8,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
+
+// maxErrorRunes bounds the error line printed on stderr.
+const maxErrorRunes = 400
 
 // usageError is a malformed command line: exit status 2. Verb names the
 // command whose help the hint points to ("" for the top level).
@@ -62,7 +66,10 @@ func errorLine(err error) (line string, code int) {
 	if hint == "" {
 		hint = defaultHint(err)
 	}
-	msg := oneLine(err.Error())
+	// Errors repeat what the user gave (an id, a pattern, a flag): escaped
+	// so that it cannot drive the terminal, and bounded as a whole, beyond
+	// the echo of each part (textclean.Echo), so it stays one short line.
+	msg := textclean.Cap(shown(oneLine(err.Error())), maxErrorRunes)
 	if hint != "" && !strings.Contains(msg, hint) {
 		msg += " (" + hint + ")"
 	}
@@ -91,6 +98,10 @@ func defaultHint(err error) string {
 // time of a `jobs start` (perf), and most runs never print an error.
 var spaces = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*\n\s*`) })
 
+// quoted is how an error repeats a word the user gave: in double quotes,
+// escaped and cut to textclean.EchoRunes characters.
+func quoted(s string) string { return `"` + textclean.Echo(s) + `"` }
+
 // oneLine folds a multi-line message into one line.
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
@@ -101,18 +112,18 @@ func oneLine(s string) string {
 }
 
 type flagErrorPattern struct {
-	re   *regexp.Regexp
-	repl string
+	re     *regexp.Regexp
+	format func(captures []string) string
 }
 
 // flagErrorPatterns rewrite the errors of Go's flag package into the
 // tool's own words.
 var flagErrorPatterns = sync.OnceValue(func() []flagErrorPattern {
 	return []flagErrorPattern{
-		{regexp.MustCompile(`^flag provided but not defined: -+(.*)$`), "unknown flag --$1"},
-		{regexp.MustCompile(`^flag needs an argument: -+(.*)$`), "flag --$1 needs a value"},
-		{regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -+([^:]*):.*$`), "invalid value \"$1\" for --$2"},
-		{regexp.MustCompile(`^invalid boolean flag -+([^:]*):.*$`), "invalid value for --$1"},
+		{regexp.MustCompile(`^flag provided but not defined: -+((?s:.*))$`), func(c []string) string { return "unknown flag --" + c[0] }},
+		{regexp.MustCompile(`^flag needs an argument: -+((?s:.*))$`), func(c []string) string { return "flag --" + c[0] + " needs a value" }},
+		{regexp.MustCompile(`^invalid (?:boolean )?value "((?s:.*))" for flag -+([^:]*):(?s:.*)$`), func(c []string) string { return `invalid value "` + c[0] + `" for --` + c[1] }},
+		{regexp.MustCompile(`^invalid boolean flag -+([^:]*):(?s:.*)$`), func(c []string) string { return "invalid value for --" + c[0] }},
 	}
 })
 
@@ -120,8 +131,13 @@ var flagErrorPatterns = sync.OnceValue(func() []flagErrorPattern {
 func rewriteFlagError(verb string, err error) error {
 	msg := err.Error()
 	for _, p := range flagErrorPatterns() {
-		if p.re.MatchString(msg) {
-			msg = p.re.ReplaceAllString(msg, p.repl)
+		if m := p.re.FindStringSubmatchIndex(msg); m != nil {
+			// The captures are what the user typed: echo them capped.
+			var parts []string
+			for i := 2; i+1 < len(m); i += 2 {
+				parts = append(parts, textclean.Echo(msg[m[i]:m[i+1]]))
+			}
+			msg = p.format(parts)
 			break
 		}
 	}

@@ -33,7 +33,7 @@ func (r *runner) events(cc *ucli.Context) error {
 	if cc.IsSet("since") {
 		n, err := strconv.ParseInt(cc.String("since"), 10, 64)
 		if err != nil || n < 0 {
-			return usagef(verb, "invalid --since %q: want an event id (a number ≥ 0)", cc.String("since"))
+			return usagef(verb, "invalid --since %s: want an event id (a number ≥ 0)", quoted(cc.String("since")))
 		}
 		o.Since = n
 	}

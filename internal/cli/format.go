@@ -8,8 +8,17 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
+
+// shown is text a user or a job gave (a name, label, scope, command, path,
+// reason, a line of output) as human output prints it: control characters,
+// C1 controls, bidi overrides and invalid UTF-8 written as visible escapes
+// (textclean.Escape), so that nothing stored in the database can drive the
+// reader's terminal. Every formatter passes such text through here; --json
+// prints it exactly.
+func shown(s string) string { return textclean.Escape(s) }
 
 // formatDuration renders a runtime compactly: "0s", "850ms", "3.2s", "4m05s",
 // "2h03m", "3d04h".
@@ -72,19 +81,20 @@ func formatLimit(d time.Duration, zero string) string {
 	return s
 }
 
-// commandText renders the job's command as one line a shell would accept.
+// commandText renders the job's command as one line a shell would accept,
+// shown (control characters escaped).
 func commandText(j jobs.Job) string {
 	if len(j.Argv) > 0 && j.Command == "" {
 		q := make([]string, len(j.Argv))
 		for i, a := range j.Argv {
 			q[i] = shellQuote(a)
 		}
-		return strings.Join(q, " ")
+		return shown(strings.Join(q, " "))
 	}
 	if j.Command != "" {
-		return j.Command
+		return shown(j.Command)
 	}
-	return strings.Join(j.Argv, " ")
+	return shown(strings.Join(j.Argv, " "))
 }
 
 // shellQuote quotes s for a POSIX shell when it needs quoting.
@@ -149,13 +159,13 @@ func statusText(j jobs.Job) string {
 	return s
 }
 
-// jobTitle is the name, else the label, else "-".
+// jobTitle is the name, else the label, else "-", shown.
 func jobTitle(j jobs.Job) string {
 	switch {
 	case j.Name != "":
-		return j.Name
+		return shown(j.Name)
 	case j.Label != "":
-		return j.Label
+		return shown(j.Label)
 	}
 	return "-"
 }

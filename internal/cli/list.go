@@ -53,7 +53,7 @@ func parseStatuses(verb string, vals []string) ([]jobs.Status, error) {
 				}
 			}
 			if !ok {
-				return nil, usagef(verb, "unknown status %q: want starting, running, done, failed, killed, timed_out, lost, active or finished", s)
+				return nil, usagef(verb, "unknown status %s: want starting, running, done, failed, killed, timed_out, lost, active or finished", quoted(s))
 			}
 			out = append(out, jobs.Status(s))
 		}
@@ -167,7 +167,7 @@ func formatList(items []listItem, now time.Time, pt painter, scopes bool, cmdWid
 			formatDuration(j.Runtime), parse.FormatSize(j.OutputBytes), last, truncate(commandText(j), cmdWidth),
 		}
 		if scopes {
-			row = append([]string{j.Scope}, row...)
+			row = append([]string{shown(j.Scope)}, row...)
 		}
 		t.add(row...)
 	}

@@ -47,6 +47,11 @@ func (r *runner) poll(cc *ucli.Context) error {
 		if err := nonNegative(verb, "tail", o.Tail); err != nil {
 			return err
 		}
+		if o.Tail == 0 {
+			// The engine reads 0 as "the default"; a user who typed 0 asked
+			// for something else, as log --tail 0 does.
+			return usagef(verb, "--tail must be at least 1 (leave it out for %d characters)", jobs.DefaultTailChars)
+		}
 	}
 	if cc.IsSet("grep") {
 		if err := parseRegexp(verb, "grep", o.Grep); err != nil {
@@ -90,7 +95,7 @@ func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string
 	b.WriteString(strings.Join(head, "  "))
 	b.WriteByte('\n')
 	if j.Reason != "" && j.Status != jobs.StatusDone && j.Status.Terminal() {
-		fmt.Fprintf(&b, "reason: %s\n", oneLine(j.Reason))
+		fmt.Fprintf(&b, "reason: %s\n", shown(oneLine(j.Reason)))
 	}
 	if s := omittedText(p.Output, j.ID, isNew); s != "" {
 		b.WriteString(pt.dim(s))
@@ -214,7 +219,7 @@ func (r *runner) parseRange(cc *ucli.Context) (jobs.Range, error) {
 	case "stdout", "stderr", "pty":
 		rg.Stream = jobs.Stream(s)
 	default:
-		return rg, usagef(verb, "invalid --stream %q: want stdout or stderr", s)
+		return rg, usagef(verb, "invalid --stream %s: want stdout or stderr", quoted(s))
 	}
 	if cc.IsSet("grep") {
 		rg.Grep = cc.String("grep")

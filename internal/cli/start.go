@@ -332,7 +332,7 @@ func (r *runner) finish(j jobs.Job) error {
 func endText(j jobs.Job) string {
 	s := statusText(j)
 	if j.Reason != "" && (j.Status == jobs.StatusFailed || j.Status == jobs.StatusLost) {
-		s += ": " + oneLine(j.Reason)
+		s += ": " + shown(oneLine(j.Reason))
 	}
 	return s + " after " + formatDuration(j.Runtime)
 }

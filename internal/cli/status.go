@@ -59,26 +59,26 @@ func formatStatus(j jobs.Job, evs []jobs.Event, now time.Time, pt painter) strin
 		}
 	}
 	add("id", pt.bold(j.ID))
-	add("name", j.Name)
-	add("label", j.Label)
-	add("scope", j.Scope)
+	add("name", shown(j.Name))
+	add("label", shown(j.Label))
+	add("scope", shown(j.Scope))
 	add("status", pt.status(j.Status, statusText(j)))
 	if j.Status.Terminal() {
 		add("exit", strings.TrimPrefix(exitText(j), "exit "))
 	}
-	add("reason", oneLine(j.Reason))
+	add("reason", shown(oneLine(j.Reason)))
 	add("command", commandText(j))
-	add("cwd", j.Cwd)
+	add("cwd", shown(j.Cwd))
 	if len(j.EnvNames) > 0 {
-		add("env", strings.Join(j.EnvNames, " "))
+		add("env", shown(strings.Join(j.EnvNames, " ")))
 	}
 	add("mode", string(j.Mode))
-	add("tmux", j.TmuxSession)
+	add("tmux", shown(j.TmuxSession))
 	add("stdin", j.Stdin)
 	if j.PID > 0 {
 		add("pid", fmt.Sprintf("%d (group %d)", j.PID, j.PGID))
 	}
-	add("supervisor", j.Supervisor)
+	add("supervisor", shown(j.Supervisor))
 	add("created", formatTime(now, j.CreatedAt))
 	if j.StartedAt != nil {
 		add("started", formatTime(now, *j.StartedAt))
@@ -120,13 +120,13 @@ func formatStatus(j jobs.Job, evs []jobs.Event, now time.Time, pt painter) strin
 	if j.Descendants > 0 {
 		add("descendants", fmt.Sprintf("%d still alive", j.Descendants))
 	}
-	add("on exit", j.OnExit)
+	add("on exit", shown(j.OnExit))
 	var b strings.Builder
 	b.WriteString(t.render())
 	b.WriteString("\n" + pt.dim("history") + "\n")
 	var h table
 	for _, e := range evs {
-		what := e.Kind
+		what := shown(e.Kind)
 		if e.Kind == "transition" {
 			from := string(e.From)
 			if from == "" {
@@ -159,7 +159,7 @@ func detailText(raw json.RawMessage) string {
 	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return string(raw)
+		return shown(string(raw))
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -184,5 +184,5 @@ func detailText(raw json.RawMessage) string {
 		}
 		parts = append(parts, k+"="+s)
 	}
-	return truncate(strings.Join(parts, " "), 120)
+	return truncate(shown(strings.Join(parts, " ")), 120)
 }

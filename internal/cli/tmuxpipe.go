@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os/signal"
+	"strings"
 	"syscall"
 
 	supervisor "github.com/agentjobs/jobs/internal/runner"
@@ -23,7 +24,7 @@ func (r *runner) tmuxPipeCommand() *ucli.Command {
 		},
 		Action: func(cc *ucli.Context) error {
 			if cc.Args().Present() {
-				return usagef("tmux-pipe", "too many arguments: %q", cc.Args().Slice())
+				return usagef("tmux-pipe", "too many arguments: %s", quoted(strings.Join(cc.Args().Slice(), " ")))
 			}
 			dbPath, job := cc.String("db"), cc.String("job")
 			if dbPath == "" || job == "" {

@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/textclean"
 )
 
 // maxDuration bounds the durations read from the environment, as
@@ -34,7 +37,7 @@ func envMillis(verb, name string) (d time.Duration, ok bool, err error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 || time.Duration(n)*time.Millisecond > maxDuration {
-		return 0, false, usagef(verb, "invalid %s=%q: want milliseconds, such as 10000", name, v)
+		return 0, false, usagef(verb, "invalid %s=%s: want milliseconds, such as 10000", name, quoted(v))
 	}
 	return time.Duration(n) * time.Millisecond, true, nil
 }
@@ -49,7 +52,7 @@ func envChars(verb string, names ...string) (n int64, ok bool, err error) {
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			return 0, false, usagef(verb, "invalid %s=%q: want a positive number of characters", name, v)
+			return 0, false, usagef(verb, "invalid %s=%s: want a positive number of characters", name, quoted(v))
 		}
 		return n, true, nil
 	}
@@ -71,12 +74,17 @@ func parseSize(verb, flag, s string) (int64, error) {
 // parseRegexp checks a regular expression given to flag before anything is
 // touched.
 func parseRegexp(verb, flag, s string) error {
-	if _, err := regexp.Compile(s); err != nil {
-		msg := err.Error()
-		msg = strings.TrimPrefix(msg, "error parsing regexp: ")
-		return usagef(verb, "invalid regular expression for --%s: %s", flag, msg)
+	_, err := regexp.Compile(s)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// Go's error quotes the offending part, which may be the whole
+	// pattern: say what is wrong and echo that part capped.
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return usagef(verb, "invalid regular expression for --%s: %s: %s", flag, se.Code, textclean.Echo(se.Expr))
+	}
+	return usagef(verb, "invalid regular expression for --%s: %s", flag, textclean.Echo(strings.TrimPrefix(err.Error(), "error parsing regexp: ")))
 }
 
 // signals maps the signal names kill --signal accepts to their numbers,
@@ -103,7 +111,7 @@ func parseSignal(verb, s string) (string, error) {
 			}
 		}
 	}
-	return "", usagef(verb, "unknown signal %q: use a name such as INT, HUP, TERM, STOP, CONT, USR1", s)
+	return "", usagef(verb, "unknown signal %s: use a name such as INT, HUP, TERM, STOP, CONT, USR1", quoted(s))
 }
 
 // signalNumber returns the number of a signal name as a job records it

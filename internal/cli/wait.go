@@ -144,7 +144,7 @@ func formatWait(res jobs.WaitResult) string {
 	var b strings.Builder
 	switch res.Reason {
 	case jobs.WaitMatched:
-		fmt.Fprintf(&b, "%s matched: %s\n", res.JobID, truncate(res.Match, 200))
+		fmt.Fprintf(&b, "%s matched: %s\n", res.JobID, truncate(shown(res.Match), 200))
 	case jobs.WaitIdle:
 		fmt.Fprintf(&b, "%s went quiet\n", res.JobID)
 	case jobs.WaitTimedOut:
@@ -197,7 +197,7 @@ func (l *liveLine) update(js []jobs.Job) {
 	}
 	s := fmt.Sprintf("waiting %s · %d of %d running · %s output", formatDuration(time.Since(l.start).Truncate(time.Second)), running, len(js), parse.FormatSize(size))
 	if last != "" {
-		s += " · " + last
+		s += " · " + shown(last)
 	}
 	fmt.Fprintf(l.w, "\r\x1b[K%s", truncate(s, 110))
 	l.shown = true

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -18,7 +19,9 @@ type sessionError struct {
 	err  error
 }
 
-func (e *sessionError) Error() string { return "Session " + e.ref + " " + e.what }
+// Error echoes the reference as textclean.Echo does: escaped and capped, so
+// a megabyte of id comes back as one short line.
+func (e *sessionError) Error() string { return "Session " + textclean.Echo(e.ref) + " " + e.what }
 func (e *sessionError) Unwrap() error { return e.err }
 
 // describe turns a jobs error about the job ref into the error the model

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -147,7 +148,7 @@ func specFor(in executeInput) (jobs.Spec, error) {
 	names := make([]string, 0, len(in.Env))
 	for k := range in.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return jobs.Spec{}, argError("env: bad variable name %q", k)
+			return jobs.Spec{}, argError("env: bad variable name \"%s\"", textclean.Echo(k))
 		}
 		names = append(names, k)
 	}

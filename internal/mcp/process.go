@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -83,13 +84,13 @@ func (s *server) list(ctx context.Context) (*sdk.CallToolResult, any, error) {
 		}
 		counts[j.Status]++
 	}
-	line := fmt.Sprintf("no sessions in scope %q", r.Scope)
+	line := fmt.Sprintf("no sessions in scope \"%s\"", textclean.Echo(r.Scope))
 	if len(js) > 0 {
 		var parts []string
 		for _, st := range order {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
 		}
-		line = fmt.Sprintf("%d session(s) in scope %q: %s", len(js), r.Scope, strings.Join(parts, ", "))
+		line = fmt.Sprintf("%d session(s) in scope \"%s\": %s", len(js), textclean.Echo(r.Scope), strings.Join(parts, ", "))
 	}
 	if r.Note != "" {
 		line += "; " + r.Note
@@ -272,7 +273,7 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 		notes = append(notes, fmt.Sprintf("%s inside this range was dropped by the output cap or a clear", size(out.Evicted)))
 	}
 	out.Note = strings.Join(notes, "; ")
-	line := fmt.Sprintf("log of session %s: %s", ref, out.Note)
+	line := fmt.Sprintf("log of session %s: %s", textclean.Echo(ref), out.Note)
 	return result(line, logResult{SessionID: o.JobID, Unit: unit, Output: out, Status: s.statusOf(ctx, ref)})
 }
 
@@ -350,7 +351,7 @@ func (s *server) write(ctx context.Context, ref string, in processInput) (*sdk.C
 		}
 		r.StdinClosed = true
 	}
-	line := fmt.Sprintf("wrote %s to the stdin of session %s", size(int64(r.Written)), ref)
+	line := fmt.Sprintf("wrote %s to the stdin of session %s", size(int64(r.Written)), textclean.Echo(ref))
 	if r.StdinClosed {
 		line += " and closed it"
 	}
@@ -369,7 +370,7 @@ func (s *server) sendKeys(ctx context.Context, ref string, in processInput) (*sd
 	if err := s.c.SendKeys(ctx, ref, in.Keys, in.Literal); err != nil {
 		return nil, nil, describe(ref, err)
 	}
-	return result(fmt.Sprintf("sent %d key(s) to session %s; see the screen with action=capture", len(in.Keys), ref),
+	return result(fmt.Sprintf("sent %d key(s) to session %s; see the screen with action=capture", len(in.Keys), textclean.Echo(ref)),
 		keysResult{SessionID: ref, Keys: len(in.Keys)})
 }
 
@@ -401,7 +402,7 @@ func (s *server) capture(ctx context.Context, ref string, in processInput) (*sdk
 		notes = append(notes, fmt.Sprintf("%s at the top not shown; use less scrollback or action=log", size(int64(cut))))
 	}
 	r := captureResult{SessionID: ref, Screen: text, Note: strings.Join(notes, "; ")}
-	line := fmt.Sprintf("screen of session %s", ref)
+	line := fmt.Sprintf("screen of session %s", textclean.Echo(ref))
 	if r.Note != "" {
 		line += "; " + r.Note
 	}
@@ -463,7 +464,7 @@ func (s *server) signal(ctx context.Context, ref, sig string) (*sdk.CallToolResu
 	if r.Signalled == nil {
 		r.Signalled = []int{}
 	}
-	return result(fmt.Sprintf("sent %s to %d process(es) of session %s %v; check with action=poll", r.Signal, len(pids), ref, pids), r)
+	return result(fmt.Sprintf("sent %s to %d process(es) of session %s %v; check with action=poll", r.Signal, len(pids), textclean.Echo(ref), pids), r)
 }
 
 func (s *server) kill(ctx context.Context, ref string, in processInput) (*sdk.CallToolResult, any, error) {
@@ -490,7 +491,7 @@ func (s *server) clear(ctx context.Context, ref string) (*sdk.CallToolResult, an
 	if err := s.c.Clear(ctx, ref); err != nil {
 		return nil, nil, describe(ref, err)
 	}
-	return result(fmt.Sprintf("cleared the stored output of session %s (new output is still recorded; offsets stay absolute)", ref),
+	return result(fmt.Sprintf("cleared the stored output of session %s (new output is still recorded; offsets stay absolute)", textclean.Echo(ref)),
 		clearResult{SessionID: ref, Cleared: true})
 }
 
@@ -555,7 +556,7 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	}
 	out := pr.out
 	r := newPollResult(j, out)
-	r.WaitReason, r.Match = string(wr.Reason), cutEnd(wr.Match, 1000)
+	r.WaitReason, r.Match = string(wr.Reason), cutEnd(textclean.Clean([]byte(wr.Match)), 1000)
 	if out.Note != "" {
 		notes = append(notes, out.Note)
 	}
@@ -565,7 +566,7 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	case jobs.WaitExited:
 		why = "finished"
 	case jobs.WaitMatched:
-		why = fmt.Sprintf("output matched %q after %s: %s", in.Until, waited, r.Match)
+		why = fmt.Sprintf("output matched \"%s\" after %s: %s", textclean.Echo(in.Until), waited, r.Match)
 	case jobs.WaitIdle:
 		why = fmt.Sprintf("output silent for %s", round(o.Idle))
 	default:

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -182,7 +183,7 @@ func round(d time.Duration) string {
 func summary(j jobs.Job) string {
 	name := j.ID
 	if j.Name != "" {
-		name += " (" + j.Name + ")"
+		name += " (" + textclean.Escape(j.Name) + ")"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "session %s: %s", name, j.Status)
@@ -201,7 +202,7 @@ func summary(j jobs.Job) string {
 	}
 	fmt.Fprintf(&b, ", %s of output", size(j.OutputBytes))
 	if j.Reason != "" && j.Reason != string(j.Status) {
-		fmt.Fprintf(&b, "; %s", j.Reason)
+		fmt.Fprintf(&b, "; %s", textclean.Escape(j.Reason))
 	}
 	if j.Stopped {
 		b.WriteString("; stopped (use action=resume to continue it)")

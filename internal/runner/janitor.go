@@ -26,10 +26,12 @@ type JanitorResult struct {
 // access, then the events older than retention (0 means
 // DefaultEventRetention). Any process may run it; it needs no supervisor.
 func RunJanitor(ctx context.Context, d *db.DB, retention time.Duration) (JanitorResult, error) {
-	return runJanitor(ctx, d, retention, nil)
+	return runJanitor(ctx, d, retention, nil, true)
 }
 
-func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost func(db.Job)) (JanitorResult, error) {
+// runJanitor is one janitor pass; with expire false it only sweeps lost
+// jobs and deletes nothing.
+func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost func(db.Job), expire bool) (JanitorResult, error) {
 	if retention <= 0 {
 		retention = DefaultEventRetention
 	}
@@ -40,19 +42,21 @@ func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost f
 	if err != nil {
 		errs = append(errs, err)
 	}
-	expired, err := d.ExpiredJobs(ctx, d.Now())
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, j := range expired {
-		if err := d.DeleteJob(ctx, j.ID); err != nil && !errors.Is(err, db.ErrNotFound) {
+	if expire {
+		expired, err := d.ExpiredJobs(ctx, d.Now())
+		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		res.Deleted++
-	}
-	if res.EventsDeleted, err = d.DeleteEventsBefore(ctx, d.Now().Add(-retention)); err != nil {
-		errs = append(errs, err)
+		for _, j := range expired {
+			if err := d.DeleteJob(ctx, j.ID); err != nil && !errors.Is(err, db.ErrNotFound) {
+				errs = append(errs, err)
+				continue
+			}
+			res.Deleted++
+		}
+		if res.EventsDeleted, err = d.DeleteEventsBefore(ctx, d.Now().Add(-retention)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return res, fmt.Errorf("collect garbage: %w", err)
@@ -143,20 +147,77 @@ func (s *Supervisor) janitor() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.JanitorInterval)
 	defer t.Stop()
+	clock := newClockWatch(s.db.Now, s.cfg.Monotonic)
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
 		}
-		res, err := runJanitor(s.ctx, s.db, s.cfg.EventRetention, s.hookLost)
-		if err != nil && s.ctx.Err() == nil {
-			s.logf("janitor: %v", err)
-		}
-		s.runPendingHooks(s.ctx)
-		s.app.CheckpointSoon()
-		if res.Lost > 0 || res.Deleted > 0 {
-			s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)
-		}
+		s.janitorRound(clock)
 	}
+}
+
+// janitorRound is one round of the supervisor's janitor. A round in which
+// the wall clock jumped deletes nothing (see clockWatch).
+func (s *Supervisor) janitorRound(clock *clockWatch) JanitorResult {
+	expire := true
+	if jump := clock.jump(); jump > maxClockJump || jump < -maxClockJump {
+		s.logf("janitor: the wall clock moved %s against the monotonic clock since the last round; nothing is deleted this round", jump.Round(time.Second))
+		expire = false
+	}
+	res, err := runJanitor(s.ctx, s.db, s.cfg.EventRetention, s.hookLost, expire)
+	if err != nil && s.ctx.Err() == nil {
+		s.logf("janitor: %v", err)
+	}
+	s.runPendingHooks(s.ctx)
+	s.app.CheckpointSoon()
+	if res.Lost > 0 || res.Deleted > 0 {
+		s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)
+	}
+	return res
+}
+
+// maxClockJump is how far the wall clock may move against the monotonic
+// clock between two janitor rounds before the round deletes nothing.
+const maxClockJump = time.Minute
+
+// monotonicOrigin anchors monotonic; only its monotonic reading is used.
+var monotonicOrigin = time.Now()
+
+// monotonic is the default Config.Monotonic: Go's monotonic clock.
+func monotonic() time.Duration { return time.Since(monotonicOrigin) }
+
+// clockWatch notices the wall clock jumping between janitor rounds. Expiry
+// compares stored wall-clock times (last access + ttl, event times) with
+// the wall clock, since those times are shared with other processes and
+// with sqlite3. A clock set two days ahead, by hand or by a bad time
+// source, would then delete every finished job at once. Between two rounds
+// the wall clock should move as far as the monotonic clock does; when the
+// two differ by more than maxClockJump the round deletes nothing. The next
+// round measures from the new time again, so a clock that was really wrong
+// and is then set right costs one round, and a machine resumed from suspend
+// (the monotonic clock stops while suspended) resumes expiry one round
+// later.
+type clockWatch struct {
+	wall     func() time.Time
+	mono     func() time.Duration
+	lastWall time.Time
+	lastMono time.Duration
+}
+
+func newClockWatch(wall func() time.Time, mono func() time.Duration) *clockWatch {
+	// Round(0) strips the monotonic reading that time.Now carries:
+	// without it, Sub would compare monotonic readings and never see a
+	// jump of the wall clock.
+	return &clockWatch{wall: wall, mono: mono, lastWall: wall().Round(0), lastMono: mono()}
+}
+
+// jump returns how much further the wall clock moved than the monotonic
+// clock since the previous call, and starts the next interval.
+func (c *clockWatch) jump() time.Duration {
+	w, m := c.wall().Round(0), c.mono()
+	d := w.Sub(c.lastWall) - (m - c.lastMono)
+	c.lastWall, c.lastMono = w, m
+	return d
 }

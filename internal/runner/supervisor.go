@@ -61,6 +61,11 @@ type Config struct {
 	JanitorInterval time.Duration
 	// EventRetention is how long events are kept (30 days).
 	EventRetention time.Duration
+	// Monotonic reads a clock that only moves forward, at the pace of
+	// real time, whatever is done to the wall clock; nil means Go's
+	// monotonic clock. The janitor compares it with DB.Now (see
+	// clockWatch); tests replace both.
+	Monotonic func() time.Duration
 	// DrainTimeout bounds the pipe drain after a job's main process exits
 	// (2 s).
 	DrainTimeout time.Duration
@@ -155,6 +160,9 @@ func New(cfg Config) (*Supervisor, error) {
 	setDefault(&cfg.EventRetention, DefaultEventRetention)
 	setDefault(&cfg.DrainTimeout, DefaultDrainTimeout)
 	setDefault(&cfg.HookTimeout, DefaultHookTimeout)
+	if cfg.Monotonic == nil {
+		cfg.Monotonic = monotonic
+	}
 	if cfg.IdleExit < 0 {
 		cfg.IdleExit = 0
 	}

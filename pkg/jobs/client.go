@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/runner"
@@ -46,6 +47,16 @@ type Options struct {
 	// about 2 ms of the 13 ms a warm `jobs start` took.
 	LazyOpen bool
 }
+
+// MaxScopeBytes, MaxNameBytes and MaxLabelBytes bound a scope, a job name
+// and a label. These are handles and short notes, shown in every list;
+// longer ones are refused (ErrInvalid), as are NUL and invalid UTF-8, which
+// neither a terminal nor JSON could show exactly.
+const (
+	MaxScopeBytes = 256
+	MaxNameBytes  = 256
+	MaxLabelBytes = 4096
+)
 
 // Defaults for Options.
 const (
@@ -103,6 +114,9 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	}
 	if opts.Scope == "" {
 		opts.Scope = DefaultScope
+	}
+	if err := checkText("scope", opts.Scope, MaxScopeBytes); err != nil {
+		return nil, fmt.Errorf("open: %w", err)
 	}
 	if opts.MaxRunningPerScope == 0 {
 		opts.MaxRunningPerScope = DefaultMaxRunningPerScope
@@ -336,6 +350,17 @@ func (c *Client) startRequest(spec Spec) (runner.StartRequest, error) {
 	case len(spec.Argv) > 0 && spec.Argv[0] == "":
 		return req, fmt.Errorf("start: %w: empty program name", ErrInvalid)
 	}
+	if err := checkText("name", spec.Name, MaxNameBytes); err != nil {
+		return req, fmt.Errorf("start: %w", err)
+	}
+	if err := checkText("label", spec.Label, MaxLabelBytes); err != nil {
+		return req, fmt.Errorf("start: %w", err)
+	}
+	for _, s := range append([]string{spec.Command, spec.Cwd, spec.OnExit}, spec.Argv...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return req, fmt.Errorf("start: %w: a command, argument or directory cannot contain NUL", ErrInvalid)
+		}
+	}
 	cwd := spec.Cwd
 	if cwd == "" {
 		wd, err := os.Getwd()
@@ -346,13 +371,19 @@ func (c *Client) startRequest(spec Spec) (runner.StartRequest, error) {
 	} else if abs, err := filepath.Abs(cwd); err == nil {
 		cwd = abs
 	}
+	// A name given twice takes its last value (exec passes the environment
+	// on in order and the last assignment wins) and is recorded once.
 	names := make([]string, 0, len(spec.Env))
+	seen := make(map[string]bool, len(spec.Env))
 	for _, kv := range spec.Env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || strings.ContainsAny(k, " \t\n\x00") {
-			return req, fmt.Errorf("start: %w: environment entry %q is not NAME=VALUE", ErrInvalid, kv)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n\x00") || strings.IndexByte(kv, 0) >= 0 {
+			return req, fmt.Errorf("start: %w: environment entry \"%s\" is not NAME=VALUE", ErrInvalid, echo(kv))
 		}
-		names = append(names, k)
+		if !seen[k] {
+			seen[k] = true
+			names = append(names, k)
+		}
 	}
 	command := spec.Command
 	argv := spec.Argv
@@ -431,4 +462,18 @@ func shellJoin(argv []string) string {
 		b.WriteByte('\'')
 	}
 	return b.String()
+}
+
+// checkText applies the rule for scopes, names and labels: at most max
+// bytes of valid UTF-8 without NUL.
+func checkText(what, s string, max int) error {
+	switch {
+	case len(s) > max:
+		return fmt.Errorf("%w: %s is %d bytes, more than the %d allowed", ErrInvalid, what, len(s), max)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("%w: %s \"%s\" contains NUL", ErrInvalid, what, echo(s))
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s \"%s\" is not valid UTF-8", ErrInvalid, what, echo(s))
+	}
+	return nil
 }

@@ -66,7 +66,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) e
 		return err
 	}
 	if j.Status.Terminal() {
-		return fmt.Errorf("job %s is %w (%s)", ref, ErrNotRunning, j.Status)
+		return fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
 	}
 	if j.Mode == "tmux" {
 		// tmux types into the pane itself: no supervisor needed.
@@ -76,7 +76,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) e
 		return publicErr(ref, runner.SendKeysDirect(j, []string{string(data)}, true))
 	}
 	if j.Stdin != "pipe" {
-		return fmt.Errorf("job %s: %w", ref, ErrStdinClosed)
+		return fmt.Errorf("job %s: %w", echo(ref), ErrStdinClosed)
 	}
 	ctl, done, err := c.controllerFor(ctx, j)
 	if err != nil {
@@ -84,7 +84,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) e
 	}
 	defer done()
 	if ctl == nil {
-		return fmt.Errorf("job %s is %w (its supervisor is gone)", ref, ErrNotRunning)
+		return fmt.Errorf("job %s is %w (its supervisor is gone)", echo(ref), ErrNotRunning)
 	}
 	return publicErr(ref, ctl.Write(ctx, j.ID, data, eof))
 }
@@ -213,7 +213,7 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 	}
 	if j.Status.Terminal() {
 		if j.Status != db.StatusLost {
-			return nil, fmt.Errorf("job %s is %w (%s)", ref, ErrNotRunning, j.Status)
+			return nil, fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
 		}
 		return c.signalDirect(ctx, j, s)
 	}

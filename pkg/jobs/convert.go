@@ -134,28 +134,28 @@ func publicErr(ref string, err error) error {
 	var lim *db.LimitError
 	switch {
 	case errors.As(err, &amb):
-		return fmt.Errorf("job prefix %q is %w: matches %s", ref, ErrAmbiguous, joinIDs(amb.Candidates))
+		return fmt.Errorf("job prefix \"%s\" is %w: matches %s", echo(ref), ErrAmbiguous, joinIDs(amb.Candidates))
 	case errors.Is(err, db.ErrNotFound):
-		return fmt.Errorf("job %s %w", ref, ErrNotFound)
+		return fmt.Errorf("job %s %w", echo(ref), ErrNotFound)
 	case errors.As(err, &taken):
-		return fmt.Errorf("%w: job %s is already running as %q", ErrNameTaken, taken.ID, taken.Name)
+		return fmt.Errorf("%w: job %s is already running as \"%s\"", ErrNameTaken, taken.ID, echo(taken.Name))
 	case errors.Is(err, db.ErrNameTaken):
 		return fmt.Errorf("%w: %v", ErrNameTaken, err)
 	case errors.As(err, &lim):
 		if lim.Total {
 			return fmt.Errorf("%w: %d of at most %d in all scopes", ErrLimit, lim.Running, lim.Max)
 		}
-		return fmt.Errorf("%w: %d of at most %d in scope %q", ErrLimit, lim.Running, lim.Max, lim.Scope)
+		return fmt.Errorf("%w: %d of at most %d in scope \"%s\"", ErrLimit, lim.Running, lim.Max, echo(lim.Scope))
 	case errors.Is(err, db.ErrLimit):
 		return fmt.Errorf("%w: %v", ErrLimit, err)
 	case errors.Is(err, db.ErrInvalidTransition):
 		return fmt.Errorf("%w: %v", ErrInvalidTransition, err)
 	case errors.Is(err, runner.ErrNotRunning):
-		return fmt.Errorf("job %s is %w", ref, ErrNotRunning)
+		return fmt.Errorf("job %s is %w", echo(ref), ErrNotRunning)
 	case errors.Is(err, runner.ErrStdinClosed):
-		return fmt.Errorf("job %s: %w", ref, ErrStdinClosed)
+		return fmt.Errorf("job %s: %w", echo(ref), ErrStdinClosed)
 	case errors.Is(err, runner.ErrNotTmux):
-		return fmt.Errorf("job %s is %w (start it with --tmux)", ref, ErrNotTmux)
+		return fmt.Errorf("job %s is %w (start it with --tmux)", echo(ref), ErrNotTmux)
 	case errors.Is(err, runner.ErrInvalid):
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	case errors.Is(err, runner.ErrNoTmux):

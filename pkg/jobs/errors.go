@@ -1,6 +1,10 @@
 package jobs
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/agentjobs/jobs/internal/textclean"
+)
 
 // Sentinel errors. Every error returned by a Client method that means one of
 // these wraps it, so errors.Is works; the message names the job
@@ -36,3 +40,9 @@ var (
 	// offset, empty command …).
 	ErrInvalid = errors.New("invalid argument")
 )
+
+// echo is how an error message repeats what the caller gave (an id, a
+// name, a pattern): control characters escaped and cut to a few dozen
+// characters, so a megabyte of input cannot make a megabyte of error or
+// drive the terminal that prints it.
+func echo(s string) string { return textclean.Echo(s) }

@@ -1,8 +1,11 @@
 package jobs
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Durations travel in JSON as whole milliseconds (fields ending in _ms), as
@@ -95,5 +98,42 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	}
 	*s = Spec(v.plain)
 	s.Timeout, s.TTL = fromMS(v.specMS.Timeout), fromMS(v.specMS.TTL)
+	return nil
+}
+
+// MarshalJSON adds "output_base64", the exact bytes in standard base64,
+// when the text is not valid UTF-8 (raw output of a binary program). JSON
+// strings hold only UTF-8 and encoding/json would quietly turn each
+// invalid byte into U+FFFD; "output" keeps that readable form.
+func (o Output) MarshalJSON() ([]byte, error) {
+	type plain Output // without this method
+	if utf8.ValidString(o.Text) {
+		return json.Marshal(plain(o))
+	}
+	return json.Marshal(struct {
+		plain
+		Base64 string `json:"output_base64"`
+	}{plain(o), base64.StdEncoding.EncodeToString([]byte(o.Text))})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, taking the exact bytes from
+// "output_base64" when it is there.
+func (o *Output) UnmarshalJSON(b []byte) error {
+	type plain Output
+	var v struct {
+		plain
+		Base64 *string `json:"output_base64"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*o = Output(v.plain)
+	if v.Base64 != nil {
+		raw, err := base64.StdEncoding.DecodeString(*v.Base64)
+		if err != nil {
+			return fmt.Errorf("decode output_base64: %w", err)
+		}
+		o.Text = string(raw)
+	}
 	return nil
 }

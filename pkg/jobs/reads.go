@@ -320,12 +320,12 @@ func filter(stream Stream, grep string) (logs.Filter, error) {
 	switch stream {
 	case "", Stdout, Stderr, PTY:
 	default:
-		return f, fmt.Errorf("%w: unknown stream %q (use stdout or stderr)", ErrInvalid, stream)
+		return f, fmt.Errorf("%w: unknown stream \"%s\" (use stdout or stderr)", ErrInvalid, echo(string(stream)))
 	}
 	if grep != "" {
 		re, err := regexp.Compile(grep)
 		if err != nil {
-			return f, fmt.Errorf("%w: bad regular expression %q: %v", ErrInvalid, grep, reErr(err))
+			return f, fmt.Errorf("%w: bad regular expression \"%s\": %v", ErrInvalid, echo(grep), reErr(err))
 		}
 		f.Grep = re
 	}

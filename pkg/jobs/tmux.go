@@ -20,10 +20,10 @@ func (c *Client) tmuxJob(ctx context.Context, ref string, live bool) (db.Job, er
 		return db.Job{}, err
 	}
 	if j.Mode != "tmux" {
-		return j, fmt.Errorf("job %s is %w (start it with --tmux)", ref, ErrNotTmux)
+		return j, fmt.Errorf("job %s is %w (start it with --tmux)", echo(ref), ErrNotTmux)
 	}
 	if live && j.Status.Terminal() {
-		return j, fmt.Errorf("job %s is %w (%s)", ref, ErrNotRunning, j.Status)
+		return j, fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
 	}
 	return j, nil
 }

@@ -31,7 +31,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 	if o.Until != "" {
 		re, err := regexp.Compile(o.Until)
 		if err != nil {
-			return WaitResult{}, fmt.Errorf("%w: bad regular expression %q: %v", ErrInvalid, o.Until, reErr(err))
+			return WaitResult{}, fmt.Errorf("%w: bad regular expression \"%s\": %v", ErrInvalid, echo(o.Until), reErr(err))
 		}
 		until = re
 	}

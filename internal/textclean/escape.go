@@ -1,0 +1,104 @@
+package textclean
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// EchoRunes is how many characters of user input Echo keeps.
+const EchoRunes = 64
+
+// Escape returns s with every character a terminal would act on, rather
+// than show, written as a visible escape, so that names, labels, commands
+// and scopes shown to a person cannot clear the screen, set the window
+// title, write the clipboard (OSC 52) or reorder the line:
+//
+//   - tab, newline and carriage return become \t, \n and \r;
+//   - other C0 controls and DEL become \xNN (ESC is \x1b);
+//   - C1 controls (U+0080–U+009F) become \uNNNN (\u009b);
+//   - the bidirectional overrides and isolates U+202A–U+202E and
+//     U+2066–U+2069 become \uNNNN (\u202e);
+//   - each byte of invalid UTF-8 becomes \xNN (\xff).
+//
+// Everything else, the backslash included, is left as it is: the result is
+// for reading, and --json gives the exact text. Escape(Escape(s)) ==
+// Escape(s).
+func Escape(s string) string {
+	i := strings.IndexFunc(s, needsEscape)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			writeByteEscape(&b, s[i])
+			i += size
+			continue
+		}
+		switch {
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			writeByteEscape(&b, byte(r))
+		case isC1(r) || isBidi(r):
+			const hex = "0123456789abcdef"
+			b.WriteString(`\u`)
+			for shift := 12; shift >= 0; shift -= 4 {
+				b.WriteByte(hex[(r>>shift)&0xf])
+			}
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// Echo is Escape of s cut to EchoRunes characters, ending in "…" when cut:
+// the form in which an error message repeats what the user gave, so that a
+// megabyte of id or pattern comes back as one short line.
+func Echo(s string) string {
+	return Cap(Escape(s), EchoRunes)
+}
+
+// Cap cuts s to at most n characters, the last being "…" when it was cut.
+func Cap(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	count := 0
+	for i := range s {
+		if count == n-1 {
+			if utf8.RuneCountInString(s[i:]) <= 1 {
+				return s
+			}
+			return s[:i] + "…"
+		}
+		count++
+	}
+	return s
+}
+
+func needsEscape(r rune) bool {
+	return r < 0x20 || r == 0x7f || isC1(r) || isBidi(r) || r == utf8.RuneError
+}
+
+func isC1(r rune) bool { return r >= 0x80 && r <= 0x9f }
+
+func isBidi(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+func writeByteEscape(b *strings.Builder, c byte) {
+	const hex = "0123456789abcdef"
+	b.WriteString(`\x`)
+	b.WriteByte(hex[c>>4])
+	b.WriteByte(hex[c&0xf])
+}
