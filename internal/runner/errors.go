@@ -26,6 +26,10 @@ var (
 	// bad environment entry, negative grace.
 	ErrInvalid = errors.New("invalid argument")
 
+	// ErrPermission means the supervisor refused a connection from a
+	// process of another user.
+	ErrPermission = errors.New("permission denied")
+
 	// ErrDefaultRunning is returned by Open for a Default supervisor when
 	// another process already holds <runtime>/default.lock. `jobs
 	// supervise` exits quietly on it: the other supervisor serves.

@@ -78,6 +78,7 @@ var errorCodes = []struct {
 	{"closed", ErrClosed},
 	{"invalid", ErrInvalid},
 	{"default_running", ErrDefaultRunning},
+	{"permission", ErrPermission},
 }
 
 // encodeError turns err into its wire form.

@@ -53,8 +53,13 @@ func (s *Supervisor) handleConn(conn net.Conn) {
 		s.mu.Unlock()
 		conn.Close()
 	}()
-	dec := json.NewDecoder(conn)
 	enc := json.NewEncoder(conn)
+	if err := s.checkPeer(conn); err != nil {
+		s.logf("refused a connection: %v", err)
+		enc.Encode(Response{Error: encodeError(err)})
+		return
+	}
+	dec := json.NewDecoder(conn)
 	for {
 		var req Request
 		if err := dec.Decode(&req); err != nil {
@@ -69,6 +74,21 @@ func (s *Supervisor) handleConn(conn net.Conn) {
 			return
 		}
 	}
+}
+
+// checkPeer lets in only processes of the supervisor's own user, whatever
+// the modes of the socket and its directory say: a request runs commands
+// as that user, so a mode loosened by mistake must not hand that power to
+// another user (root included, which file modes do not stop).
+func (s *Supervisor) checkPeer(conn net.Conn) error {
+	uid, pid, err := peerCred(conn)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPermission, err)
+	}
+	if uid != os.Geteuid() {
+		return fmt.Errorf("%w: uid %d (pid %d) is not the supervisor's user (uid %d)", ErrPermission, uid, pid, os.Geteuid())
+	}
+	return nil
 }
 
 // handle runs one request. A panic becomes an error answer: one bad
