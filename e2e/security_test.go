@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -173,9 +174,10 @@ func TestIDEntropy(t *testing.T) {
 	}
 }
 
-// A symlink planted where the runtime directory or its parent goes is
-// refused: nothing is created at its target and no job starts.
-func TestSymlinkAtRuntimeDirRefused(t *testing.T) {
+// Row D5 guards: a symlink planted where the runtime directory or its
+// parent goes is refused (Lstat, one level at a time): nothing is created
+// at its target and no job starts.
+func TestD5SymlinkAtRuntimeDirRefused(t *testing.T) {
 	for _, at := range []string{"runtime dir", "its parent"} {
 		t.Run(at, func(t *testing.T) {
 			w := newWorld(t)
@@ -206,12 +208,13 @@ func TestSymlinkAtRuntimeDirRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Logf("MATRIX-FIGURE %s", "symlinked runtime dir (and parent) refused in one line; 0 entries created at the target")
 }
 
-// A symlink planted at the supervisor's socket path, pointing at another
-// listener, never gets the request (which carries the caller's whole
-// environment).
-func TestSymlinkAtSocketPathRefused(t *testing.T) {
+// Row D5 guards: a symlink planted at the supervisor's socket path,
+// pointing at another listener, never gets the request (which carries the
+// caller's whole environment): the CLI Lstats the socket before dialling.
+func TestD5SymlinkAtSocketPathRefused(t *testing.T) {
 	w := newWorld(t)
 	t.Setenv("XDG_RUNTIME_DIR", w.run)
 	rt := runner.DefaultRuntimeDir(w.dbPath())
@@ -245,6 +248,7 @@ func TestSymlinkAtSocketPathRefused(t *testing.T) {
 	if r.code != 0 && (strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "jobs: ")) {
 		t.Errorf("not a one-line error: %v", r)
 	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("symlinked socket: %d connections reached the planted listener", got.Load()))
 }
 
 // Every verb answers about another scope's job exactly as about a job that

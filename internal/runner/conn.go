@@ -277,6 +277,9 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 	if err := checkSocket(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
+	if err := checkLock(filepath.Join(runtimeDir, "default.lock")); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
 	if executable == "" {
 		exe, err := os.Executable()
 		if err != nil {

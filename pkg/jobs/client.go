@@ -283,7 +283,7 @@ func (c *Client) starter(ctx context.Context, fallback bool) (starter, error) {
 	}
 	conn, err := runner.EnsureDefault(ctx, c.db, "", exe)
 	if err != nil {
-		return nil, fmt.Errorf("start supervisor: %w", err)
+		return nil, err // EnsureDefault says "start supervisor: …"
 	}
 	c.conn = conn
 	return conn, nil
