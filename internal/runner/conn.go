@@ -205,9 +205,9 @@ func (c *Conn) Start(ctx context.Context, req StartRequest) (db.Job, error) {
 }
 
 // Write is Supervisor.Write in the supervisor's process.
-func (c *Conn) Write(ctx context.Context, jobID string, data []byte, eof bool) error {
-	_, err := c.call(ctx, Request{Op: OpWrite, JobID: jobID, Data: data, EOF: eof})
-	return err
+func (c *Conn) Write(ctx context.Context, jobID string, data []byte, eof bool, idle time.Duration) (int, error) {
+	resp, err := c.call(ctx, Request{Op: OpWrite, JobID: jobID, Data: data, EOF: eof, Idle: idle})
+	return resp.Written, err
 }
 
 // CloseStdin closes the job's stdin: Write with no data and eof.

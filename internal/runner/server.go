@@ -116,9 +116,9 @@ func (s *Supervisor) handle(req Request) (resp Response) {
 		}
 		err = serr
 	case OpWrite:
-		err = s.Write(ctx, req.JobID, req.Data, req.EOF)
+		resp.Written, err = s.Write(ctx, req.JobID, req.Data, req.EOF, req.Idle)
 	case OpCloseStdin:
-		err = s.Write(ctx, req.JobID, nil, true)
+		_, err = s.Write(ctx, req.JobID, nil, true, 0)
 	case OpKill:
 		var res KillResult
 		res, err = s.Kill(ctx, req.JobID, req.Grace)

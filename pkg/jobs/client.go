@@ -36,6 +36,10 @@ type Options struct {
 	MaxRunning         int
 	// Grace is the default time between SIGTERM and SIGKILL (2 s).
 	Grace time.Duration
+	// WriteTimeout bounds Write: it gives up with ErrNotReading once the
+	// job has taken none of the rest of the data for this long; 0 means
+	// DefaultWriteTimeout, negative means no bound but ctx's.
+	WriteTimeout time.Duration
 	// OnExit is called once for each job this client supervises when it
 	// reaches a terminal status (in-process mode).
 	OnExit func(Job)
@@ -53,6 +57,7 @@ const (
 	DefaultMaxRunningPerScope = 50
 	DefaultMaxRunning         = 200
 	DefaultGrace              = 2 * time.Second
+	DefaultWriteTimeout       = 10 * time.Second
 )
 
 // DefaultDBPath returns $JOBS_DB, else $XDG_STATE_HOME/jobs/jobs.db, else
@@ -112,6 +117,12 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	switch {
+	case opts.WriteTimeout == 0:
+		opts.WriteTimeout = DefaultWriteTimeout
+	case opts.WriteTimeout < 0:
+		opts.WriteTimeout = 0 // the runner: no bound
 	}
 	path, err := filepath.Abs(opts.DB)
 	if err != nil {

@@ -200,7 +200,7 @@ func TestScopeIsolation(t *testing.T) {
 		"poll":  func(ref string) error { _, err := b.Poll(ctx, ref, jobs.PollOptions{}); return err },
 		"new":   func(ref string) error { _, err := b.ReadNew(ctx, ref, jobs.PollOptions{}); return err },
 		"log":   func(ref string) error { _, err := b.Log(ctx, ref, jobs.Range{}); return err },
-		"write": func(ref string) error { return b.Write(ctx, ref, []byte("x")) },
+		"write": func(ref string) error { _, err := b.Write(ctx, ref, []byte("x")); return err },
 		"kill":  func(ref string) error { _, err := b.Kill(ctx, ref, 0); return err },
 		"wait":  func(ref string) error { _, err := b.Wait(ctx, []string{ref}, jobs.WaitOptions{}); return err },
 		"clear": func(ref string) error { return b.Clear(ctx, ref) },
@@ -239,7 +239,7 @@ func TestReadNewNeverRepeatsOrSkips(t *testing.T) {
 	for i := range n {
 		line := fmt.Sprintf("line %d %s\n", i, strings.Repeat("é", i%7))
 		want.WriteString(line)
-		if err := c.Write(ctx, j.ID, []byte(line)); err != nil {
+		if _, err := c.Write(ctx, j.ID, []byte(line)); err != nil {
 			t.Fatal(err)
 		}
 		r, err := c.ReadNew(ctx, j.ID, jobs.PollOptions{Raw: true, Tail: 37})
