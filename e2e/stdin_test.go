@@ -153,6 +153,8 @@ func TestC3HugeStdinWrites(t *testing.T) {
 
 	// --eof works while another write is blocked (no deadline on that one),
 	// and that write ends then.
+	sup := w.supervisorPID()
+	base := fdCount(t, sup, "socket:")
 	blocked := w.cmd("write", "--timeout", "0", stuck, "more")
 	var berr lockedBuffer
 	blocked.Stderr = &berr
@@ -161,6 +163,9 @@ func TestC3HugeStdinWrites(t *testing.T) {
 	}
 	bdone := make(chan error, 1)
 	go func() { bdone <- blocked.Wait() }()
+	// The blocked write's connection is open: its request is in the
+	// supervisor, writing, before the eof below gets there.
+	waitFor(t, 10*time.Second, "the blocked write's connection", func() bool { return fdCount(t, sup, "socket:") > base })
 	t0 := time.Now()
 	eof := w.cmd("write", stuck, "--eof")
 	eof.Stdout, eof.Stderr = io.Discard, io.Discard
@@ -190,7 +195,6 @@ func TestC3HugeStdinWrites(t *testing.T) {
 		blocked.Process.Kill()
 		t.Errorf("the blocked write did not end when stdin was closed")
 	}
-	sup := w.supervisorPID()
 	peak := peakRSS(t, sup)
 	if peak > 64<<20 {
 		t.Errorf("supervisor peak RSS %d MiB after a %d MiB write, want at most 64 MiB", peak>>20, n>>20)
@@ -198,4 +202,22 @@ func TestC3HugeStdinWrites(t *testing.T) {
 	w.ok("kill", stuck, "--grace", "100ms")
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d MiB to a reader: sha256 equal; never-reader took %d B, write exit 1 after %v (--timeout %v); --eof %v past a blocked write; slowest poll+signal %v; supervisor peak RSS %d MiB",
 		n>>20, res.Bytes, took.Round(10*time.Millisecond), timeout, eofTook.Round(time.Millisecond), slowest.Round(time.Millisecond), peak>>20))
+}
+
+// fdCount counts the open descriptors of pid whose target starts with
+// prefix ("" for all).
+func fdCount(t *testing.T, pid int, prefix string) int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(target, prefix) {
+			n++
+		}
+	}
+	return n
 }
