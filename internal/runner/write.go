@@ -74,8 +74,10 @@ func (s *Supervisor) writeChild(ctx context.Context, c *child, data []byte, idle
 	if len(data) == 0 {
 		return 0, c.stdinState()
 	}
-	c.stdinMu.Lock()
-	defer c.stdinMu.Unlock()
+	if err := c.takeStdinTurn(ctx, idle); err != nil {
+		return 0, err
+	}
+	defer func() { <-c.stdinTurn }()
 	f, err := c.stdinFile()
 	if err != nil {
 		return 0, err
@@ -105,6 +107,31 @@ func (s *Supervisor) writeChild(ctx context.Context, c *child, data []byte, idle
 		return n, fmt.Errorf("the job closed it: %w", ErrStdinClosed)
 	}
 	return n, err
+}
+
+// takeStdinTurn waits for the writers before it to finish, for at most
+// idle (0: no bound) or until ctx ends. Waiting out idle behind another
+// write means the job is not reading that one either.
+func (c *child) takeStdinTurn(ctx context.Context, idle time.Duration) error {
+	select {
+	case c.stdinTurn <- struct{}{}:
+		return nil
+	default:
+	}
+	var expired <-chan time.Time
+	if idle > 0 {
+		t := time.NewTimer(idle)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case c.stdinTurn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return fmt.Errorf("another write has been blocked for %s: %w", idle, ErrNotReading)
+	}
 }
 
 // stdinState says why c's stdin cannot be written, or nil when it can.
