@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/runner"
 )
 
 // ticker is a job that prints a line every 50 ms for about n × 50 ms.
@@ -42,8 +45,8 @@ func (w *world) runShell(d time.Duration, script string, args ...string) (int, t
 	return c.ProcessState.ExitCode(), time.Since(began)
 }
 
-// Row B15 guards: the auto-started supervisor's stdio is the null device,
-// never the pipes of the CLI that started it, so a reader that goes away
+// Row B15 guards: the auto-started supervisor's stdio is the null device
+// and its log file, never the pipes of the CLI that started it, so a reader that goes away
 // (head) cannot kill it with SIGPIPE; and a CLI whose reader goes away
 // ends at once without touching the job.
 func TestB15SIGPIPEAtBothEnds(t *testing.T) {
@@ -54,9 +57,11 @@ func TestB15SIGPIPEAtBothEnds(t *testing.T) {
 	}
 	id := firstID(t, w)
 	sup := w.supervisorPID()
-	for fd := 0; fd <= 2; fd++ {
-		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", sup, fd)); err != nil || target != os.DevNull {
-			t.Errorf("the supervisor's fd %d is %q (%v), want %s", fd, target, err, os.DevNull)
+	t.Setenv("XDG_RUNTIME_DIR", w.run)
+	logFile := filepath.Join(runner.DefaultRuntimeDir(w.dbPath()), runner.SupervisorLogName)
+	for fd, want := range []string{os.DevNull, logFile, logFile} {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", sup, fd)); err != nil || target != want {
+			t.Errorf("the supervisor's fd %d is %q (%v), want %s", fd, target, err, want)
 		}
 	}
 	w.waitOutput(id, "line 1\n")
@@ -73,7 +78,7 @@ func TestB15SIGPIPEAtBothEnds(t *testing.T) {
 	if !procAlive(sup) {
 		t.Errorf("the supervisor died")
 	}
-	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("supervisor stdio on %s and alive; log -f | head -1 exit %d after %v; job done", os.DevNull, code, took.Round(time.Millisecond)))
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("supervisor stdin on %s, stdout/stderr on supervise.log, alive; log -f | head -1 exit %d after %v; job done", os.DevNull, code, took.Round(time.Millisecond)))
 }
 
 // Row B16 guards: concurrent cold starts converge on one supervisor (the
