@@ -125,9 +125,11 @@ func TestB16ColdStartRace(t *testing.T) {
 // Row B2 guards: a job belongs to the supervisor, not to the CLI that asked
 // for it (the supervisor carries a start through under
 // context.WithoutCancel and answers each connection in its own handler,
-// which closes when the client vanishes), so SIGKILL of `start --wait`,
-// of `start` right after its request, or of `log -f` leaves the job
-// running to done and the supervisor's descriptors at their baseline.
+// which closes when the client vanishes, even in the middle of a write
+// blocked on a job that does not read), so SIGKILL of `start --wait`, of
+// `start` right after its request, of `log -f` or of a blocked `write`
+// leaves the job running to done and the supervisor's descriptors at their
+// baseline.
 func TestB2CLIKilled(t *testing.T) {
 	w := newWorld(t)
 	warm := w.start("--", "true")
@@ -192,20 +194,46 @@ func TestB2CLIKilled(t *testing.T) {
 	c.Process.Kill()
 	c.Wait()
 
+	// write with no deadline to a job that never reads, killed while it
+	// blocks: the supervisor lets go of the write and its connection.
+	stuck := w.start(helper("ready-idle")...)
+	w.waitOutput(stuck, "ready")
+	sockets := idleSockets(t, sup)
+	c = w.cmd("write", "--timeout", "0", stuck, "-")
+	c.Stdin = strings.NewReader(strings.Repeat("x", 1<<20))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the write's connection", func() bool { return fdCount(t, sup, "socket:") > sockets })
+	c.Process.Kill()
+	c.Wait()
+	var left int
+	deadline := time.Now().Add(10 * time.Second)
+	for left = fdCount(t, sup, "socket:"); left > sockets && time.Now().Before(deadline); left = fdCount(t, sup, "socket:") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left > sockets {
+		t.Errorf("the supervisor still holds the connection of a killed write to a job that does not read")
+	}
+	if j := w.poll(stuck); j.Status != "running" {
+		t.Errorf("the job that does not read is %s after its writer was killed", j.Status)
+	}
+	w.ok("kill", stuck, "--grace", "100ms")
+
 	for _, id := range []string{streamed, started} {
 		if j := w.waitTerminal(id, 30*time.Second); j.Status != "done" {
 			t.Errorf("job %s ended %s after its CLI was killed, want done", id, j.Status)
 		}
 	}
 	var fds int
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for fds = nonDB(); fds > base && time.Now().Before(deadline); fds = nonDB() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if fds > base {
 		t.Errorf("the supervisor holds %d descriptors besides its database files, %d before the CLIs were killed:\nbefore: %s\nnow:    %s", fds, base, baseList, fdList(sup))
 	}
-	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("3 CLIs SIGKILLed (start --wait, start after its request, log -f): both jobs done, left starting in time; supervisor fds (database files aside) %d → %d", base, fds))
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("4 CLIs SIGKILLed (start --wait, start after its request, log -f, a blocked write): jobs done, left starting in time; supervisor fds (database files aside) %d → %d", base, fds))
 }
 
 // fdList describes pid's open descriptors, for a failure message.

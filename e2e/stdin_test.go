@@ -154,7 +154,7 @@ func TestC3HugeStdinWrites(t *testing.T) {
 	// --eof works while another write is blocked (no deadline on that one),
 	// and that write ends then.
 	sup := w.supervisorPID()
-	base := fdCount(t, sup, "socket:")
+	base := idleSockets(t, sup)
 	blocked := w.cmd("write", "--timeout", "0", stuck, "more")
 	var berr lockedBuffer
 	blocked.Stderr = &berr
@@ -220,4 +220,14 @@ func fdCount(t *testing.T, pid int, prefix string) int {
 		}
 	}
 	return n
+}
+
+// idleSockets waits until the supervisor holds only its two listening
+// sockets (its own and default.sock): the connections of CLIs that just
+// exited are closed by the supervisor a moment later.
+func idleSockets(t *testing.T, sup int) int {
+	t.Helper()
+	const listeners = 2
+	waitFor(t, 10*time.Second, "the supervisor's connections to close", func() bool { return fdCount(t, sup, "socket:") <= listeners })
+	return listeners
 }
