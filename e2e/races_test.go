@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/runner"
+	"golang.org/x/sys/unix"
 )
 
 // ticker is a job that prints a line every 50 ms for about n × 50 ms.
@@ -199,12 +200,14 @@ func TestB2CLIKilled(t *testing.T) {
 	stuck := w.start(helper("ready-idle")...)
 	w.waitOutput(stuck, "ready")
 	sockets := idleSockets(t, sup)
-	c = w.cmd("write", "--timeout", "0", stuck, "-")
-	c.Stdin = strings.NewReader(strings.Repeat("x", 1<<20))
+	sj, _ := w.status(stuck)
+	// One request larger than the pipe: once the pipe is full, the
+	// supervisor is inside that request's write, blocked.
+	c = w.cmd("write", "--timeout", "0", stuck, strings.Repeat("x", 100<<10))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the write's connection", func() bool { return fdCount(t, sup, "socket:") > sockets })
+	waitFor(t, 10*time.Second, "the job's stdin pipe to fill", func() bool { return pipeFill(t, sj.PID) >= 64<<10 })
 	c.Process.Kill()
 	c.Wait()
 	var left int
@@ -246,4 +249,20 @@ func fdList(pid int) string {
 		fmt.Fprintf(&b, "%s→%s ", e.Name(), target)
 	}
 	return b.String()
+}
+
+// pipeFill returns how many bytes wait unread in the pipe that is pid's
+// stdin.
+func pipeFill(t *testing.T, pid int) int {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/fd/0", pid)) // another reader of the same pipe; it reads nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
