@@ -517,3 +517,32 @@ func TestReadsTouchFinishedJobsOnly(t *testing.T) {
 		t.Errorf("a poll of a finished job left last_access_at at %v", got)
 	}
 }
+
+// A Write to a job that does not read gives up after the client's
+// WriteTimeout with ErrNotReading and the count the job took; CloseStdin
+// still works.
+func TestWriteNotReading(t *testing.T) {
+	c := open(t, jobs.Options{WriteTimeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: "sleep 30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 4<<20)
+	n, err := c.Write(ctx, j.ID, data)
+	if !errors.Is(err, jobs.ErrNotReading) {
+		t.Fatalf("write to a job that does not read: %v, want ErrNotReading", err)
+	}
+	if n <= 0 || n >= len(data) {
+		t.Errorf("Write took %d of %d bytes, want the pipe's worth", n, len(data))
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("took %d of %d bytes", n, len(data))) {
+		t.Errorf("the error does not count what went in: %v", err)
+	}
+	if err := c.CloseStdin(ctx, j.ID); err != nil {
+		t.Errorf("close stdin of a job that does not read: %v", err)
+	}
+	if _, err := c.Kill(ctx, j.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+}
