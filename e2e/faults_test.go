@@ -293,7 +293,7 @@ func TestClockJump(t *testing.T) {
 	began := time.Now()
 	w.waitOutput(j.ID, "started")
 	jump.Store(int64(2 * time.Hour))
-	if err := s.Write(ctx, j.ID, nil, true); err != nil {
+	if _, err := s.Write(ctx, j.ID, nil, true, 0); err != nil {
 		t.Fatal(err)
 	}
 	got := w.waitTerminal(j.ID, 30*time.Second)

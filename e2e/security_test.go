@@ -211,9 +211,10 @@ func checkNoMathRand(t *testing.T, dir string) {
 	}
 }
 
-// A symlink planted where the runtime directory or its parent goes is
-// refused: nothing is created at its target and no job starts.
-func TestSymlinkAtRuntimeDirRefused(t *testing.T) {
+// Row D5 guards: a symlink planted where the runtime directory or its
+// parent goes is refused (Lstat, one level at a time): nothing is created
+// at its target and no job starts.
+func TestD5SymlinkAtRuntimeDirRefused(t *testing.T) {
 	for _, at := range []string{"runtime dir", "its parent"} {
 		t.Run(at, func(t *testing.T) {
 			w := newWorld(t)
@@ -244,12 +245,13 @@ func TestSymlinkAtRuntimeDirRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Logf("MATRIX-FIGURE %s", "symlinked runtime dir (and parent) refused in one line; 0 entries created at the target")
 }
 
-// A symlink planted at the supervisor's socket path, pointing at another
-// listener, never gets the request (which carries the caller's whole
-// environment).
-func TestSymlinkAtSocketPathRefused(t *testing.T) {
+// Row D5 guards: a symlink planted at the supervisor's socket path,
+// pointing at another listener, never gets the request (which carries the
+// caller's whole environment): the CLI Lstats the socket before dialling.
+func TestD5SymlinkAtSocketPathRefused(t *testing.T) {
 	w := newWorld(t)
 	t.Setenv("XDG_RUNTIME_DIR", w.run)
 	rt := runner.DefaultRuntimeDir(w.dbPath())
@@ -283,6 +285,7 @@ func TestSymlinkAtSocketPathRefused(t *testing.T) {
 	if r.code != 0 && (strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "jobs: ")) {
 		t.Errorf("not a one-line error: %v", r)
 	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("symlinked socket: %d connections reached the planted listener", got.Load()))
 }
 
 // Row D1 guards: every verb answers about another scope's job exactly as

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
@@ -65,6 +66,8 @@ type runner struct {
 	stdout, stderr io.Writer
 	line           commandLine
 	c              *jobs.Client
+	// writeTimeout is jobs write's --timeout, for the client's options.
+	writeTimeout time.Duration
 }
 
 // client opens the database in detached mode, once, after the verb has
@@ -82,11 +85,12 @@ func (r *runner) openClient(cc *ucli.Context, lazy bool) (*jobs.Client, error) {
 	}
 	exe, _ := os.Executable()
 	c, err := jobs.Open(cc.Context, jobs.Options{
-		DB:         cc.String("db"),
-		Scope:      cc.String("scope"),
-		Detached:   true,
-		Executable: exe,
-		LazyOpen:   lazy,
+		DB:           cc.String("db"),
+		Scope:        cc.String("scope"),
+		Detached:     true,
+		Executable:   exe,
+		LazyOpen:     lazy,
+		WriteTimeout: r.writeTimeout,
 	})
 	if err != nil {
 		return nil, err

@@ -17,10 +17,13 @@ func (r *runner) writeCommand() *ucli.Command {
 		Usage:     "write to a job's stdin",
 		ArgsUsage: "ID [DATA | -]",
 		Description: "DATA is written as given (add --newline to end it with one, as a prompt needs);\n" +
-			"'-' copies this command's stdin. --eof closes the job's stdin afterwards.",
+			"'-' copies this command's stdin. --eof closes the job's stdin afterwards.\n" +
+			"A job that takes none of the data for --timeout is not reading: write stops there,\n" +
+			"says how many bytes went in, and exits 1 (--eof still closes the stdin).",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "eof", Usage: "close the job's stdin after writing"},
 			&ucli.BoolFlag{Name: "newline", Aliases: []string{"n"}, Usage: "append a newline to DATA"},
+			&ucli.StringFlag{Name: "timeout", Value: "10s", Usage: "give up when the job takes no input for `DUR` (0: wait as long as it takes)"},
 		},
 		Action: r.write,
 	}
@@ -40,6 +43,14 @@ func (r *runner) write(cc *ucli.Context) error {
 	case a[0] == "":
 		return usagef(verb, "empty job id")
 	}
+	timeout, err := parseDuration(verb, "timeout", cc.String("timeout"))
+	if err != nil {
+		return err
+	}
+	r.writeTimeout = timeout
+	if timeout == 0 {
+		r.writeTimeout = -1 // jobs.Options: no bound
+	}
 	ref := a[0]
 	c, err := r.client(cc)
 	if err != nil {
@@ -47,48 +58,64 @@ func (r *runner) write(cc *ucli.Context) error {
 	}
 	ctx := cc.Context
 	var written int64
+	var werr error // the write's failure; an eof is still carried out after ErrNotReading
+	put := func(p []byte) bool {
+		n, err := c.Write(ctx, ref, p)
+		written += int64(n)
+		werr = err
+		return err == nil
+	}
 	if len(a) == 2 {
 		if a[1] == "-" {
+			// Streamed in pieces: neither this process nor the supervisor
+			// holds more than one piece of a large input.
 			buf := make([]byte, 32<<10)
 			for {
 				n, rerr := r.stdin.Read(buf)
-				if n > 0 {
-					if err := c.Write(ctx, ref, buf[:n]); err != nil {
-						return err
-					}
-					written += int64(n)
+				if n > 0 && !put(buf[:n]) {
+					break
 				}
 				if errors.Is(rerr, io.EOF) {
+					if cc.Bool("newline") {
+						put([]byte("\n"))
+					}
 					break
 				}
 				if rerr != nil {
 					return fmt.Errorf("read stdin: %w", rerr)
 				}
 			}
-			if cc.Bool("newline") {
-				if err := c.Write(ctx, ref, []byte("\n")); err != nil {
-					return err
-				}
-				written++
-			}
 		} else {
 			data := a[1]
 			if cc.Bool("newline") {
 				data += "\n"
 			}
-			if err := c.Write(ctx, ref, []byte(data)); err != nil {
-				return err
-			}
-			written = int64(len(data))
+			put([]byte(data))
 		}
 	}
+	if werr != nil && !errors.Is(werr, jobs.ErrNotReading) {
+		return werr
+	}
+	closed := false
 	if eof {
 		if err := c.CloseStdin(ctx, ref); err != nil {
+			return errors.Join(werr, err)
+		}
+		closed = true
+	}
+	if jsonOut(cc) {
+		res := writeResult{JobID: ref, Bytes: written, EOF: closed, NotReading: werr != nil}
+		if err := r.printJSON(res); err != nil {
 			return err
 		}
 	}
-	if jsonOut(cc) {
-		return r.printJSON(writeResult{JobID: ref, Bytes: written, EOF: eof})
+	if werr != nil {
+		// Counted here: the client's error counts only the last piece.
+		msg := fmt.Sprintf("job %s is not reading its stdin: it took %d bytes, then none for %s", ref, written, timeout)
+		if closed {
+			msg += "; stdin closed"
+		}
+		return &exitError{code: ExitError, msg: msg}
 	}
 	return nil
 }
@@ -96,8 +123,10 @@ func (r *runner) write(cc *ucli.Context) error {
 // writeResult is the JSON of jobs write.
 type writeResult struct {
 	JobID string `json:"ref"`
-	Bytes int64  `json:"bytes"`
-	EOF   bool   `json:"eof"`
+	// Bytes counts what the job took, also when it stopped reading.
+	Bytes      int64 `json:"bytes"`
+	EOF        bool  `json:"eof"`
+	NotReading bool  `json:"not_reading"`
 }
 
 func (r *runner) killCommand() *ucli.Command {

@@ -3,6 +3,7 @@ package mcp
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -35,6 +36,11 @@ func describe(ref string, err error) error {
 		return &sessionError{ref, "not found", err}
 	case errors.Is(err, jobs.ErrNotRunning):
 		return &sessionError{ref, "is not running", err}
+	case errors.Is(err, jobs.ErrNotReading):
+		// err's text ends with what the job took and for how long it
+		// took nothing.
+		_, took, _ := strings.Cut(err.Error(), jobs.ErrNotReading.Error()+": ")
+		return &sessionError{ref, "is not reading its stdin: " + took + "; see its output with action=poll, or close its stdin with eof=true", err}
 	case errors.Is(err, jobs.ErrStdinClosed):
 		return &sessionError{ref, "stdin is not available", err}
 	case errors.Is(err, jobs.ErrNotTmux):

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -340,10 +341,17 @@ func (s *server) write(ctx context.Context, ref string, in processInput) (*sdk.C
 	}
 	r := writeResult{SessionID: ref}
 	if len(data) > 0 {
-		if err := s.c.Write(ctx, ref, data); err != nil {
+		n, err := s.c.Write(ctx, ref, data)
+		r.Written = n
+		if errors.Is(err, jobs.ErrNotReading) && in.EOF {
+			// eof works whether or not the job reads.
+			if cerr := s.c.CloseStdin(ctx, ref); cerr == nil {
+				return nil, nil, fmt.Errorf("%w; stdin closed as asked", describe(ref, err))
+			}
+		}
+		if err != nil {
 			return nil, nil, describe(ref, err)
 		}
-		r.Written = len(data)
 	}
 	if in.EOF {
 		if err := s.c.CloseStdin(ctx, ref); err != nil {

@@ -117,7 +117,7 @@ Actions:
 - wait: block until the job finishes, its output matches until (regex), or it has been silent for idle seconds; timeout seconds (default 30, at most 120 per call: call again to keep waiting). Sends progress notifications while waiting.
 - log: page through the cleaned full output. offset/limit count lines (offset 0 = first line); default: the last 200 lines; limit at most 2000 lines and 64 KiB per page. unit="bytes" makes offset/limit byte offsets (use next_offset to continue). stream (stdout|stderr) and grep (regex) filter.
 - status: all metadata and the transition history.
-- write: send data to stdin; eof=true closes stdin after it (data may be empty then).
+- write: send data to stdin; eof=true closes stdin after it (data may be empty then, and it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
 - send_keys: tmux jobs only; keys are tmux key names (Enter, C-c, Up, …) or, with literal=true, text typed as is.
 - capture: tmux jobs only; the screen as clean text, with scrollback lines of history.
 - kill: end the whole process tree (SIGTERM, 2 s grace, SIGKILL); with signal (INT, HUP, TERM, KILL, STOP, CONT, USR1, …) send just that signal. Killing a finished job is a no-op.

@@ -29,7 +29,10 @@ type child struct {
 	readyOnce sync.Once
 	done      chan struct{} // closed once the final status is stored
 
-	stdinMu sync.Mutex // serialises writers
+	// stdinTurn serialises writers: a one-slot semaphore rather than a
+	// mutex, so that a writer waiting behind a blocked one gives up with
+	// its own deadline.
+	stdinTurn chan struct{}
 
 	mu       sync.Mutex
 	job      db.Job // as created, then as running; read after ready
@@ -48,10 +51,11 @@ type child struct {
 
 func newChild(id string, baseEnv []string) *child {
 	return &child{
-		id:      id,
-		baseEnv: baseEnv,
-		ready:   make(chan struct{}),
-		done:    make(chan struct{}),
+		id:        id,
+		baseEnv:   baseEnv,
+		ready:     make(chan struct{}),
+		done:      make(chan struct{}),
+		stdinTurn: make(chan struct{}, 1),
 	}
 }
 

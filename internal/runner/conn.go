@@ -205,9 +205,9 @@ func (c *Conn) Start(ctx context.Context, req StartRequest) (db.Job, error) {
 }
 
 // Write is Supervisor.Write in the supervisor's process.
-func (c *Conn) Write(ctx context.Context, jobID string, data []byte, eof bool) error {
-	_, err := c.call(ctx, Request{Op: OpWrite, JobID: jobID, Data: data, EOF: eof})
-	return err
+func (c *Conn) Write(ctx context.Context, jobID string, data []byte, eof bool, idle time.Duration) (int, error) {
+	resp, err := c.call(ctx, Request{Op: OpWrite, JobID: jobID, Data: data, EOF: eof, Idle: idle})
+	return resp.Written, err
 }
 
 // CloseStdin closes the job's stdin: Write with no data and eof.
@@ -254,7 +254,8 @@ func (c *Conn) RunPendingHooks(ctx context.Context) error {
 // EnsureDefault returns a connection to the default supervisor of d,
 // starting one when none answers: `executable supervise --db PATH` (plus
 // `--runtime-dir DIR` when runtimeDir is not the default one), in a new
-// session, with stdio on /dev/null and its working directory at /, not
+// session, with stdin on /dev/null, stdout and stderr appended to
+// <runtime>/supervise.log and its working directory at /, not
 // waited for, so that it outlives the caller. It then waits up to
 // EnsureDefaultTimeout for default.sock to answer. Callers racing here are
 // fine: only one supervisor wins default.lock, the others exit, and all
@@ -277,6 +278,9 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 	if err := checkSocket(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
+	if err := checkLock(filepath.Join(runtimeDir, "default.lock")); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
 	if executable == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -288,7 +292,20 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 	if runtimeDir != def {
 		args = append(args, "--runtime-dir", runtimeDir)
 	}
+	// The supervisor's own directory, made and checked as it will, so
+	// that its log has a place: its stdio must be neither the caller's
+	// terminal nor the caller's pipes, which close when the caller exits
+	// (a later log line would then kill it with SIGPIPE).
+	if err := prepareRuntimeDir(runtimeDir); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	logFile, err := openSupervisorLog(filepath.Join(runtimeDir, SupervisorLogName))
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	defer logFile.Close()
 	cmd := exec.Command(executable, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = "/"
 	// The supervisor is not part of the caller's job: JOBS_ID would make
 	// a kill of the caller's job end it, and every job it owns.

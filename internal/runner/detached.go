@@ -27,7 +27,12 @@ func RunDetached(ctx context.Context, dbPath string, idle time.Duration) error {
 // Supervise is RunDetached with more settings: cfg.DB is opened from
 // dbPath, Kind is "detached" and Default is set; cfg.IdleExit 0 means
 // DefaultIdleExit, negative means never; a nil Logf logs to stderr.
+//
+// It is meant to be a process's main: it first sheds what the process
+// inherited from its launcher and must not pass on to jobs (see
+// shedInheritance).
 func Supervise(ctx context.Context, dbPath string, cfg Config) error {
+	shedInheritance()
 	d, err := db.Open(ctx, dbPath)
 	if err != nil {
 		return fmt.Errorf("supervise: %w", err)
@@ -76,4 +81,24 @@ func envLimit(name string) int {
 		return 0
 	}
 	return n
+}
+
+// shedInheritance drops what the launching shell gave this process and
+// every job would otherwise inherit: descriptors above stderr (the
+// launcher's pipes would stay open as long as the supervisor or any job
+// lives) and ignored signals. A job must start with default dispositions
+// whoever started the supervisor: under nohup SIGHUP arrives ignored, in a
+// background list of a script SIGINT does. Go resets handled signals to
+// the default in a child but leaves ignored ones ignored, and it keeps an
+// inherited SIG_IGN for SIGHUP and SIGINT (other signals get Go's handler
+// anyway); so those two are handled here, by a channel nobody reads. The
+// supervisor itself stays deaf to SIGHUP, and SIGINT ends it as SIGTERM
+// does (Supervise listens for both).
+func shedInheritance() {
+	closeInheritedFDs()
+	for _, sig := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if signal.Ignored(sig) {
+			signal.Notify(make(chan os.Signal, 1), sig)
+		}
+	}
 }

@@ -11,6 +11,12 @@ var (
 	// pipe (Stdin "null"), or the job itself closed its end.
 	ErrStdinClosed = errors.New("stdin is closed")
 
+	// ErrNotReading means the job took none of the rest of a write to its
+	// stdin within the write's idle bound: it is not reading (or reads
+	// slower than one pipe buffer per bound). What it took before is
+	// counted in the write's result.
+	ErrNotReading = errors.New("the job is not reading its stdin")
+
 	// ErrNoTmux means tmux is not available to this supervisor.
 	ErrNoTmux = errors.New("tmux is not available")
 
@@ -25,6 +31,10 @@ var (
 	// ErrInvalid means a malformed request: empty command, bad signal name,
 	// bad environment entry, negative grace.
 	ErrInvalid = errors.New("invalid argument")
+
+	// ErrPermission means the supervisor refused a connection from a
+	// process of another user.
+	ErrPermission = errors.New("permission denied")
 
 	// ErrDefaultRunning is returned by Open for a Default supervisor when
 	// another process already holds <runtime>/default.lock. `jobs

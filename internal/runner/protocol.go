@@ -33,6 +33,9 @@ type Request struct {
 	// Data is written to stdin (base64 in JSON, so any bytes pass).
 	Data []byte `json:"data,omitempty"`
 	EOF  bool   `json:"eof,omitempty"`
+	// Idle bounds a write: it gives up when the job takes no byte of Data
+	// for this long; 0 means no bound.
+	Idle time.Duration `json:"idle,omitempty"`
 	// Grace for kill; 0 means the supervisor's default.
 	Grace   time.Duration `json:"grace,omitempty"`
 	Signal  string        `json:"signal,omitempty"`
@@ -48,6 +51,9 @@ type Response struct {
 	Job   *db.Job     `json:"job,omitempty"`
 	Kill  *KillResult `json:"kill,omitempty"`
 	PIDs  []int       `json:"pids,omitempty"`
+	// Written counts the bytes of a write's Data the job took, also when
+	// the write failed part way.
+	Written int `json:"written,omitempty"`
 	// Supervisor and PID identify the supervisor (ping).
 	Supervisor string `json:"supervisor,omitempty"`
 	PID        int    `json:"pid,omitempty"`
@@ -73,11 +79,13 @@ var errorCodes = []struct {
 	{"invalid_transition", db.ErrInvalidTransition},
 	{"not_running", ErrNotRunning},
 	{"stdin_closed", ErrStdinClosed},
+	{"not_reading", ErrNotReading},
 	{"no_tmux", ErrNoTmux},
 	{"not_tmux", ErrNotTmux},
 	{"closed", ErrClosed},
 	{"invalid", ErrInvalid},
 	{"default_running", ErrDefaultRunning},
+	{"permission", ErrPermission},
 }
 
 // encodeError turns err into its wire form.

@@ -60,7 +60,7 @@ func TestTrickleThenFlood(t *testing.T) {
 		Command: "read go; for i in $(seq 30); do echo line $i; sleep 0.02; done; " +
 			"head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end",
 	}})
-	if err := s.Write(context.Background(), job.ID, []byte("go\n"), false); err != nil {
+	if _, err := s.Write(context.Background(), job.ID, []byte("go\n"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	held := func() int {

@@ -235,11 +235,11 @@ func TestWriteAndEOF(t *testing.T) {
 	s := startSupervisor(t, Config{})
 	ctx := context.Background()
 	job := start(t, s, StartRequest{Job: db.NewJob{Argv: helperArgv(t, "read-stdin")}})
-	if err := s.Write(ctx, job.ID, []byte("hello\n"), false); err != nil {
+	if _, err := s.Write(ctx, job.ID, []byte("hello\n"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitOutput(t, s, job.ID, "hello\n")
-	if err := s.Write(ctx, job.ID, []byte("bye\n"), true); err != nil {
+	if _, err := s.Write(ctx, job.ID, []byte("bye\n"), true, 0); err != nil {
 		t.Fatal(err)
 	}
 	job = waitDone(t, s.db, job.ID, 5*time.Second)
@@ -249,25 +249,25 @@ func TestWriteAndEOF(t *testing.T) {
 	if got, want := job.Stdin, "closed"; got != want {
 		t.Errorf("stdin = %q, want %q", got, want)
 	}
-	if err := s.Write(ctx, job.ID, []byte("late"), false); !errors.Is(err, ErrNotRunning) {
+	if _, err := s.Write(ctx, job.ID, []byte("late"), false, 0); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("write to a finished job: %v, want ErrNotRunning", err)
 	}
 
 	// Closed while the job still runs.
 	job = start(t, s, StartRequest{Job: db.NewJob{Command: "cat; echo read-all; sleep 30"}})
-	if err := s.Write(ctx, job.ID, nil, true); err != nil {
+	if _, err := s.Write(ctx, job.ID, nil, true, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitOutput(t, s, job.ID, "read-all")
-	if err := s.Write(ctx, job.ID, []byte("x"), false); !errors.Is(err, ErrStdinClosed) {
+	if _, err := s.Write(ctx, job.ID, []byte("x"), false, 0); !errors.Is(err, ErrStdinClosed) {
 		t.Errorf("write after eof: %v, want ErrStdinClosed", err)
 	}
 	// No stdin at all.
 	null := start(t, s, StartRequest{Job: db.NewJob{Command: "cat; sleep 30", Stdin: "null"}})
-	if err := s.Write(ctx, null.ID, []byte("x"), false); !errors.Is(err, ErrStdinClosed) {
+	if _, err := s.Write(ctx, null.ID, []byte("x"), false, 0); !errors.Is(err, ErrStdinClosed) {
 		t.Errorf("write to a null stdin: %v, want ErrStdinClosed", err)
 	}
-	if err := s.Write(ctx, "nosuchjob", []byte("x"), false); !errors.Is(err, db.ErrNotFound) {
+	if _, err := s.Write(ctx, "nosuchjob", []byte("x"), false, 0); !errors.Is(err, db.ErrNotFound) {
 		t.Errorf("write to a missing job: %v, want db.ErrNotFound", err)
 	}
 }
@@ -388,7 +388,7 @@ func TestConnRoundTrip(t *testing.T) {
 	if job.Status != db.StatusRunning || job.SupervisorID != s.ID() || job.Cwd != wd {
 		t.Errorf("job = %s %s %s, want running in %s under %s", job.Status, job.SupervisorID, job.Cwd, wd, s.ID())
 	}
-	if err := c.Write(ctx, job.ID, []byte{0, 1, 2, 0xff, '\n'}, false); err != nil {
+	if _, err := c.Write(ctx, job.ID, []byte{0, 1, 2, 0xff, '\n'}, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.CloseStdin(ctx, job.ID); err != nil {
@@ -400,10 +400,10 @@ func TestConnRoundTrip(t *testing.T) {
 	}
 
 	// Errors keep their sentinels and typed fields across the socket.
-	if err := c.Write(ctx, job.ID, []byte("x"), false); !errors.Is(err, ErrNotRunning) {
+	if _, err := c.Write(ctx, job.ID, []byte("x"), false, 0); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("write to finished: %v, want ErrNotRunning", err)
 	}
-	if err := c.Write(ctx, "nosuchjob", []byte("x"), false); !errors.Is(err, db.ErrNotFound) {
+	if _, err := c.Write(ctx, "nosuchjob", []byte("x"), false, 0); !errors.Is(err, db.ErrNotFound) {
 		t.Errorf("write to missing: %v, want db.ErrNotFound", err)
 	}
 	if _, err := c.Signal(ctx, job.ID, "BOGUS"); !errors.Is(err, ErrInvalid) {
@@ -844,7 +844,7 @@ func TestOutputDroppedWhileDatabaseLocked(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, job.ID, []byte("go\n"), false); err != nil {
+	if _, err := s.Write(ctx, job.ID, []byte("go\n"), false, 0); err != nil {
 		t.Fatal(err)
 	}
 	// The child is not held up: it ends while the database is locked,

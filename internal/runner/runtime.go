@@ -120,6 +120,99 @@ func checkSocket(path string) error {
 	return nil
 }
 
+// checkLock checks, without creating anything, that a lock file is
+// absent or a regular file of ours: a symlink there would have us create
+// or lock a file wherever it points, and a planted file would be locked
+// by its owner at will.
+func checkLock(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return lockFileOK(path, fi)
+}
+
+func lockFileOK(path string, fi os.FileInfo) error { return ownRegularFile("lock file", path, fi) }
+
+// ownRegularFile refuses, in one line naming what the file is for,
+// anything at path but a regular file of ours.
+func ownRegularFile(what, path string, fi os.FileInfo) error {
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("%s %s is a symlink: refusing it", what, path)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %s is not a regular file: refusing it", what, path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s %s is owned by uid %d, not by us: refusing it", what, path, st.Uid)
+	}
+	return nil
+}
+
+// SupervisorLogName is the file in the runtime directory that receives
+// the output of the supervisors EnsureDefault starts: refusals, idle exits,
+// errors that have no caller to go to.
+const SupervisorLogName = "supervise.log"
+
+// maxSupervisorLog bounds the log: a file past it is emptied when the next
+// supervisor starts.
+const maxSupervisorLog = 1 << 20
+
+// openSupervisorLog opens the supervisors' log for appending, creating it
+// 0600. Like the lock, it must be a regular file of ours: a symlink there
+// would have the supervisor write wherever it points.
+func openSupervisorLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil {
+			if err := logFileOK(path, fi); err != nil {
+				return nil, err
+			}
+		}
+		return nil, fmt.Errorf("open supervisor log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = logFileOK(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi.Size() > maxSupervisorLog {
+		_ = f.Truncate(0)
+	}
+	return f, nil
+}
+
+func logFileOK(path string, fi os.FileInfo) error { return ownRegularFile("log file", path, fi) }
+
+// removeStaleSocket removes what a dead supervisor left at path, and only
+// a socket of ours: a regular file, a symlink or another user's socket
+// there is not ours to unlink.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("socket %s is a symlink: refusing it", path)
+	case fi.Mode()&os.ModeSocket == 0:
+		return fmt.Errorf("%s is not a socket: refusing to replace it", path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("socket %s is owned by uid %d, not by us: refusing it", path, st.Uid)
+	}
+	return os.Remove(path)
+}
+
 func securePrivateDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -152,7 +245,22 @@ var errLocked = errors.New("lock is held by another process")
 func lockFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil {
+			if err := lockFileOK(path, fi); err != nil {
+				return nil, err
+			}
+		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	// Checked on the open file, so that nothing can be swapped in
+	// between the check and the lock.
+	fi, err := f.Stat()
+	if err == nil {
+		err = lockFileOK(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()

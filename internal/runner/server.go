@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,8 +54,13 @@ func (s *Supervisor) handleConn(conn net.Conn) {
 		s.mu.Unlock()
 		conn.Close()
 	}()
-	dec := json.NewDecoder(conn)
 	enc := json.NewEncoder(conn)
+	if err := s.checkPeer(conn); err != nil {
+		s.logf("refused a connection: %v", err)
+		enc.Encode(Response{Error: encodeError(err)})
+		return
+	}
+	dec := json.NewDecoder(conn)
 	for {
 		var req Request
 		if err := dec.Decode(&req); err != nil {
@@ -65,22 +71,75 @@ func (s *Supervisor) handleConn(conn net.Conn) {
 			}
 			return
 		}
-		if err := enc.Encode(s.handle(req)); err != nil {
+		ctx := s.ctx
+		watched := req.Op == OpWrite
+		var stop func() bool
+		if watched {
+			// A write may block for as long as the job does not read:
+			// it must end when its client goes away.
+			ctx, stop = untilHangup(ctx, conn)
+		}
+		resp := s.handle(ctx, req)
+		if watched && !stop() {
+			return // gone, or it broke the protocol by sending meanwhile
+		}
+		if err := enc.Encode(resp); err != nil {
 			return
 		}
 	}
 }
 
+// untilHangup returns a context that ends when the client hangs up while
+// its request runs. A client sends nothing while it waits for an answer,
+// so a read that returns means it is gone (or broke the protocol). stop
+// ends the watch and reports whether the connection is still usable.
+func untilHangup(parent context.Context, conn net.Conn) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(parent)
+	gone := make(chan bool, 1)
+	go func() {
+		var b [1]byte
+		_, err := conn.Read(b[:])
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			gone <- false // stopped by stop, below
+			return
+		}
+		cancel()
+		gone <- true
+	}()
+	return ctx, func() bool {
+		conn.SetReadDeadline(time.Now())
+		g := <-gone
+		conn.SetReadDeadline(time.Time{})
+		cancel()
+		return !g
+	}
+}
+
+// checkPeer lets in only processes of the supervisor's own user, whatever
+// the modes of the socket and its directory say: a request runs commands
+// as that user, so a mode loosened by mistake must not hand that power to
+// another user (root included, which file modes do not stop).
+func (s *Supervisor) checkPeer(conn net.Conn) error {
+	uid, pid, err := peerCred(conn)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPermission, err)
+	}
+	if uid != os.Geteuid() {
+		return fmt.Errorf("%w: uid %d (pid %d) is not the supervisor's user (uid %d)", ErrPermission, uid, pid, os.Geteuid())
+	}
+	return nil
+}
+
 // handle runs one request. A panic becomes an error answer: one bad
 // request must not take down a supervisor and orphan every job.
-func (s *Supervisor) handle(req Request) (resp Response) {
+func (s *Supervisor) handle(ctx context.Context, req Request) (resp Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logf("request %s panicked: %v\n%s", req.Op, r, debug.Stack())
 			resp = Response{Error: &WireError{Code: "error", Message: fmt.Sprintf("supervisor: internal error in %s: %v", req.Op, r)}}
 		}
 	}()
-	ctx := withCaller(s.ctx, req.CallerPID)
+	ctx = withCaller(ctx, req.CallerPID)
 	var err error
 	switch req.Op {
 	case OpPing:
@@ -96,9 +155,9 @@ func (s *Supervisor) handle(req Request) (resp Response) {
 		}
 		err = serr
 	case OpWrite:
-		err = s.Write(ctx, req.JobID, req.Data, req.EOF)
+		resp.Written, err = s.Write(ctx, req.JobID, req.Data, req.EOF, req.Idle)
 	case OpCloseStdin:
-		err = s.Write(ctx, req.JobID, nil, true)
+		_, err = s.Write(ctx, req.JobID, nil, true, 0)
 	case OpKill:
 		var res KillResult
 		res, err = s.Kill(ctx, req.JobID, req.Grace)

@@ -282,9 +282,11 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	}
 	s.listeners = append(s.listeners, l)
 	if s.cfg.Default {
-		// We hold default.lock, so a default.sock left on disk belongs to
-		// a supervisor that died.
-		_ = os.Remove(s.defaultSock)
+		// We hold default.lock, so a socket of ours left at default.sock
+		// belongs to a supervisor that died.
+		if err := removeStaleSocket(s.defaultSock); err != nil {
+			return fmt.Errorf("open supervisor: %w", err)
+		}
 		l, err := listenUnix(s.defaultSock)
 		if err != nil {
 			return fmt.Errorf("open supervisor: %w", err)

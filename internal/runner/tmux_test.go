@@ -252,11 +252,11 @@ func TestTmux(t *testing.T) {
 		waitPTY(t, d, job.ID, "answer 42")
 
 		// write types the data; eof is C-d, which ends the shell.
-		if err := s.Write(ctx, job.ID, []byte("echo typed-$((1+1))\n"), false); err != nil {
+		if _, err := s.Write(ctx, job.ID, []byte("echo typed-$((1+1))\n"), false, 0); err != nil {
 			t.Fatal(err)
 		}
 		waitScreen(t, job, "the typed line's output", func(sc string) bool { return hasLine(sc, "typed-2") })
-		if err := s.Write(ctx, job.ID, nil, true); err != nil {
+		if _, err := s.Write(ctx, job.ID, nil, true, 0); err != nil {
 			t.Fatal(err)
 		}
 		done := waitDone(t, d, job.ID, 10*time.Second)
@@ -313,7 +313,7 @@ func TestTmux(t *testing.T) {
 		if !strings.Contains(out, "\x1b[2J") || !strings.Contains(out, "frame 1") {
 			t.Errorf("stored output is not the raw stream:\n%q", out)
 		}
-		if err := s.Write(ctx, job.ID, []byte("\n"), false); err != nil {
+		if _, err := s.Write(ctx, job.ID, []byte("\n"), false, 0); err != nil {
 			t.Fatal(err)
 		}
 		waitDone(t, d, job.ID, 10*time.Second)

@@ -37,6 +37,10 @@ type Options struct {
 	MaxRunning         int
 	// Grace is the default time between SIGTERM and SIGKILL (2 s).
 	Grace time.Duration
+	// WriteTimeout bounds Write: it gives up with ErrNotReading once the
+	// job has taken none of the rest of the data for this long; 0 means
+	// DefaultWriteTimeout, negative means no bound but ctx's.
+	WriteTimeout time.Duration
 	// OnExit is called once for each job this client supervises when it
 	// reaches a terminal status (in-process mode).
 	OnExit func(Job)
@@ -64,6 +68,7 @@ const (
 	DefaultMaxRunningPerScope = 50
 	DefaultMaxRunning         = 200
 	DefaultGrace              = 2 * time.Second
+	DefaultWriteTimeout       = 10 * time.Second
 )
 
 // DefaultDBPath returns $JOBS_DB, else $XDG_STATE_HOME/jobs/jobs.db, else
@@ -126,6 +131,12 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	switch {
+	case opts.WriteTimeout == 0:
+		opts.WriteTimeout = DefaultWriteTimeout
+	case opts.WriteTimeout < 0:
+		opts.WriteTimeout = 0 // the runner: no bound
 	}
 	path, err := filepath.Abs(opts.DB)
 	if err != nil {
@@ -297,7 +308,7 @@ func (c *Client) starter(ctx context.Context, fallback bool) (starter, error) {
 	}
 	conn, err := runner.EnsureDefault(ctx, c.db, "", exe)
 	if err != nil {
-		return nil, fmt.Errorf("start supervisor: %w", err)
+		return nil, err // EnsureDefault says "start supervisor: …"
 	}
 	c.conn = conn
 	return conn, nil

@@ -200,7 +200,7 @@ func TestScopeIsolation(t *testing.T) {
 		"poll":  func(ref string) error { _, err := b.Poll(ctx, ref, jobs.PollOptions{}); return err },
 		"new":   func(ref string) error { _, err := b.ReadNew(ctx, ref, jobs.PollOptions{}); return err },
 		"log":   func(ref string) error { _, err := b.Log(ctx, ref, jobs.Range{}); return err },
-		"write": func(ref string) error { return b.Write(ctx, ref, []byte("x")) },
+		"write": func(ref string) error { _, err := b.Write(ctx, ref, []byte("x")); return err },
 		"kill":  func(ref string) error { _, err := b.Kill(ctx, ref, 0); return err },
 		"wait":  func(ref string) error { _, err := b.Wait(ctx, []string{ref}, jobs.WaitOptions{}); return err },
 		"clear": func(ref string) error { return b.Clear(ctx, ref) },
@@ -239,7 +239,7 @@ func TestReadNewNeverRepeatsOrSkips(t *testing.T) {
 	for i := range n {
 		line := fmt.Sprintf("line %d %s\n", i, strings.Repeat("é", i%7))
 		want.WriteString(line)
-		if err := c.Write(ctx, j.ID, []byte(line)); err != nil {
+		if _, err := c.Write(ctx, j.ID, []byte(line)); err != nil {
 			t.Fatal(err)
 		}
 		r, err := c.ReadNew(ctx, j.ID, jobs.PollOptions{Raw: true, Tail: 37})
@@ -515,5 +515,34 @@ func TestReadsTouchFinishedJobsOnly(t *testing.T) {
 	}
 	if got := lastAccess(j.ID); got.Before(before) {
 		t.Errorf("a poll of a finished job left last_access_at at %v", got)
+	}
+}
+
+// A Write to a job that does not read gives up after the client's
+// WriteTimeout with ErrNotReading and the count the job took; CloseStdin
+// still works.
+func TestWriteNotReading(t *testing.T) {
+	c := open(t, jobs.Options{WriteTimeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: "sleep 30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 4<<20)
+	n, err := c.Write(ctx, j.ID, data)
+	if !errors.Is(err, jobs.ErrNotReading) {
+		t.Fatalf("write to a job that does not read: %v, want ErrNotReading", err)
+	}
+	if n <= 0 || n >= len(data) {
+		t.Errorf("Write took %d of %d bytes, want the pipe's worth", n, len(data))
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("took %d of %d bytes", n, len(data))) {
+		t.Errorf("the error does not count what went in: %v", err)
+	}
+	if err := c.CloseStdin(ctx, j.ID); err != nil {
+		t.Errorf("close stdin of a job that does not read: %v", err)
+	}
+	if _, err := c.Kill(ctx, j.ID, 0); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // controller is what acts on a live child: the in-process supervisor or a
 // socket to the supervisor that owns the job.
 type controller interface {
-	Write(ctx context.Context, jobID string, data []byte, eof bool) error
+	Write(ctx context.Context, jobID string, data []byte, eof bool, idle time.Duration) (int, error)
 	Kill(ctx context.Context, jobID string, grace time.Duration) (runner.KillResult, error)
 	Signal(ctx context.Context, jobID string, sig string) ([]int, error)
 }
@@ -47,46 +47,60 @@ func (c *Client) controllerFor(ctx context.Context, j db.Job) (controller, func(
 	return conn, func() { conn.Close() }, nil
 }
 
-// Write writes data to the job's stdin.
-func (c *Client) Write(ctx context.Context, ref string, data []byte) error {
+// Write writes data to the job's stdin and returns how many bytes the job
+// took. When the job takes none of the rest for the client's WriteTimeout
+// (10 s by default), Write gives up with an error wrapping ErrNotReading;
+// the count says what went in before. Other errors: ErrNotFound,
+// ErrNotRunning, ErrStdinClosed.
+func (c *Client) Write(ctx context.Context, ref string, data []byte) (int, error) {
 	return c.write(ctx, ref, data, false)
 }
 
-// CloseStdin closes the job's stdin (end of file for the job).
+// CloseStdin closes the job's stdin (end of file for the job). It does not
+// wait for the job to read: it works even while a Write is blocked (that
+// Write then fails with ErrStdinClosed).
 func (c *Client) CloseStdin(ctx context.Context, ref string) error {
-	return c.write(ctx, ref, nil, true)
+	_, err := c.write(ctx, ref, nil, true)
+	return err
 }
 
-func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) error {
+func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (int, error) {
 	if err := c.check(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	j, err := c.find(ctx, ref)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if j.Status.Terminal() {
-		return fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
+		return 0, fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
 	}
 	if j.Mode == "tmux" {
 		// tmux types into the pane itself: no supervisor needed.
 		if eof {
-			return publicErr(ref, runner.SendKeysDirect(j, []string{"C-d"}, false))
+			return 0, publicErr(ref, runner.SendKeysDirect(j, []string{"C-d"}, false))
 		}
-		return publicErr(ref, runner.SendKeysDirect(j, []string{string(data)}, true))
+		if err := runner.SendKeysDirect(j, []string{string(data)}, true); err != nil {
+			return 0, publicErr(ref, err)
+		}
+		return len(data), nil
 	}
 	if j.Stdin != "pipe" {
-		return fmt.Errorf("job %s: %w", echo(ref), ErrStdinClosed)
+		return 0, fmt.Errorf("job %s: %w", echo(ref), ErrStdinClosed)
 	}
 	ctl, done, err := c.controllerFor(ctx, j)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer done()
 	if ctl == nil {
-		return fmt.Errorf("job %s is %w (its supervisor is gone)", echo(ref), ErrNotRunning)
+		return 0, fmt.Errorf("job %s is %w (its supervisor is gone)", echo(ref), ErrNotRunning)
 	}
-	return publicErr(ref, ctl.Write(ctx, j.ID, data, eof))
+	n, err := ctl.Write(ctx, j.ID, data, eof, c.opts.WriteTimeout)
+	if errors.Is(err, runner.ErrNotReading) {
+		return n, fmt.Errorf("job %s is %w: it took %d of %d bytes, then none for %s", ref, ErrNotReading, n, len(data), c.opts.WriteTimeout)
+	}
+	return n, publicErr(ref, err)
 }
 
 // Kill ends the job's whole process tree: SIGTERM, grace (0 means the

@@ -22,6 +22,10 @@ var (
 	// ErrStdinClosed means the job's stdin was closed (or was never a
 	// pipe).
 	ErrStdinClosed = errors.New("stdin is closed")
+	// ErrNotReading means a Write gave up: the job took none of the rest of
+	// the data within the client's WriteTimeout. Write's count says how
+	// much it took before.
+	ErrNotReading = errors.New("not reading its stdin")
 	// ErrLimit means starting would pass the running-jobs limit of the
 	// scope or of the database. Nothing is evicted to make room.
 	ErrLimit = errors.New("too many running jobs")
