@@ -11,8 +11,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
