@@ -104,7 +104,6 @@ type Supervisor struct {
 	wg sync.WaitGroup
 
 	lock        *os.File
-	defaultLock *os.File
 	registered  bool
 	listeners   []net.Listener
 	app         *logs.Appender
@@ -119,6 +118,13 @@ type Supervisor struct {
 	idleSince time.Time
 	dropped   map[string]*dropNote
 	activity  chan struct{} // poked when children come and go
+	// replaced is set once the database file was removed or replaced
+	// (see retire); the supervisor then takes no new job.
+	replaced error
+	// defaultListener and defaultLock are the default role (Default);
+	// retire gives them up before Close does.
+	defaultListener net.Listener
+	defaultLock     *os.File
 
 	closeOnce sync.Once
 	closeErr  error
@@ -236,6 +242,12 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		}
 	}()
 
+	if err := CheckDB(ctx, s.db); err != nil {
+		return openCheck(err)
+	}
+	if err := s.db.ReserveConnections(ctx, reservedConns); err != nil {
+		return fmt.Errorf("open supervisor: %w", err)
+	}
 	if err := prepareRuntimeDir(s.runtimeDir); err != nil {
 		return fmt.Errorf("open supervisor: %w", err)
 	}
@@ -282,6 +294,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 			return fmt.Errorf("open supervisor: %w", err)
 		}
 		s.listeners = append(s.listeners, l)
+		s.defaultListener = l
 	}
 
 	s.reaper = acquireReaper(s.cfg.Logf)
@@ -303,8 +316,9 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.serve(l)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.janitor()
+	go s.watchFile()
 	go s.idleWatch()
 	return nil
 }
@@ -354,8 +368,12 @@ func (s *Supervisor) shutdown() {
 	for _, l := range s.listeners {
 		l.Close()
 	}
-	if s.defaultLock != nil {
-		s.defaultLock.Close()
+	s.mu.Lock()
+	defLock := s.defaultLock
+	s.defaultLock = nil
+	s.mu.Unlock()
+	if defLock != nil {
+		defLock.Close()
 	}
 
 	var kills sync.WaitGroup
@@ -429,6 +447,9 @@ func (s *Supervisor) idleWatch() {
 		s.mu.Lock()
 		busy := len(s.children) > 0
 		left := s.cfg.IdleExit - time.Since(s.idleSince)
+		if s.replaced != nil {
+			left = 0 // retired: nothing more to wait for once idle
+		}
 		if !busy && left <= 0 {
 			// Decide under the lock, so that no Start slips in between
 			// the check and the refusal of new jobs.
@@ -437,7 +458,11 @@ func (s *Supervisor) idleWatch() {
 		closing := s.closing
 		s.mu.Unlock()
 		if !busy && left <= 0 {
-			s.cfg.Logf("idle for %s, exiting", s.cfg.IdleExit)
+			if s.replaced != nil {
+				s.cfg.Logf("the jobs of the replaced database have ended, exiting")
+			} else {
+				s.cfg.Logf("idle for %s, exiting", s.cfg.IdleExit)
+			}
 			s.closeOnce.Do(s.shutdown)
 			return
 		}

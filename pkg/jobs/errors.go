@@ -1,6 +1,10 @@
 package jobs
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/agentjobs/jobs/internal/db"
+)
 
 // Sentinel errors. Every error returned by a Client method that means one of
 // these wraps it, so errors.Is works; the message names the job
@@ -35,4 +39,21 @@ var (
 	// ErrInvalid means an argument is malformed (bad regex, negative
 	// offset, empty command …).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrCorrupt means SQLite found the database file damaged or not a
+	// database. The error is a *CorruptError ("database corrupt: PATH:
+	// cause"), from whichever call met the damage; nothing is written to
+	// the file and no job starts.
+	ErrCorrupt = db.ErrCorrupt
+	// ErrReplaced means the database file was removed or replaced while a
+	// supervisor had it open; that supervisor takes no new job. The error
+	// is a *ReplacedError. Starting again reaches a supervisor of the file
+	// now at the path.
+	ErrReplaced = db.ErrReplaced
 )
+
+// CorruptError names the damaged database file and SQLite's words for the
+// damage.
+type CorruptError = db.CorruptError
+
+// ReplacedError names the database path whose file was removed or replaced.
+type ReplacedError = db.ReplacedError
