@@ -104,6 +104,7 @@ type Supervisor struct {
 	wg sync.WaitGroup
 
 	lock        *os.File
+	defaultLock *os.File // guarded by mu once opened: retire gives it up
 	registered  bool
 	listeners   []net.Listener
 	app         *logs.Appender
@@ -121,10 +122,9 @@ type Supervisor struct {
 	// replaced is set once the database file was removed or replaced
 	// (see retire); the supervisor then takes no new job.
 	replaced error
-	// defaultListener and defaultLock are the default role (Default);
-	// retire gives them up before Close does.
+	// defaultListener serves default.sock (Default); retire closes it
+	// before Close does.
 	defaultListener net.Listener
-	defaultLock     *os.File
 
 	closeOnce sync.Once
 	closeErr  error
