@@ -147,12 +147,6 @@ func TestB22DatabaseRemovedOrReplacedUnderSupervisor(t *testing.T) {
 			if refused {
 				oneErrorLine(t, first, "jobs: database "+w.dbPath()+" was removed or replaced while the supervisor ran; start again")
 			}
-			waitFor(t, 10*time.Second, "the supervisor's log line", func() bool {
-				return strings.Contains(log.String(), "was removed or replaced")
-			})
-			if n := strings.Count(log.String(), "was removed or replaced"); n != 1 {
-				t.Errorf("the supervisor said it %d times:\n%s", n, log)
-			}
 			second := w.start("--no-stdin", "--", "echo", "second")
 			j := w.waitTerminal(second, 30*time.Second)
 			if j.Status != "done" || j.Supervisor == "" {
@@ -164,6 +158,12 @@ func TestB22DatabaseRemovedOrReplacedUnderSupervisor(t *testing.T) {
 			}
 			if !refused && !strings.Contains(w.ok("list"), strings.TrimSpace(first.stdout)) {
 				t.Errorf("the first start's job is not in the new database: %v", first)
+			}
+			waitFor(t, 10*time.Second, "the supervisor's log line", func() bool {
+				return strings.Contains(log.String(), "was removed or replaced")
+			})
+			if n := strings.Count(log.String(), "was removed or replaced"); n != 1 {
+				t.Errorf("the supervisor said it %d times:\n%s", n, log)
 			}
 			// The old supervisor ends once its job has.
 			select {

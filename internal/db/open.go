@@ -39,7 +39,6 @@ type DB struct {
 	Now func() time.Time
 
 	file os.FileInfo // the file opened at Path, for CheckFile
-	conn *connector
 }
 
 // DSN returns the connection string for path. Every pooled connection runs
@@ -95,7 +94,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	conn := &connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode(), path: abs, file: fi}
 	sqldb := sql.OpenDB(conn)
-	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi, conn: conn}
+	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi}
 	if err := d.migrate(ctx); err != nil {
 		sqldb.Close()
 		var ce *CorruptError
@@ -114,15 +113,17 @@ func Open(ctx context.Context, path string) (*DB, error) {
 
 // Close closes the database.
 //
-// When the file at Path is no longer the one that was opened (removed, or
-// moved away and another created), SQLite's last close would delete the
-// -wal and -shm found at the path by name, and those now belong to the
-// other database. The WAL is then kept (SQLITE_FCNTL_PERSIST_WAL): the
-// open file still gets its final checkpoint, and the files at the path are
-// left to their owner.
+// When the file at Path is no longer the one that was opened (moved away,
+// or removed), SQLite's last close neither checkpoints nor deletes the
+// WAL, because the -wal at the path may belong to another database by
+// now. What was written through d is then only in d's (unlinked) WAL:
+// Close copies it into the file it has open first, so that a database
+// moved away keeps everything written to it.
 func (d *DB) Close() error {
-	if d.conn != nil && d.CheckFile() != nil {
-		d.conn.persistWAL()
+	if d.file != nil && d.CheckFile() != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
+		_, _ = d.ExecContext(ctx, `PRAGMA wal_checkpoint(FULL)`)
+		cancel()
 	}
 	return d.DB.Close()
 }

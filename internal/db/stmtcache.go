@@ -32,9 +32,6 @@ type connector struct {
 	path string      // the database file, for CorruptError
 	file os.FileInfo // the file Open prepared; nil: not checked
 	drv  sqlite.Driver
-
-	mu    sync.Mutex
-	conns map[*cachingConn]struct{} // open connections, for persistWAL
 }
 
 func (c *connector) Connect(context.Context) (driver.Conn, error) {
@@ -55,27 +52,7 @@ func (c *connector) Connect(context.Context) (driver.Conn, error) {
 		// Not the driver this was written for: use it as it is.
 		return conn, nil
 	}
-	cc := &cachingConn{sqliteConn: inner, path: c.path, owner: c, stmts: map[string]*cachedStmt{}}
-	c.mu.Lock()
-	if c.conns == nil {
-		c.conns = map[*cachingConn]struct{}{}
-	}
-	c.conns[cc] = struct{}{}
-	c.mu.Unlock()
-	return cc, nil
-}
-
-// persistWAL tells every open connection to leave the -wal and -shm in
-// place when it closes (see DB.Close). It runs when the pool is about to
-// close, when no statement is in flight.
-func (c *connector) persistWAL() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for cc := range c.conns {
-		if fc, ok := cc.sqliteConn.(sqlite.FileControl); ok {
-			_, _ = fc.FileControlPersistWAL("main", 1)
-		}
-	}
+	return &cachingConn{sqliteConn: inner, path: c.path, stmts: map[string]*cachedStmt{}}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return &c.drv }
@@ -98,8 +75,7 @@ type sqliteConn interface {
 // may be closed from the goroutine that watches its context, hence mu.
 type cachingConn struct {
 	sqliteConn
-	path  string
-	owner *connector
+	path string
 
 	mu    sync.Mutex
 	stmts map[string]*cachedStmt
@@ -230,11 +206,6 @@ func (c *cachingConn) Close() error {
 		delete(c.stmts, q)
 	}
 	c.mu.Unlock()
-	if c.owner != nil {
-		c.owner.mu.Lock()
-		delete(c.owner.conns, c)
-		c.owner.mu.Unlock()
-	}
 	return c.sqliteConn.Close()
 }
 
