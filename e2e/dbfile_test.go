@@ -513,7 +513,7 @@ func TestD8OneSQLite(t *testing.T) {
 	if mattn != 0 || modernc != 1 {
 		t.Errorf("packages of mattn/go-sqlite3: %d, want 0; modernc.org/sqlite: %d, want 1", mattn, modernc)
 	}
-	t.Logf("MATRIX-FIGURE go list -deps: %d mattn/go-sqlite3 packages, modernc.org/sqlite only", mattn)
+	t.Logf("MATRIX-FIGURE go list -deps: %d mattn/go-sqlite3 packages, %d modernc.org/sqlite", mattn, modernc)
 }
 
 // Row D3 guards: a database left readable by others (0644, with its -wal
