@@ -379,7 +379,12 @@ func TestB12WALDeletedAfterCrash(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the supervisor to die", func() bool { return !procAlive(pid) })
+	// Until its last thread has exited, a killed process still holds its
+	// files and SQLite's locks on them, even while it reads as a zombie.
+	waitFor(t, 10*time.Second, "the supervisor to die and let go of its files", func() bool {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		return !procAlive(pid) && len(fds) == 0
+	})
 	walSize := int64(-1)
 	if fi, err := os.Stat(w.dbPath() + "-wal"); err == nil {
 		walSize = fi.Size()
