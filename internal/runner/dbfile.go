@@ -70,13 +70,13 @@ func (s *Supervisor) retire(err error) {
 		return
 	}
 	s.replaced = err
-	s.db.KeepConnections()
 	running := len(s.children)
 	def, defLock := s.defaultListener, s.defaultLock
 	s.defaultListener, s.defaultLock = nil, nil
 	s.mu.Unlock()
 
-	s.logf("%v: refusing new jobs; %d running jobs finish into the file that was open, then the supervisor exits", err, running)
+	s.db.KeepConnections()
+	s.logf("database %s was removed or replaced: refusing new jobs; %d running jobs finish into the file that was open, then the supervisor exits", s.db.Path, running)
 	// The listener first, then the lock: once the lock is free a new
 	// supervisor may create default.sock, which closing our listener
 	// would unlink.
@@ -106,7 +106,8 @@ func (s *Supervisor) watchFile() {
 	}
 }
 
-// openCheck wraps a checkDB failure for Open.
+// openCheck wraps a CheckDB failure for Open; a CorruptError stays whole,
+// so that it reads "database corrupt: PATH: cause" wherever it ends up.
 func openCheck(err error) error {
 	var ce *db.CorruptError
 	if errors.As(err, &ce) {
