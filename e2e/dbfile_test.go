@@ -122,7 +122,7 @@ func tickOutput() string {
 // jobs into the file it has open and exits, never writing into the new
 // file.
 func TestB22DatabaseRemovedOrReplacedUnderSupervisor(t *testing.T) {
-	for _, how := range []string{"rm", "mv"} {
+	for _, how := range []string{"rm", "mv", "mv over"} {
 		t.Run(how, func(t *testing.T) {
 			w := newWorld(t)
 			sup := w.superviseForeground()
@@ -137,6 +137,16 @@ func TestB22DatabaseRemovedOrReplacedUnderSupervisor(t *testing.T) {
 				}
 			case "mv":
 				if err := os.Rename(w.dbPath(), moved); err != nil {
+					t.Fatal(err)
+				}
+			case "mv over": // another jobs database renamed onto the path
+				other := filepath.Join(w.base, "other.db")
+				d, err := db.Open(context.Background(), other)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Close()
+				if err := os.Rename(other, w.dbPath()); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -38,7 +38,8 @@ type DB struct {
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
 
-	file os.FileInfo // the file opened at Path, for CheckFile
+	file os.FileInfo   // the file opened at Path, for CheckFile
+	side []os.FileInfo // its -wal and -shm, for LetGoOfSideFiles
 }
 
 // DSN returns the connection string for path. Every pooled connection runs
@@ -147,7 +148,35 @@ func (d *DB) ReserveConnections(ctx context.Context, n int) error {
 		}
 		conns = append(conns, c)
 	}
+	// With connections held for good, the -wal and -shm they opened stay
+	// the same files: note which, for LetGoOfSideFiles.
+	d.side = d.side[:0]
+	for _, suffix := range sideSuffixes {
+		if fi, err := os.Stat(d.Path + suffix); err == nil {
+			d.side = append(d.side, fi)
+		}
+	}
 	return nil
+}
+
+// LetGoOfSideFiles removes the -wal and -shm at the path when they are
+// still the ones d's connections use (as noted by ReserveConnections).
+// After the database file was moved away or replaced, those would pair
+// with whatever file is at the path now, and SQLite would read d's pages
+// from that WAL as if they were the other database's. d's connections go
+// on using them through the descriptors they hold.
+func (d *DB) LetGoOfSideFiles() {
+	for _, suffix := range sideSuffixes {
+		fi, err := os.Stat(d.Path + suffix)
+		if err != nil {
+			continue
+		}
+		for _, mine := range d.side {
+			if os.SameFile(fi, mine) {
+				_ = os.Remove(d.Path + suffix)
+			}
+		}
+	}
 }
 
 // KeepConnections makes the pool work with the connections it has open

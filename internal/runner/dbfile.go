@@ -76,6 +76,7 @@ func (s *Supervisor) retire(err error) {
 	s.mu.Unlock()
 
 	s.db.KeepConnections()
+	s.db.LetGoOfSideFiles()
 	s.logf("database %s was removed or replaced: refusing new jobs; %d running jobs finish into the file that was open, then the supervisor exits", s.db.Path, running)
 	// The listener first, then the lock: once the lock is free a new
 	// supervisor may create default.sock, which closing our listener
