@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -167,23 +166,4 @@ func TestD6SocketPeerCheck(t *testing.T) {
 		t.Errorf("a job of the supervisor's own user ended %s", j.Status)
 	}
 	t.Logf("MATRIX-FIGURE %s", "uid 65534 on a 0777 socket refused by SO_PEERCRED; no job created, 1 line in supervise.log")
-}
-
-// lockedBuffer is a bytes.Buffer that a process's output may fill while
-// the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

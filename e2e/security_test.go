@@ -31,23 +31,35 @@ func mode(t *testing.T, path string) os.FileMode {
 	return fi.Mode()
 }
 
-// The database is 0600 and every directory jobs creates 0700, the
-// supervisor's socket and lock 0600, even when the user's umask is 000.
-func TestFileModesUnderPermissiveUmask(t *testing.T) {
-	w := newWorld(t)
-	w.state = filepath.Join(w.base, "new", "state") // jobs creates it
-	w.run = filepath.Join(w.base, "new", "run")
-	if err := os.MkdirAll(filepath.Dir(w.state), 0o700); err != nil {
-		t.Fatal(err)
+// Row D3 guards: the database is created 0600 (so its -wal and -shm are
+// too) and every directory jobs creates 0700, the supervisor's socket and
+// lock 0600, whatever the user's umask.
+func TestD3FileModesUnderUmask(t *testing.T) {
+	for _, umask := range []string{"000", "022"} {
+		t.Run("umask "+umask, func(t *testing.T) {
+			w := newWorld(t)
+			w.state = filepath.Join(w.base, "new", "state") // jobs creates it
+			w.run = filepath.Join(w.base, "new", "run")
+			if err := os.MkdirAll(filepath.Dir(w.state), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			c := exec.Command("/bin/sh", "-c", `umask `+umask+`; exec "$0" start --no-stdin -- sh -c 'echo hi'`, jobsBin)
+			c.Env = w.environ()
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatalf("start under umask %s: %v\n%s", umask, err, out)
+			}
+			w.ok("wait", "--timeout", "30s", firstID(t, w))
+			checkPrivateFiles(t, w)
+			t.Logf("MATRIX-FIGURE umask %s: state dir 0700, database, -wal, -shm 0600, runtime dir 0700, socket and locks 0600", umask)
+		})
 	}
-	c := exec.Command("/bin/sh", "-c", `umask 000; exec "$0" start --no-stdin -- sh -c 'echo hi'`, jobsBin)
-	c.Env = w.environ()
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("start under umask 000: %v\n%s", err, out)
-	}
-	w.ok("wait", "--timeout", "30s", firstID(t, w))
+}
 
-	for _, d := range []string{w.state, filepath.Join(w.state, "jobs"), w.run, filepath.Join(w.run, "jobs")} {
+// checkPrivateFiles checks the modes of the world's state and runtime
+// files while its supervisor runs.
+func checkPrivateFiles(t *testing.T, w *world) {
+	t.Helper()
+	for _, d := range []string{filepath.Join(w.state, "jobs"), w.run, filepath.Join(w.run, "jobs")} {
 		if m := mode(t, d); !m.IsDir() || m.Perm() != 0o700 {
 			t.Errorf("%s: %v, want a 0700 directory", d, m)
 		}
@@ -55,6 +67,7 @@ func TestFileModesUnderPermissiveUmask(t *testing.T) {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		p := w.dbPath() + suffix
 		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s is missing while the supervisor runs", p)
 			continue
 		}
 		if m := mode(t, p); m.Perm() != 0o600 {

@@ -63,6 +63,16 @@ func errorLine(err error) (line string, code int) {
 	case errors.Is(err, jobs.ErrInvalid):
 		code = ExitUsage
 	}
+	// A damaged or replaced database is said in the same words whichever
+	// verb met it: the path and the cause, without the verbs on the way.
+	var corrupt *jobs.CorruptError
+	var replaced *jobs.ReplacedError
+	switch {
+	case errors.As(err, &corrupt):
+		return "jobs: " + oneLine(corrupt.Error()), code
+	case errors.As(err, &replaced):
+		return "jobs: " + oneLine(replaced.Error()), code
+	}
 	if hint == "" {
 		hint = defaultHint(err)
 	}

@@ -77,3 +77,46 @@ func (e *LimitError) Error() string {
 
 // Is makes errors.Is(err, ErrLimit) true.
 func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+
+// ErrCorrupt means SQLite found the database file damaged (SQLITE_CORRUPT)
+// or not a database at all (SQLITE_NOTADB). The error is a *CorruptError
+// naming the file. Nothing is written to a file found corrupt.
+var ErrCorrupt = errors.New("database corrupt")
+
+// CorruptError is what any statement, the open and the start-up check of a
+// supervisor return when SQLite reports the database corrupt.
+type CorruptError struct {
+	Path  string `json:"path"`
+	Cause string `json:"cause"` // SQLite's own words, or what the check found
+}
+
+// Error reads "database corrupt: PATH: cause".
+func (e *CorruptError) Error() string {
+	if e.Cause == "" {
+		return "database corrupt: " + e.Path
+	}
+	return "database corrupt: " + e.Path + ": " + e.Cause
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// ErrReplaced means the database file was removed or replaced by another
+// file at the same path while it was open: what is written through the open
+// handle no longer reaches the file at the path. The error is a
+// *ReplacedError naming the path.
+var ErrReplaced = errors.New("database removed or replaced")
+
+// ReplacedError is returned by CheckFile, and by a supervisor asked to start
+// a job after it noticed the replacement.
+type ReplacedError struct {
+	Path string `json:"path"`
+}
+
+// Error says what happened and what to do.
+func (e *ReplacedError) Error() string {
+	return "database " + e.Path + " was removed or replaced while the supervisor ran; start again"
+}
+
+// Is makes errors.Is(err, ErrReplaced) true.
+func (e *ReplacedError) Is(target error) bool { return target == ErrReplaced }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -36,6 +37,9 @@ type DB struct {
 
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
+
+	file os.FileInfo   // the file opened at Path, for CheckFile
+	side []os.FileInfo // its -wal and -shm, for LetGoOfSideFiles
 }
 
 // DSN returns the connection string for path. Every pooled connection runs
@@ -63,6 +67,13 @@ func DSN(path string) string {
 
 // Open opens the database at path, creating it (mode 0600, in a directory
 // created 0700) when it does not exist, and applies pending migrations.
+// Files of ours that others may read are tightened first and a database
+// owned by another user is refused (see prepareFile).
+//
+// Open writes nothing to a file SQLite finds damaged: the error is then a
+// *CorruptError, as is that of any later statement that meets damage.
+// Open does not read the whole file; a supervisor runs CheckIntegrity
+// before it writes.
 //
 // Its connections do not checkpoint the WAL on their own (SQLite's
 // wal_autocheckpoint is off): the output appender of a supervisor copies
@@ -78,57 +89,193 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if err := prepareFile(abs); err != nil {
+	fi, err := prepareFile(abs)
+	if err != nil {
 		return nil, err
 	}
-	sqldb := sql.OpenDB(&connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode()})
-	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now}
+	conn := &connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode(), path: abs, file: fi}
+	sqldb := sql.OpenDB(conn)
+	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi}
 	if err := d.migrate(ctx); err != nil {
 		sqldb.Close()
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		if werr := checkWritable(abs); werr != nil {
+			// SQLite says "unable to open database file" when it cannot
+			// create the -shm beside a WAL database: name the cause.
+			return nil, fmt.Errorf("open database %s: %w", abs, werr)
+		}
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
 	}
 	return d, nil
 }
 
-// prepareFile creates the directory (0700) and an empty database file (0600)
-// before SQLite sees the path: SQLite would create them with the umask's
-// modes, typically 0644. The -wal and -shm files take the main file's mode.
-func prepareFile(path string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
+// Close closes the database.
+//
+// When the file at Path is no longer the one that was opened (moved away,
+// or removed), SQLite's last close neither checkpoints nor deletes the
+// WAL, because the -wal at the path may belong to another database by
+// now. What was written through d is then only in d's (unlinked) WAL:
+// Close copies it into the file it has open first, so that a database
+// moved away keeps everything written to it.
+func (d *DB) Close() error {
+	if d.file != nil && d.CheckFile() != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
+		_, _ = d.ExecContext(ctx, `PRAGMA wal_checkpoint(FULL)`)
+		cancel()
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", path, unwrapPathError(err))
+	return d.DB.Close()
+}
+
+// ReserveConnections opens n connections and keeps them in the pool, idle
+// when unused, so that KeepConnections has connections to keep: a process
+// that writes for a long time (a supervisor) must be able to record the end
+// of its jobs after its database file was removed or replaced.
+func (d *DB) ReserveConnections(ctx context.Context, n int) error {
+	d.SetMaxIdleConns(n + 2) // database/sql keeps 2 by default
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := d.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("reserve connections: %w", err)
+		}
+		conns = append(conns, c)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", path, err)
-	}
-	if st.IsDir() {
-		return fmt.Errorf("open database %s: is a directory", path)
-	}
-	if st.Size() > 0 && st.Size() < 100 {
-		return fmt.Errorf("open database %s: not a jobs database (file is too short to be SQLite)", path)
-	}
-	if st.Size() >= 16 {
-		head := make([]byte, 16)
-		if _, err := f.ReadAt(head, 0); err == nil && string(head) != "SQLite format 3\x00" {
-			return fmt.Errorf("open database %s: not a jobs database (not an SQLite file)", path)
+	// With connections held for good, the -wal and -shm they opened stay
+	// the same files: note which, for LetGoOfSideFiles.
+	d.side = d.side[:0]
+	for _, suffix := range sideSuffixes {
+		if fi, err := os.Stat(d.Path + suffix); err == nil {
+			d.side = append(d.side, fi)
 		}
 	}
 	return nil
 }
 
-func unwrapPathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
+// LetGoOfSideFiles removes the -wal and -shm at the path when they are
+// still the ones d's connections use (as noted by ReserveConnections).
+// After the database file was moved away or replaced, those would pair
+// with whatever file is at the path now, and SQLite would read d's pages
+// from that WAL as if they were the other database's. d's connections go
+// on using them through the descriptors they hold.
+func (d *DB) LetGoOfSideFiles() {
+	for _, suffix := range sideSuffixes {
+		fi, err := os.Stat(d.Path + suffix)
+		if err != nil {
+			continue
+		}
+		for _, mine := range d.side {
+			if os.SameFile(fi, mine) {
+				_ = os.Remove(d.Path + suffix)
+			}
+		}
 	}
-	return err
 }
+
+// KeepConnections makes the pool work with the connections it has open
+// and open no other: after the file was removed or replaced, a new
+// connection would open whatever is at the path now (and the connector
+// refuses to). Statements then wait for a free connection.
+func (d *DB) KeepConnections() {
+	n := max(d.Stats().OpenConnections, 1)
+	d.SetMaxIdleConns(n)
+	d.SetMaxOpenConns(n)
+}
+
+// CheckFile returns a *ReplacedError when the path no longer names the
+// file that Open opened: it was removed, or replaced by another file.
+// Writes through d then reach a file nobody else will read. It costs one
+// stat(2).
+func (d *DB) CheckFile() error {
+	if d.file == nil {
+		return nil
+	}
+	fi, err := os.Stat(d.Path)
+	if err == nil && os.SameFile(fi, d.file) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("check database file: %w", err)
+	}
+	return &ReplacedError{Path: d.Path}
+}
+
+// FullCheckMax is the largest database CheckIntegrity reads whole.
+// quick_check reads every page, and it runs when a supervisor starts,
+// which a client waits for: on a large database that wait would pass the
+// time a client gives a new supervisor to answer.
+const FullCheckMax = 64 << 20
+
+// CheckIntegrity runs SQLite's quick_check and returns a *CorruptError
+// naming the first problem it finds. A database of at most FullCheckMax
+// bytes is checked whole; a larger one has every table checked but the
+// output chunks, which is most of its pages, and damage there is reported
+// by the statements that meet it. It belongs where a process is about to
+// write for a long time (a supervisor's start), not in every read.
+func (d *DB) CheckIntegrity(ctx context.Context) error {
+	checks := []string{`PRAGMA quick_check(1)`}
+	if fi, err := os.Stat(d.Path); err == nil && fi.Size() > FullCheckMax {
+		var tables []string
+		err := d.SelectContext(ctx, &tables, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name <> 'chunks' ORDER BY name`)
+		if err != nil {
+			return d.checkError(err)
+		}
+		checks = checks[:0]
+		for _, t := range tables {
+			checks = append(checks, `PRAGMA quick_check("`+strings.ReplaceAll(t, `"`, `""`)+`")`)
+		}
+	}
+	for _, q := range checks {
+		var res string
+		if err := d.QueryRowxContext(ctx, q).Scan(&res); err != nil {
+			return d.checkError(err)
+		}
+		if res != "ok" {
+			return &CorruptError{Path: d.Path, Cause: strings.TrimPrefix(res, "*** in database main ***\n")}
+		}
+	}
+	return nil
+}
+
+func (d *DB) checkError(err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return fmt.Errorf("check database %s: %w", d.Path, err)
+}
+
+// CheckWritable returns an error naming the path and the cause when the
+// database or its directory cannot be written (a read-only mount, a
+// directory of another user): SQLite would open such a file and fail at
+// the first write, or fail to open a WAL database at all.
+func (d *DB) CheckWritable() error {
+	if err := checkWritable(d.Path); err != nil {
+		return fmt.Errorf("database %s: %w", d.Path, err)
+	}
+	return nil
+}
+
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	if err := syscall.Access(dir, accessW); err != nil {
+		return fmt.Errorf("directory %s is not writable (%w)", dir, err)
+	}
+	if err := syscall.Access(path, accessW); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("file %s is not writable (%w)", path, err)
+	}
+	return nil
+}
+
+// accessW is W_OK of access(2).
+const accessW = 0x2
 
 // migrate applies every pending migration through a goose Provider and
 // refuses a database whose schema is newer than the embedded migrations.
@@ -143,8 +290,14 @@ func (d *DB) migrate(ctx context.Context) error {
 	// parses every migration: first ask the version table, which is one
 	// query, whether there is anything to do.
 	if latest, ok := embeddedLatest(); ok {
-		if v, err := d.SchemaVersion(ctx); err == nil && v == latest {
+		v, err := d.SchemaVersion(ctx)
+		if err == nil && v == latest {
 			return nil
+		}
+		// A damaged file must not reach goose, which writes: with its
+		// version table unreadable it would try to create it.
+		if errors.Is(err, ErrCorrupt) {
+			return err
 		}
 	}
 	p, err := goose.NewProvider(goose.DialectSQLite3, d.DB.DB, migrations.FS)
@@ -205,22 +358,28 @@ func (d *DB) SchemaVersion(ctx context.Context) (int64, error) {
 	return v, err
 }
 
-// cleanSQLiteError turns driver errors that users meet into plain words.
+// cleanSQLiteError keeps a CorruptError whole through goose's wrapping.
 func cleanSQLiteError(err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return err
+}
+
+// asCorrupt returns err as a *CorruptError for path when SQLite reports
+// the file damaged (SQLITE_CORRUPT) or not a database (SQLITE_NOTADB),
+// else err unchanged.
+func asCorrupt(path string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_NOTADB:
-			return errors.New("not a jobs database (not an SQLite file)")
-		case sqlite3.SQLITE_CORRUPT:
-			return errors.New("database file is corrupt (run PRAGMA integrity_check in sqlite3)")
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return &CorruptError{Path: path, Cause: se.Error()}
 		}
-	}
-	if strings.Contains(err.Error(), "file is not a database") {
-		return errors.New("not a jobs database (not an SQLite file)")
 	}
 	return err
 }

@@ -297,9 +297,9 @@ func TestOpenBadFile(t *testing.T) {
 		content []byte
 		want    string
 	}{
-		{"text", bytes.Repeat([]byte("this is not a database\n"), 50), "not a jobs database"},
-		{"short", []byte("hello"), "not a jobs database"},
-		{"sqlite header then garbage", append(append([]byte{}, header...), garbage...), "not a jobs database"},
+		{"text", bytes.Repeat([]byte("this is not a database\n"), 50), "not an SQLite file"},
+		{"short", []byte("hello"), "too short to be SQLite"},
+		{"sqlite header then garbage", append(append([]byte{}, header...), garbage...), "file is not a database"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,8 +312,8 @@ func TestOpenBadFile(t *testing.T) {
 				d.Close()
 				t.Fatal("open succeeded")
 			}
-			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
-				t.Errorf("error %q: want it to name the path and say %q", err, tt.want)
+			if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "database corrupt: "+path) || !errors.Is(err, ErrCorrupt) {
+				t.Errorf("error %q: want ErrCorrupt, \"database corrupt: PATH\" and %q", err, tt.want)
 			}
 			got, err := os.ReadFile(path)
 			if err != nil {

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"database/sql/driver"
+	"io"
+	"os"
 	"sync"
 
 	"modernc.org/sqlite"
@@ -21,22 +23,36 @@ const stmtCacheSize = 64
 // an embedding program) spent a fifth of its time in the SQL parser, running
 // the same few statements. Each connection here keeps the statements it ran,
 // keyed by their text, and runs a statement again without compiling it.
+//
+// Its connections also turn SQLITE_CORRUPT and SQLITE_NOTADB into a
+// *CorruptError naming the file, whichever statement meets them, so that
+// every verb and layer reports a damaged database in the same words.
 type connector struct {
-	dsn string
-	drv sqlite.Driver
+	dsn  string
+	path string      // the database file, for CorruptError
+	file os.FileInfo // the file Open prepared; nil: not checked
+	drv  sqlite.Driver
 }
 
 func (c *connector) Connect(context.Context) (driver.Conn, error) {
+	// SQLite opens the path, which may name another file by now: a
+	// connection to it would write this pool's rows (a job's end) into
+	// the wrong database. One stat(2) per new connection.
+	if c.file != nil {
+		if fi, err := os.Stat(c.path); err != nil || !os.SameFile(fi, c.file) {
+			return nil, &ReplacedError{Path: c.path}
+		}
+	}
 	conn, err := c.drv.Open(c.dsn)
 	if err != nil {
-		return nil, err
+		return nil, asCorrupt(c.path, err)
 	}
 	inner, ok := conn.(sqliteConn)
 	if !ok {
 		// Not the driver this was written for: use it as it is.
 		return conn, nil
 	}
-	return &cachingConn{sqliteConn: inner, stmts: map[string]*cachedStmt{}}, nil
+	return &cachingConn{sqliteConn: inner, path: c.path, stmts: map[string]*cachedStmt{}}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return &c.drv }
@@ -59,6 +75,7 @@ type sqliteConn interface {
 // may be closed from the goroutine that watches its context, hence mu.
 type cachingConn struct {
 	sqliteConn
+	path string
 
 	mu    sync.Mutex
 	stmts map[string]*cachedStmt
@@ -135,24 +152,51 @@ func (c *cachingConn) release(s *cachedStmt) {
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	s := c.acquire(ctx, query)
 	if s == nil {
-		return c.sqliteConn.ExecContext(ctx, query, args)
+		res, err := c.sqliteConn.ExecContext(ctx, query, args)
+		return res, asCorrupt(c.path, err)
 	}
 	defer c.release(s)
-	return s.stmt.ExecContext(ctx, args)
+	res, err := s.stmt.ExecContext(ctx, args)
+	return res, asCorrupt(c.path, err)
 }
 
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	s := c.acquire(ctx, query)
 	if s == nil {
-		return c.sqliteConn.QueryContext(ctx, query, args)
+		rows, err := c.sqliteConn.QueryContext(ctx, query, args)
+		if err != nil {
+			return nil, asCorrupt(c.path, err)
+		}
+		return &cachedRows{Rows: rows, path: c.path, release: func() {}}, nil
 	}
 	rows, err := s.stmt.QueryContext(ctx, args)
 	if err != nil {
 		c.release(s)
-		return nil, err
+		return nil, asCorrupt(c.path, err)
 	}
-	return &cachedRows{Rows: rows, release: func() { c.release(s) }}, nil
+	return &cachedRows{Rows: rows, path: c.path, release: func() { c.release(s) }}, nil
 }
+
+func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.sqliteConn.PrepareContext(ctx, query)
+	return st, asCorrupt(c.path, err)
+}
+
+func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.sqliteConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, asCorrupt(c.path, err)
+	}
+	return &corruptTx{Tx: tx, path: c.path}, nil
+}
+
+// corruptTx reports a commit that meets a damaged file as a CorruptError.
+type corruptTx struct {
+	driver.Tx
+	path string
+}
+
+func (t *corruptTx) Commit() error { return asCorrupt(t.path, t.Tx.Commit()) }
 
 // Close finalizes the cached statements, then closes the connection.
 func (c *cachingConn) Close() error {
@@ -170,8 +214,17 @@ func (c *cachingConn) Close() error {
 // names): nothing in the project asks for it.
 type cachedRows struct {
 	driver.Rows
+	path    string
 	once    sync.Once
 	release func()
+}
+
+func (r *cachedRows) Next(dest []driver.Value) error {
+	err := r.Rows.Next(dest)
+	if err == io.EOF {
+		return err
+	}
+	return asCorrupt(r.path, err)
 }
 
 func (r *cachedRows) Close() error {

@@ -13,7 +13,7 @@ import (
 func cacheConn(t *testing.T) (*sql.DB, func() int) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cache.db")
-	if err := prepareFile(path); err != nil {
+	if _, err := prepareFile(path); err != nil {
 		t.Fatal(err)
 	}
 	d := sql.OpenDB(&connector{dsn: DSN(path)})

@@ -48,6 +48,16 @@ func describe(ref string, err error) error {
 	case errors.Is(err, jobs.ErrNoTmux):
 		return fmt.Errorf("tmux is not installed: run the command without tmux=true: %w", err)
 	}
+	// The database's own state is said in the same words by every tool,
+	// without the verbs it passed through.
+	var corrupt *jobs.CorruptError
+	var replaced *jobs.ReplacedError
+	switch {
+	case errors.As(err, &corrupt):
+		return corrupt
+	case errors.As(err, &replaced):
+		return replaced
+	}
 	return err
 }
 

@@ -65,7 +65,7 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 		if errors.Is(err, jobs.ErrNameTaken) {
 			return nil, nil, fmt.Errorf("%w (pass replace=true to end it and start again, or pick another name)", err)
 		}
-		return nil, nil, err
+		return nil, nil, describe("", err)
 	}
 	if window > 0 && !job.Status.Terminal() {
 		wr, err := s.c.Wait(ctx, []string{job.ID}, jobs.WaitOptions{

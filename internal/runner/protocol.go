@@ -86,6 +86,8 @@ var errorCodes = []struct {
 	{"invalid", ErrInvalid},
 	{"default_running", ErrDefaultRunning},
 	{"permission", ErrPermission},
+	{"corrupt", db.ErrCorrupt},
+	{"replaced", db.ErrReplaced},
 }
 
 // encodeError turns err into its wire form.
@@ -104,6 +106,8 @@ func encodeError(err error) *WireError {
 		nameTaken *db.NameTakenError
 		limit     *db.LimitError
 		ambiguous *db.AmbiguousError
+		corrupt   *db.CorruptError
+		replaced  *db.ReplacedError
 	)
 	switch {
 	case errors.As(err, &nameTaken):
@@ -112,6 +116,10 @@ func encodeError(err error) *WireError {
 		w.Detail, _ = json.Marshal(limit)
 	case errors.As(err, &ambiguous):
 		w.Detail, _ = json.Marshal(ambiguous)
+	case errors.As(err, &corrupt):
+		w.Detail, _ = json.Marshal(corrupt)
+	case errors.As(err, &replaced):
+		w.Detail, _ = json.Marshal(replaced)
 	}
 	return w
 }
@@ -137,6 +145,16 @@ func (w *WireError) Err() error {
 		}
 	case "ambiguous":
 		e := &db.AmbiguousError{}
+		if json.Unmarshal(w.Detail, e) == nil && len(w.Detail) > 0 {
+			inner = e
+		}
+	case "corrupt":
+		e := &db.CorruptError{}
+		if json.Unmarshal(w.Detail, e) == nil && len(w.Detail) > 0 {
+			inner = e
+		}
+	case "replaced":
+		e := &db.ReplacedError{}
 		if json.Unmarshal(w.Detail, e) == nil && len(w.Detail) > 0 {
 			inner = e
 		}

@@ -62,6 +62,11 @@ type StartRequest struct {
 // for requests that create no job: ErrInvalid, db.ErrNameTaken, db.ErrLimit,
 // ErrClosed, ErrNoTmux, or a database failure.
 func (s *Supervisor) Start(ctx context.Context, req StartRequest) (db.Job, error) {
+	// A stat(2) before each start: a job created in a database file that
+	// is no longer at its path would vanish from every listing.
+	if err := s.checkFile(); err != nil {
+		return db.Job{}, fmt.Errorf("start job: %w", err)
+	}
 	nj, argv, env, err := s.prepare(req)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)

@@ -109,7 +109,7 @@ type Supervisor struct {
 	wg sync.WaitGroup
 
 	lock        *os.File
-	defaultLock *os.File
+	defaultLock *os.File // guarded by mu once opened: retire gives it up
 	registered  bool
 	listeners   []net.Listener
 	app         *logs.Appender
@@ -124,6 +124,12 @@ type Supervisor struct {
 	idleSince time.Time
 	dropped   map[string]*dropNote
 	activity  chan struct{} // poked when children come and go
+	// replaced is set once the database file was removed or replaced
+	// (see retire); the supervisor then takes no new job.
+	replaced error
+	// defaultListener serves default.sock (Default); retire closes it
+	// before Close does.
+	defaultListener net.Listener
 
 	closeOnce sync.Once
 	closeErr  error
@@ -244,6 +250,12 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		}
 	}()
 
+	if err := CheckDB(ctx, s.db); err != nil {
+		return openCheck(err)
+	}
+	if err := s.db.ReserveConnections(ctx, reservedConns); err != nil {
+		return fmt.Errorf("open supervisor: %w", err)
+	}
 	if err := prepareRuntimeDir(s.runtimeDir); err != nil {
 		return fmt.Errorf("open supervisor: %w", err)
 	}
@@ -292,6 +304,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 			return fmt.Errorf("open supervisor: %w", err)
 		}
 		s.listeners = append(s.listeners, l)
+		s.defaultListener = l
 	}
 
 	s.reaper = acquireReaper(s.cfg.Logf)
@@ -313,8 +326,9 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.serve(l)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.janitor()
+	go s.watchFile()
 	go s.idleWatch()
 	return nil
 }
@@ -364,8 +378,12 @@ func (s *Supervisor) shutdown() {
 	for _, l := range s.listeners {
 		l.Close()
 	}
-	if s.defaultLock != nil {
-		s.defaultLock.Close()
+	s.mu.Lock()
+	defLock := s.defaultLock
+	s.defaultLock = nil
+	s.mu.Unlock()
+	if defLock != nil {
+		defLock.Close()
 	}
 
 	var kills sync.WaitGroup
@@ -439,6 +457,9 @@ func (s *Supervisor) idleWatch() {
 		s.mu.Lock()
 		busy := len(s.children) > 0
 		left := s.cfg.IdleExit - time.Since(s.idleSince)
+		if s.replaced != nil {
+			left = 0 // retired: nothing more to wait for once idle
+		}
 		if !busy && left <= 0 {
 			// Decide under the lock, so that no Start slips in between
 			// the check and the refusal of new jobs.
@@ -447,7 +468,11 @@ func (s *Supervisor) idleWatch() {
 		closing := s.closing
 		s.mu.Unlock()
 		if !busy && left <= 0 {
-			s.cfg.Logf("idle for %s, exiting", s.cfg.IdleExit)
+			if s.replaced != nil {
+				s.cfg.Logf("the jobs of the replaced database have ended, exiting")
+			} else {
+				s.cfg.Logf("idle for %s, exiting", s.cfg.IdleExit)
+			}
 			s.closeOnce.Do(s.shutdown)
 			return
 		}

@@ -302,6 +302,12 @@ func (c *Client) starter(ctx context.Context, fallback bool) (starter, error) {
 	if err := c.openLocked(ctx); err != nil {
 		return nil, err
 	}
+	// Check here what the new supervisor checks before it writes: it
+	// would refuse to start, and its refusal reaches nobody (its output
+	// goes to /dev/null), leaving us to time out waiting for it.
+	if err := runner.CheckDB(ctx, c.db); err != nil {
+		return nil, err
+	}
 	exe, err := c.executable()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package jobs
 import (
 	"errors"
 
+	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/textclean"
 )
 
@@ -43,6 +44,16 @@ var (
 	// ErrInvalid means an argument is malformed (bad regex, negative
 	// offset, empty command …).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrCorrupt means SQLite found the database file damaged or not a
+	// database. The error is a *CorruptError ("database corrupt: PATH:
+	// cause"), from whichever call met the damage; nothing is written to
+	// the file and no job starts.
+	ErrCorrupt = db.ErrCorrupt
+	// ErrReplaced means the database file was removed or replaced while a
+	// supervisor had it open; that supervisor takes no new job. The error
+	// is a *ReplacedError. Starting again reaches a supervisor of the file
+	// now at the path.
+	ErrReplaced = db.ErrReplaced
 )
 
 // echo is how an error message repeats what the caller gave (an id, a
@@ -50,3 +61,10 @@ var (
 // characters, so a megabyte of input cannot make a megabyte of error or
 // drive the terminal that prints it.
 func echo(s string) string { return textclean.Echo(s) }
+
+// CorruptError names the damaged database file and SQLite's words for the
+// damage.
+type CorruptError = db.CorruptError
+
+// ReplacedError names the database path whose file was removed or replaced.
+type ReplacedError = db.ReplacedError
