@@ -6,7 +6,7 @@ package e2e
 // "MATRIX-FIGURE" line, which scripts/matrix.sh collects.
 //
 // Size knobs: JOBS_E2E_SCALE divides the load rows' sizes (default 8 under
-// -race, 1 otherwise; 1 gives the sizes RELIABILITY.md states).
+// -race, 2 for A1, 1 otherwise; 1 gives the sizes RELIABILITY.md states).
 
 import (
 	"bytes"
@@ -34,10 +34,14 @@ func init() {
 }
 
 // scale is the divisor of the load rows' sizes.
-func scale() int64 {
+func scale() int64 { return scaleOr(8) }
+
+// scaleOr is the divisor of a load row's sizes whose default under -race
+// is race.
+func scaleOr(race int64) int64 {
 	def := int64(1)
 	if raceEnabled {
-		def = 8
+		def = race
 	}
 	return envInt64("JOBS_E2E_SCALE", def)
 }
@@ -239,8 +243,9 @@ func checkStored(t *testing.T, d *sql.DB, id string) (map[string]storedStream, i
 }
 
 // checkSpew checks that a finished spew job ended done with exit 0 and
-// that both its streams are stored byte-exact. It returns the chunks read.
-func (w *world) checkSpew(d *sql.DB, sj spewJob) int {
+// that both its streams are stored byte-exact. It returns the chunks read
+// and how many of its streams were not byte-exact.
+func (w *world) checkSpew(d *sql.DB, sj spewJob) (chunks, inexact int) {
 	w.t.Helper()
 	j, events := w.status(sj.id)
 	if j.Status != "done" || j.ExitCode == nil || *j.ExitCode != 0 || j.DroppedBytes != 0 {
@@ -248,14 +253,30 @@ func (w *world) checkSpew(d *sql.DB, sj spewJob) int {
 			sj.id, j.Status, j.ExitCode, j.Reason, j.DroppedBytes, eventsText(events))
 	}
 	got, chunks := checkStored(w.t, d, sj.id)
+	if j.Status != "done" {
+		inexact = 2
+	}
 	for stream, n := range map[string]int64{"stdout": sj.out, "stderr": sj.err} {
 		want := storedStream{n: n, sum: spewSum(sj.seed, stream, n)}
 		if g := got[stream]; g != want {
+			inexact = min(inexact+1, 2)
 			w.t.Errorf("job %s %s: stored %d bytes (sha256 %x), the child wrote %d (sha256 %x)",
 				sj.id, stream, g.n, g.sum[:6], want.n, want.sum[:6])
 		}
 	}
-	return chunks
+	return chunks, inexact
+}
+
+// checkSpews checks every job with checkSpew and sums up.
+func (w *world) checkSpews(d *sql.DB, jobs []spewJob) (chunks, exact, streams int) {
+	w.t.Helper()
+	for _, j := range jobs {
+		c, bad := w.checkSpew(d, j)
+		chunks += c
+		exact += 2 - bad
+		streams += 2
+	}
+	return chunks, exact, streams
 }
 
 // procStatus returns a "kB" field (VmHWM, VmRSS) or a count (Threads) of
