@@ -46,10 +46,15 @@ func scaleOr(race int64) int64 {
 	return envInt64("JOBS_E2E_SCALE", def)
 }
 
-// figure logs the row's result for the matrix report.
+// figure logs the row's result for the matrix report; a test that has
+// failed says so first, since its figure may state what it wanted.
 func figure(t *testing.T, format string, args ...any) {
 	t.Helper()
-	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf(format, args...))
+	prefix := ""
+	if t.Failed() {
+		prefix = "FAILED: "
+	}
+	t.Logf("MATRIX-FIGURE %s%s", prefix, fmt.Sprintf(format, args...))
 }
 
 // spewKey is the key of the pseudo-random stream a spew helper writes on

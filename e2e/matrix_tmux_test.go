@@ -80,24 +80,33 @@ func TestB18TmuxReadoption(t *testing.T) {
 		t.Errorf("captured %d of %d lines", next, lines)
 	}
 
-	// Exact session names: a session whose name extends the job's must
-	// not be taken for it once the job's own session is gone.
+	// Exact session names: once the job's own session is gone, a session
+	// whose name extends it must not be taken for it: not typed into, not
+	// captured, not killed.
 	id2 := w.start("--tmux", `echo ready; sleep 60`)
 	w.waitOutput(id2, "ready")
 	decoy := "jobs-" + id2 + "-decoy"
-	if out, err := exec.Command("tmux", "-L", sock, "new-session", "-d", "-s", decoy, "sleep 600").CombinedOutput(); err != nil {
+	if out, err := exec.Command("tmux", "-L", sock, "new-session", "-d", "-s", decoy, "cat").CombinedOutput(); err != nil {
 		t.Fatalf("decoy session: %v %s", err, out)
 	}
 	if out, err := exec.Command("tmux", "-L", sock, "kill-session", "-t", "=jobs-"+id2).CombinedOutput(); err != nil {
 		t.Fatalf("kill the job's session: %v %s", err, out)
 	}
+	w.jobs("send-keys", id2, "--literal", "typed-into-the-decoy")
+	w.jobs("send-keys", id2, "Enter")
+	if r := w.jobs("capture", id2); strings.Contains(r.stdout, "decoy") {
+		t.Errorf("capture of a job whose session is gone showed another session: %v", r)
+	}
+	w.jobs("kill", id2, "--grace", "100ms")
 	j2 := w.waitTerminal(id2, 30*time.Second)
 	if j2.Status == "running" || j2.Status == "done" {
 		t.Errorf("job whose session vanished: %s (reason %q)", j2.Status, j2.Reason)
 	}
 	if err := exec.Command("tmux", "-L", sock, "has-session", "-t", "="+decoy).Run(); err != nil {
-		t.Errorf("the decoy session %s is gone: %v", decoy, err)
+		t.Errorf("the decoy session %s was killed: %v", decoy, err)
+	} else if out, _ := exec.Command("tmux", "-L", sock, "capture-pane", "-p", "-t", "="+decoy+":").Output(); strings.Contains(string(out), "typed-into") {
+		t.Errorf("keys for the job were typed into the decoy session:\n%s", out)
 	}
-	figure(t, "tmux job kept running through kill -9 of its supervisor; %d of %d lines captured once, in order; exit 5 from the dead pane; a session vanished under a decoy name ends %s, decoy untouched",
+	figure(t, "tmux job kept running through kill -9 of its supervisor; %d of %d lines captured once, in order; exit 5 from the dead pane; once a job's session vanished (job %s), keys, capture and kill never reached a session named like it",
 		next, lines, j2.Status)
 }
