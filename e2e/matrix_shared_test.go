@@ -76,7 +76,7 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 		wg             sync.WaitGroup
 		maxWAL         int64
 		lists, listBad int
-		held, samples  = make([]int, len(fs)), 0
+		held, samples  = make([]int, len(fs)), make([]int, len(fs))
 	)
 	wg.Add(2)
 	go func() {
@@ -92,11 +92,16 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 			if st, err := os.Stat(w.dbPath() + "-wal"); err == nil {
 				maxWAL = max(maxWAL, st.Size())
 			}
+			// A follower's samples run from its first read mark while its
+			// process lives.
 			marks := readMarks(w.dbPath() + "-shm")
-			samples++
 			for i, f := range fs {
-				if marks[f.cmd.Process.Pid] {
+				pid := f.cmd.Process.Pid
+				if marks[pid] {
 					held[i]++
+				}
+				if held[i] > 0 && procAlive(pid) {
+					samples[i]++
 				}
 			}
 		}
@@ -136,9 +141,10 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 			t.Errorf("follower of %s received %d bytes (sha256 %x), stored %d (sha256 %x)", jobs[i].id, n, sum[:6], want.n, want.sum[:6])
 		}
 		// A follower that kept its transaction open between polls would
-		// hold a read mark in every sample.
-		if samples > 0 && held[i] == samples {
-			t.Errorf("follower of %s held a read transaction in all %d samples", jobs[i].id, samples)
+		// hold a read mark in nearly every sample (each read is a short
+		// transaction: a few percent of the samples otherwise).
+		if samples[i] > 0 && held[i]*4 >= samples[i]*3 {
+			t.Errorf("follower of %s held a read transaction in %d of %d samples", jobs[i].id, held[i], samples[i])
 		}
 	}
 	if listBad > 0 {
@@ -147,12 +153,14 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 	if maxWAL > walBound {
 		t.Errorf("the WAL reached %s, bound %s", mib(maxWAL), mib(walBound))
 	}
-	most := 0
-	for _, h := range held {
-		most = max(most, h)
+	most := 0.0
+	for i, h := range held {
+		if samples[i] > 0 {
+			most = max(most, float64(h)/float64(samples[i]))
+		}
 	}
-	figure(t, "%d of %d streams byte-exact; %d of 4 followers got the stored bytes exactly; %d of %d lists ok; WAL max %s (bound %s); a follower held a read mark in at most %d of %d samples",
-		exact, streams, followed, lists-listBad, lists, mib(maxWAL), mib(walBound), most, samples)
+	figure(t, "%d of %d streams byte-exact; %d of 4 followers got the stored bytes exactly; %d of %d lists ok; WAL max %s (bound %s); a follower held a read mark in at most %.0f%% of samples",
+		exact, streams, followed, lists-listBad, lists, mib(maxWAL), mib(walBound), 100*most)
 }
 
 // combinedSum is the length and sha256 of a job's stored output, both
