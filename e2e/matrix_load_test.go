@@ -236,7 +236,10 @@ func TestA2TrickleLatencyNoStall(t *testing.T) {
 func followTrickle(w *world, id string, d time.Duration, line func(seen time.Time, written int64, seq int) error, done func(stallUS int64, lines int)) error {
 	deadline := time.Now().Add(d)
 	read, total := 0, -1
-	tick := time.NewTicker(50 * time.Millisecond)
+	// Eight readers each starting a jobs process every 100 ms are load
+	// enough on two cores; a line's latency is counted up to the end of
+	// the read that returned it.
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var off int64
 	for ; time.Now().Before(deadline); <-tick.C {
