@@ -24,19 +24,21 @@ func init() {
 	helperModes["embedded-spew"] = embeddedSpewMode
 }
 
-// walBound is the -wal size the load rows accept. The appender lets the
-// WAL start over once it holds walRestartFrames (8192 pages, 32 MiB) of
-// committed frames (internal/logs, flush.go); it can pass that by one
-// transaction under a flood (at most 200 ms of batches) and what the
-// checkpointer has not copied yet. Readers that held a transaction open
-// between two polls would pin old frames and let the WAL grow with the
-// output instead.
-const walBound = 64 << 20
+// walBound is the -wal size the load rows accept. The appender starts the
+// WAL over once it holds walRestartFrames (8192 pages, 32 MiB) of
+// committed frames (internal/logs, flush.go); the transaction under way
+// when it gets there holds at most MaxPendingBytes (8 MiB) of output, plus
+// its index and row pages. Readers that held a transaction open between
+// two polls would pin old frames and let the WAL grow with the output, and
+// so would a restart that gives up whenever a read overlaps it.
+const walBound = 48 << 20
 
 // Row A4 guards: followers and listings during a flood read exactly what is stored, hold no transaction between polls, and the WAL stays bounded.
 func TestA4ReadersDuringFlood(t *testing.T) {
 	w := newWorld(t)
-	out, errb := int64(32<<20)/scale(), int64(8<<20)/scale()
+	// Half size under -race: the WAL starts over every 32 MiB, and an
+	// eighth of the flood is barely more than that.
+	out, errb := int64(32<<20)/scaleOr(2), int64(8<<20)/scaleOr(2)
 	jobs := w.startSpews(8, 200, out, errb)
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
@@ -141,9 +143,9 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 			t.Errorf("follower of %s received %d bytes (sha256 %x), stored %d (sha256 %x)", jobs[i].id, n, sum[:6], want.n, want.sum[:6])
 		}
 		// A follower that kept its transaction open between polls would
-		// hold a read mark in nearly every sample (each read is a short
-		// transaction: a few percent of the samples otherwise).
-		if samples[i] > 0 && held[i]*4 >= samples[i]*3 {
+		// hold a read mark in every sample; each read is a short
+		// transaction, under half the samples even on a loaded machine.
+		if samples[i] > 0 && held[i]*20 >= samples[i]*19 {
 			t.Errorf("follower of %s held a read transaction in %d of %d samples", jobs[i].id, held[i], samples[i])
 		}
 	}
