@@ -154,7 +154,8 @@ func main() {
 // packages that failed outside any test (a build failure).
 func read(r io.Reader) (map[string]*test, []string, error) {
 	tests := map[string]*test{}
-	var broken []string
+	var failedPkgs []string
+	testFailed := map[string]bool{} // packages where a test failed (row test or not)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -164,9 +165,12 @@ func read(r io.Reader) (map[string]*test, []string, error) {
 		}
 		if e.Test == "" {
 			if e.Action == "fail" {
-				broken = append(broken, e.Package)
+				failedPkgs = append(failedPkgs, e.Package)
 			}
 			continue
+		}
+		if e.Action == "fail" {
+			testFailed[e.Package] = true
 		}
 		top, _, sub := strings.Cut(e.Test, "/")
 		if !rowName.MatchString(top) {
@@ -198,6 +202,14 @@ func read(r io.Reader) (map[string]*test, []string, error) {
 			if e.Action == "skip" {
 				t.skip = t.last
 			}
+		}
+	}
+	// A package that failed with no failed test did not build, or failed
+	// in TestMain or after its tests (a panic, a timeout).
+	var broken []string
+	for _, p := range failedPkgs {
+		if !testFailed[p] {
+			broken = append(broken, p)
 		}
 	}
 	return tests, broken, sc.Err()
