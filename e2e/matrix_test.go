@@ -303,15 +303,6 @@ func procStatus(pid int, field string) int64 {
 	return -1
 }
 
-// fdCount is the number of open descriptors of pid.
-func fdCount(pid int) int {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return -1
-	}
-	return len(ents)
-}
-
 // fdsBesides counts pid's open descriptors: those not of file, and those
 // of it (or of its -wal and -shm).
 func fdsBesides(pid int, file string) (other, of int) {
