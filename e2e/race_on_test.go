@@ -2,5 +2,6 @@
 
 package e2e
 
-// raceEnabled scales floods down under the race detector.
+// raceEnabled scales the floods and load rows down: the race detector
+// slows the helper processes (this test binary) several times.
 const raceEnabled = true
