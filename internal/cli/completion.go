@@ -56,8 +56,10 @@ func (r *runner) completionCommand() *ucli.Command {
 var completionScripts = map[string]string{
 	"bash": `# bash completion for jobs
 _jobs() {
-	local cur=${COMP_WORDS[COMP_CWORD]} out
-	out=$("${COMP_WORDS[0]}" __complete bash "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return 0
+	local cur=${COMP_WORDS[COMP_CWORD]} prog=${COMP_WORDS[0]} out
+	# "jobs" is also a bash builtin: run the program on PATH.
+	[[ $prog == */* ]] || prog=$(type -P "$prog") || return 0
+	out=$("$prog" __complete bash "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return 0
 	COMPREPLY=()
 	case ${out%%$'\n'*} in
 	files)
@@ -82,8 +84,11 @@ complete -F _jobs jobs
 	"zsh": `#compdef jobs
 # zsh completion for jobs
 _jobs() {
-	local out
-	out=$("${words[1]}" __complete zsh "${(@)words[2,CURRENT]}" 2>/dev/null) || return 1
+	local prog=${words[1]} out
+	# "jobs" is also a zsh builtin: run the program on PATH.
+	[[ $prog == */* ]] || prog=${commands[$prog]}
+	[[ -n $prog ]] || return 1
+	out=$("$prog" __complete zsh "${(@)words[2,CURRENT]}" 2>/dev/null) || return 1
 	if [[ ${out%%$'\n'*} == files ]]; then
 		_files
 		return
@@ -102,7 +107,8 @@ fi
 	"fish": `# fish completion for jobs
 function __jobs_complete
 	set -l words (commandline -opc) (commandline -ct)
-	set -l out ($words[1] __complete fish $words[2..-1] 2>/dev/null)
+	# "jobs" is also a fish builtin: run the program.
+	set -l out (command $words[1] __complete fish $words[2..-1] 2>/dev/null)
 	or return
 	if test "$out[1]" = files
 		__fish_complete_path (commandline -ct)
