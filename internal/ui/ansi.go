@@ -340,3 +340,33 @@ func hex2(v int) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[v>>4&15], digits[v&15]})
 }
+
+// visible shows the control characters of a name, command or label as
+// symbols (C0) or \u escapes (C1, bidirectional overrides), so that what
+// a page shows is what is stored, and nothing reorders or hides it.
+func visible(s string) string {
+	clean := true
+	for _, r := range s {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t' || r == '\n':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(controlPicture(byte(r)))
+		case (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			b.WriteString("\\u" + strconv.FormatInt(int64(r), 16))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -183,10 +183,7 @@ func (l *lister) lastLine(ctx context.Context, j jobs.Job) string {
 	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
 		line = line[i+1:]
 	}
-	if len(line) > 300 {
-		line = line[:300] + "…"
-	}
-	return line
+	return visible(shorten(line, 300))
 }
 
 func (s *Server) jobLink(j jobs.Job) string {
@@ -197,9 +194,11 @@ func (s *Server) jobLink(j jobs.Job) string {
 	return link
 }
 
+// title names a job for people: its name (control characters made
+// visible), else its id.
 func title(j jobs.Job) string {
 	if j.Name != "" {
-		return j.Name
+		return visible(j.Name)
 	}
 	return j.ID
 }
@@ -466,5 +465,6 @@ var funcs = template.FuncMap{
 		}
 		return strconv.Itoa(*p)
 	},
-	"join": strings.Join,
+	"join": func(s []string, sep string) string { return visible(strings.Join(s, sep)) },
+	"vis":  visible,
 }

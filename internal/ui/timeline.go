@@ -48,8 +48,10 @@ type segment struct {
 
 type timelineData struct {
 	Page
-	Hours   int
-	Choices []int
+	Span    span
+	Auto    bool
+	Window  string // the window shown, for people
+	Choices []span
 	Bars    []bar
 	Ticks   []tick
 	Height  float64
@@ -62,30 +64,70 @@ type timelineData struct {
 	NoDays  bool
 }
 
-var hourChoices = []int{1, 3, 6, 12, 24, 72, 168}
+// span is the width of the timeline's window, in minutes.
+type span int
 
-func (s *Server) hours(r *http.Request) int {
-	h, err := strconv.Atoi(r.URL.Query().Get("hours"))
-	if err != nil || h < 1 {
-		return 6
+func (m span) String() string {
+	switch {
+	case m%(24*60) == 0:
+		return strconv.Itoa(int(m)/(24*60)) + "d"
+	case m%60 == 0:
+		return strconv.Itoa(int(m)/60) + "h"
 	}
-	return min(h, 24*31)
+	return strconv.Itoa(int(m)) + "m"
 }
 
-// timeline lays out the jobs that ran in the last hours, oldest at the top,
-// and the jobs per day of the last two weeks by outcome.
-func (s *Server) timeline(ctx context.Context, hours int) (timelineData, error) {
-	d := timelineData{Page: s.page("timeline", "timeline"), Hours: hours, Choices: hourChoices, Left: tlLabel, Width: tlLabel + tlWidth}
+var spanChoices = []span{1, 5, 15, 60, 3 * 60, 6 * 60, 24 * 60, 3 * 24 * 60, 7 * 24 * 60}
+
+// span reads ?span= (minutes); 0 means the smallest window that holds the
+// jobs of the last day.
+func (s *Server) span(r *http.Request) span {
+	m, err := strconv.Atoi(r.URL.Query().Get("span"))
+	if err != nil || m < 1 {
+		return 0
+	}
+	return span(min(m, 31*24*60))
+}
+
+// autoWindow reaches back to the start of the oldest job that ran within
+// the last day, with some room on the left: a few quick jobs fill the
+// picture as a day of them does.
+func autoWindow(js []jobs.Job, now time.Time) time.Duration {
+	oldest := now
+	for _, j := range js {
+		start := j.CreatedAt
+		if j.StartedAt != nil {
+			start = *j.StartedAt
+		}
+		if j.EndedAt != nil && now.Sub(*j.EndedAt) > 24*time.Hour {
+			continue
+		}
+		if start.Before(oldest) {
+			oldest = start
+		}
+	}
+	return max(now.Sub(oldest)*11/10, 2*time.Second)
+}
+
+// timeline lays out the jobs that ran in the window, oldest at the top, and
+// the jobs per day of the last two weeks by outcome.
+func (s *Server) timeline(ctx context.Context, choice span) (timelineData, error) {
+	d := timelineData{Page: s.page("timeline", "timeline"), Span: choice, Choices: spanChoices, Left: tlLabel, Width: tlLabel + tlWidth}
 	d.Legend = []string{"running", "done", "failed", "killed", "timed_out", "lost"}
 	js, err := s.cfg.Client.List(ctx, jobs.Filter{AllScopes: s.cfg.AllScopes, Limit: listLimit})
 	if err != nil {
 		return d, err
 	}
 	now := time.Now()
-	from := now.Add(-time.Duration(hours) * time.Hour)
-	span := now.Sub(from).Seconds()
+	window := time.Duration(choice) * time.Minute
+	if d.Span == 0 {
+		window, d.Auto = autoWindow(js, now), true
+	}
+	d.Window = duration(window.Round(time.Second))
+	from := now.Add(-window)
+	secs := now.Sub(from).Seconds()
 	x := func(t time.Time) float64 {
-		v := t.Sub(from).Seconds() / span * tlWidth
+		v := t.Sub(from).Seconds() / secs * tlWidth
 		return tlLabel + min(max(v, 0), tlWidth)
 	}
 	var ran []jobs.Job
@@ -99,10 +141,9 @@ func (s *Server) timeline(ctx context.Context, hours int) (timelineData, error) 
 		if j.EndedAt != nil {
 			end = *j.EndedAt
 		}
-		if end.Before(from) {
+		if end.Before(from) || start.After(now) {
 			continue
 		}
-		_ = start
 		ran = append(ran, j)
 	}
 	for i, j := range ran {
@@ -118,20 +159,23 @@ func (s *Server) timeline(ctx context.Context, hours int) (timelineData, error) 
 		y := float64(tlTop + i*tlRow)
 		label := title(j)
 		if s.cfg.AllScopes {
-			label = j.Scope + "/" + label
+			label = visible(j.Scope) + "/" + label
 		}
 		d.Bars = append(d.Bars, bar{
 			Link: s.jobLink(j), Label: shorten(label, 26), Status: string(j.Status),
-			Tip: fmt.Sprintf("%s · %s · %s · %s", label, j.Status, duration(j.Runtime), shorten(j.Command, 120)),
-			X:   x0, W: max(x1-x0, 2), Y: y + 3, TextY: y + 14,
+			Tip: fmt.Sprintf("%s · %s · %s · %s", label, j.Status, duration(j.Runtime), shorten(visible(j.Command), 120)),
+			X:   x0, W: max(x1-x0, 3), Y: y + 3, TextY: y + 14,
 		})
 	}
 	d.Empty = len(d.Bars) == 0
 	d.Height = float64(tlTop + max(len(ran), 1)*tlRow + 4)
-	step := tickStep(hours)
+	step := tickStep(window)
 	for t := from.Truncate(step).Add(step); t.Before(now); t = t.Add(step) {
 		label := t.Local().Format("15:04")
-		if step >= 24*time.Hour {
+		switch {
+		case step < time.Minute:
+			label = t.Local().Format("15:04:05")
+		case step >= 24*time.Hour:
 			label = t.Local().Format("Jan 2")
 		}
 		d.Ticks = append(d.Ticks, tick{X: x(t), Label: label})
@@ -145,16 +189,13 @@ func (s *Server) timeline(ctx context.Context, hours int) (timelineData, error) 
 	return d, nil
 }
 
-func tickStep(hours int) time.Duration {
-	switch {
-	case hours <= 1:
-		return 10 * time.Minute
-	case hours <= 6:
-		return time.Hour
-	case hours <= 24:
-		return 3 * time.Hour
-	case hours <= 72:
-		return 12 * time.Hour
+// tickStep spaces the time axis's ticks: at most a dozen across.
+func tickStep(window time.Duration) time.Duration {
+	for _, step := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
+		5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour} {
+		if window/step <= 12 {
+			return step
+		}
 	}
 	return 24 * time.Hour
 }
@@ -205,19 +246,20 @@ func shorten(s string, n int) string {
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
 func (s *Server) timelinePage(w http.ResponseWriter, r *http.Request) {
-	d, err := s.timeline(r.Context(), s.hours(r))
+	want := s.span(r)
+	d, err := s.timeline(r.Context(), want)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	d.Stream = s.base() + "/timeline.sse?hours=" + strconv.Itoa(d.Hours)
+	d.Stream = s.base() + "/timeline.sse?span=" + strconv.Itoa(int(want))
 	s.render(w, "timeline.html", d)
 }
 
 func (s *Server) timelineStream(w http.ResponseWriter, r *http.Request) {
-	hours := s.hours(r)
+	want := s.span(r)
 	s.stream(w, r, time.Second, func(ctx context.Context, send sender) (bool, error) {
-		d, err := s.timeline(ctx, hours)
+		d, err := s.timeline(ctx, want)
 		if err != nil {
 			return false, err
 		}

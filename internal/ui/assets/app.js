@@ -36,7 +36,7 @@
   if (stream && log) {
     const meta = document.getElementById("meta");
     const status = document.getElementById("status");
-    const endoff = document.getElementById("endoff");
+    const range = document.getElementById("range");
     follow(stream, {
       out: (html) => {
         const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
@@ -55,7 +55,7 @@
       end: (_, es) => {
         es.close();
         if (live) live.classList.remove("on");
-        if (endoff) endoff.textContent += " (ended)";
+        if (range) range.append(" (the job has ended)");
       },
     });
   }
