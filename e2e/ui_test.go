@@ -135,6 +135,13 @@ func title(t *testing.T, ctx context.Context) string {
 // server is ended when the test ends.
 func (w *world) ui(args ...string) string {
 	w.t.Helper()
+	u, _ := w.uiProcess(args...)
+	return u
+}
+
+// uiProcess is ui, and the server's pid.
+func (w *world) uiProcess(args ...string) (string, int) {
+	w.t.Helper()
 	c := w.cmd(append([]string{"ui"}, args...)...)
 	stdout, err := c.StdoutPipe()
 	if err != nil {
@@ -160,11 +167,11 @@ func (w *world) ui(args ...string) string {
 		if !strings.HasPrefix(l, "http://127.0.0.1:") {
 			w.t.Fatalf("jobs ui printed %q, stderr %q", l, stderr.String())
 		}
-		return l
+		return l, c.Process.Pid
 	case <-time.After(30 * time.Second):
 		w.t.Fatalf("jobs ui printed no URL in 30s; stderr %q", stderr.String())
 	}
-	return ""
+	return "", 0
 }
 
 // live waits until the page's event stream is connected.
@@ -220,6 +227,10 @@ func TestUIJobPageFollowsOutput(t *testing.T) {
 	took := time.Since(began)
 	w.ok("write", "--newline", id, "bye")
 	within(t, ctx, 15*time.Second, "the third line and the end", until(`document.getElementById("log").textContent.includes("third") && document.getElementById("status").textContent === "done"`))
+	run(t, ctx, "search the output", chromedp.Navigate(u+"job/"+id+"?grep=sec"), visible(`#log`))
+	if got := text(t, ctx, `#log`); !strings.Contains(got, "second hello") || strings.Contains(got, "first") || strings.Contains(got, "third") {
+		t.Fatalf("a search for \"sec\" shows %q", got)
+	}
 	t.Logf("output written after the page opened showed in %d ms; the end showed without a reload", took.Milliseconds())
 }
 
@@ -560,4 +571,107 @@ func TestUITimelineAndScreenshots(t *testing.T) {
 	}
 	w.ok("kill", build)
 	t.Logf("timeline: %d bars coloured by status; jobs per day: %d outcome segments", bars, segments)
+}
+
+// cpuTicks is the user and system CPU time of pid, in clock ticks.
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+// TestUIReadsWithoutSupervisor: with no supervisor running, the pages and
+// their event streams read the database, start no supervisor, and while
+// nothing changes send nothing new and cost the ui process little.
+func TestUIReadsWithoutSupervisor(t *testing.T) {
+	w := newWorld(t)
+	id := w.start("--name", "finished", "--", "bash", "-c", "echo hello; echo world")
+	w.waitTerminal(id, 30*time.Second)
+	w.stop()
+	live := func() int {
+		var n int
+		if err := w.sqlDB().QueryRow(`SELECT count(*) FROM supervisors WHERE ended_at IS NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := live(); n != 0 {
+		t.Fatalf("%d supervisors still live before the test", n)
+	}
+	u, pid := w.uiProcess()
+	for _, path := range []string{"", "job/" + id, "job/" + id + "?offset=0", "job/" + id + "?grep=wor", "timeline"} {
+		resp, err := http.Get(u + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "finished") {
+			t.Fatalf("GET %s: %d\n%s", path, resp.StatusCode, body)
+		}
+	}
+
+	// One open list stream, idle: the database does not change.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", u+"list.sse", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 100)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				events <- name
+			}
+		}
+	}()
+	waitFor(t, 10*time.Second, "the first rows event", func() bool {
+		select {
+		case e := <-events:
+			return e == "rows"
+		default:
+			return false
+		}
+	})
+	const idle = 3 * time.Second
+	before := cpuTicks(t, pid)
+	deadline := time.After(idle)
+	more := 0
+wait:
+	for {
+		select {
+		case e := <-events:
+			if e == "rows" {
+				more++
+			}
+		case <-deadline:
+			break wait
+		}
+	}
+	ticks := cpuTicks(t, pid) - before
+	cancel()
+	if more != 0 {
+		t.Errorf("the list stream sent %d more rows events while nothing changed", more)
+	}
+	if n := live(); n != 0 {
+		t.Fatalf("reading through the ui started %d supervisors", n)
+	}
+	// A look a second costs milliseconds; a stream that spun would use the
+	// whole window.
+	if ms := ticks * 10; ms > int64(idle/time.Millisecond)/4 {
+		t.Errorf("the ui used %d ms of CPU in %v idle with a list open", ms, idle)
+	}
+	t.Logf("no supervisor: every page served, 0 started; idle list stream: %d new events, %d ms CPU in %v", more, ticks*10, idle)
 }
