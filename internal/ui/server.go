@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -59,6 +60,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	clients map[string]*jobs.Client // other scopes' clients (AllScopes)
+
+	looks atomic.Int64 // reads of the event streams, for tests of their cost
 }
 
 // New returns a server for the listener ln (whose port the Host header must

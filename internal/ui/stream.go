@@ -68,6 +68,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, gap time.Duratio
 	for {
 		if !done {
 			before := time.Now()
+			s.looks.Add(1)
 			var err error
 			done, err = look(ctx, snd)
 			if err != nil {
