@@ -62,6 +62,7 @@ func TestCompletionBash(t *testing.T) {
 	w := newWorld(t)
 	id := w.start("--name", "build-docs", "--", "true")
 	other := w.start("--name", "nightly", "--", "true")
+	hostile := w.start("--name", "nice\x1b]0;pwned\x07", "--", "true")
 	w.scope = "elsewhere"
 	foreign := w.start("--name", "foreign-job", "--", "true")
 	w.scope = ""
@@ -81,7 +82,8 @@ func TestCompletionBash(t *testing.T) {
 		{words: []string{"list", "--status", "=", "ru"}, want: []string{"running"}, exact: true},
 		{words: []string{"list", "--status", "done,t"}, want: []string{"done,timed_out"}, exact: true},
 		{words: []string{"poll", "bu"}, want: []string{"build-docs"}, exact: true},
-		{words: []string{"poll", ""}, want: []string{"build-docs", "nightly", id}, not: []string{"foreign-job", foreign}},
+		{words: []string{"poll", ""}, want: []string{"build-docs", "nightly", id, hostile}, not: []string{"foreign-job", foreign, "nice\x1b]0;pwned\x07"}},
+		{words: []string{"poll", "ni"}, want: []string{"nightly"}, exact: true},
 		{words: []string{"log", "--tail", "5", id[:4]}, want: []string{id}, exact: true},
 		{words: []string{"wait", "build-docs", "ni"}, want: []string{"nightly"}, exact: true},
 		{words: []string{"--scope", "elsewhere", "kill", "fo"}, want: []string{"foreign-job"}, exact: true},

@@ -146,7 +146,9 @@ func (r *runner) complete(ctx context.Context, app *ucli.App, words []string) in
 	b.WriteString("words\n")
 	seen := map[string]bool{}
 	for _, c := range cands {
-		if c == "" || seen[c] || strings.ContainsAny(c, "\n\r") {
+		// A name holding control characters is not offered: listing it
+		// would send them to the terminal.
+		if c == "" || seen[c] || hasControl(c) {
 			continue
 		}
 		seen[c] = true
@@ -459,4 +461,15 @@ func withPrefixFold(words []string, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// hasControl reports whether s holds a control character or a
+// bidirectional override.
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			return true
+		}
+	}
+	return false
 }
