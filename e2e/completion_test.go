@@ -63,6 +63,7 @@ func TestCompletionBash(t *testing.T) {
 	id := w.start("--name", "build-docs", "--", "true")
 	other := w.start("--name", "nightly", "--", "true")
 	hostile := w.start("--name", "nice\x1b]0;pwned\x07", "--", "true")
+	w.start("--name", "my job", "--", "true")
 	w.scope = "elsewhere"
 	foreign := w.start("--name", "foreign-job", "--", "true")
 	w.scope = ""
@@ -84,6 +85,9 @@ func TestCompletionBash(t *testing.T) {
 		{words: []string{"poll", "bu"}, want: []string{"build-docs"}, exact: true},
 		{words: []string{"poll", ""}, want: []string{"build-docs", "nightly", id, hostile}, not: []string{"foreign-job", foreign, "nice\x1b]0;pwned\x07"}},
 		{words: []string{"poll", "ni"}, want: []string{"nightly"}, exact: true},
+		{words: []string{"poll", "my"}, want: []string{"'my job'"}, exact: true},
+		{words: []string{"poll", "'my j"}, want: []string{"'my job'"}, exact: true},
+		{words: []string{"poll", `my\ `}, want: []string{"'my job'"}, exact: true},
 		{words: []string{"log", "--tail", "5", id[:4]}, want: []string{id}, exact: true},
 		{words: []string{"wait", "build-docs", "ni"}, want: []string{"nightly"}, exact: true},
 		{words: []string{"--scope", "elsewhere", "kill", "fo"}, want: []string{"foreign-job"}, exact: true},

@@ -65,13 +65,11 @@ _jobs() {
 	files)
 		[[ $cur == = ]] && cur=
 		compopt -o filenames 2>/dev/null
-		local IFS=$'\n'
-		COMPREPLY=($(compgen -f -- "$cur"))
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		;;
 	words)
 		[[ $out == *$'\n'* ]] || return 0
-		local IFS=$'\n'
-		COMPREPLY=(${out#*$'\n'})
+		mapfile -t COMPREPLY <<<"${out#*$'\n'}"
 		# Bash splits "--flag=value" at "=": a value completed right after
 		# the "=" replaces that word, so it keeps it.
 		[[ $cur == = ]] && COMPREPLY=("${COMPREPLY[@]/#/=}")
@@ -96,7 +94,7 @@ _jobs() {
 	[[ $out == *$'\n'* ]] || return 1
 	local -a cands
 	cands=("${(@f)${out#*$'\n'}}")
-	compadd -Q -a cands
+	compadd -a cands
 }
 if [[ ${funcstack[1]} == _jobs ]]; then
 	_jobs "$@"
@@ -134,7 +132,11 @@ func (r *runner) complete(ctx context.Context, app *ucli.App, words []string) in
 		words = []string{""}
 	}
 	if shell == "bash" {
+		// Bash passes the words as typed, quotes and all.
 		words = joinEquals(words)
+		for i, w := range words {
+			words[i] = shellUnquote(w)
+		}
 	}
 	cp := completion{app: app, shell: shell}
 	files, cands := cp.candidates(ctx, words)
@@ -152,6 +154,9 @@ func (r *runner) complete(ctx context.Context, app *ucli.App, words []string) in
 			continue
 		}
 		seen[c] = true
+		if shell == "bash" {
+			c = bashQuote(c)
+		}
 		b.WriteString(c)
 		b.WriteByte('\n')
 	}
@@ -472,4 +477,48 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// shellUnquote reads a word as the shell would, even one whose quote is not
+// closed yet (a word being typed): 'a b', "a b" and a\ b are all "a b".
+func shellUnquote(w string) string {
+	if !strings.ContainsAny(w, `'"\\`) {
+		return w
+	}
+	var b strings.Builder
+	quote := byte(0)
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				b.WriteByte(c)
+			}
+		case c == '\\' && i+1 < len(w) && (quote == 0 || strings.IndexByte("\"\\$`", w[i+1]) >= 0):
+			i++
+			b.WriteByte(w[i])
+		case quote == '"':
+			if c == '"' {
+				quote = 0
+			} else {
+				b.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// bashQuote quotes a candidate that holds a character the shell would
+// read, so that bash inserts it as one word.
+func bashQuote(c string) string {
+	if !strings.ContainsAny(c, " \t'\"\\$`|&;<>()*?[]{}!#~") {
+		return c
+	}
+	return "'" + strings.ReplaceAll(c, "'", `'\''`) + "'"
 }
