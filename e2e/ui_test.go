@@ -203,6 +203,7 @@ func TestUIListShowsJobStartedLater(t *testing.T) {
 	if status != "running" || name != "came-later" {
 		t.Fatalf("row shows %q %q, want came-later running", name, status)
 	}
+	within(t, ctx, 15*time.Second, "the row's last line", until(`document.querySelector('tr[data-id="`+id+`"] td.last').textContent.includes("ready")`))
 	w.ok("kill", id)
 	within(t, ctx, 15*time.Second, "the row turns killed", visible(`tr[data-id="`+id+`"] .badge.st-killed`))
 	t.Logf("a job started after the list loaded appeared in %d ms, without a reload", took.Milliseconds())

@@ -171,15 +171,11 @@ func (l *lister) lastLine(ctx context.Context, j jobs.Job) string {
 	if j.OutputBytes == 0 {
 		return ""
 	}
-	c, err := l.s.client(ctx, j.Scope)
+	text, err := l.s.cfg.Client.LastLines(ctx, j, 1)
 	if err != nil {
 		return ""
 	}
-	out, err := c.Log(ctx, j.ID, jobs.Range{TailLines: 1, Clean: true})
-	if err != nil {
-		return ""
-	}
-	line := strings.TrimRight(out.Text, "\n")
+	line := strings.TrimRight(text, "\n")
 	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
 		line = line[i+1:]
 	}

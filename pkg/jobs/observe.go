@@ -3,6 +3,9 @@ package jobs
 import (
 	"context"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/textclean"
 )
 
 // Changes tells a long-lived reader (a web view) when the database may have
@@ -65,4 +68,22 @@ func (c *Client) Daily(ctx context.Context, days int, allScopes bool) ([]Day, er
 		d.Lost += r.Lost
 	}
 	return out, nil
+}
+
+// LastLines returns the last n lines of the output of j, a job that List
+// returned, cleaned of escape codes. Unlike Log it does not count as an
+// access to the job: a view that shows every job's last line at once is not
+// a read of each (their TTLs would never run out while it is open).
+func (c *Client) LastLines(ctx context.Context, j Job, n int64) (string, error) {
+	if err := c.check(ctx); err != nil {
+		return "", err
+	}
+	if j.OutputBytes == 0 || n <= 0 {
+		return "", nil
+	}
+	p, err := logs.TailLines(ctx, c.db, j.ID, n, logs.Filter{})
+	if err != nil {
+		return "", err
+	}
+	return textclean.Clean(p.Data), nil
 }
