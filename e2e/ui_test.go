@@ -222,6 +222,7 @@ func TestUIJobPageFollowsOutput(t *testing.T) {
 	if got := text(t, ctx, `#log`); !strings.Contains(got, "first") {
 		t.Fatalf("job page shows %q, want the first line", got)
 	}
+	within(t, ctx, 15*time.Second, "the job shown waiting for input", until(`document.querySelector("#meta .badge.input") !== null`))
 	began := time.Now()
 	w.ok("write", "--newline", id, "hello")
 	within(t, ctx, 15*time.Second, "the second line, in green", until(`[...document.querySelectorAll("#log span.f2")].some(s => s.textContent.includes("second hello"))`))
