@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests drive
-# (tmux, sqlite3, python3 when missing), runs every package under the race
+# (tmux, sqlite3, python3, chromium when missing), runs every package under the race
 # detector, then a short run of every fuzz target and the check of `jobs mcp`
 # with a real third-party MCP client (when node is present).
 set -euo pipefail

@@ -39,6 +39,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func (r *runner) run(ctx context.Context, args []string) int {
 	stderr := r.stderr
 	app := r.app()
+	if len(args) > 1 && args[1] == completeVerb {
+		return r.complete(ctx, app, args[2:])
+	}
 	line := reorder(app.Commands, args)
 	r.line = line
 	if len(args) > 2 && args[1] == "help" && findCommand(app.Commands, args[2]) == nil {
@@ -280,6 +283,8 @@ func (r *runner) commands() []*ucli.Command {
 		r.sendKeysCommand(),
 		r.attachCommand(),
 		r.mcpCommand(),
+		r.uiCommand(),
+		r.completionCommand(),
 		r.superviseCommand(),
 		r.tmuxPipeCommand(), // hidden: tmux runs it for tmux jobs (tmuxpipe.go)
 	}

@@ -42,6 +42,10 @@ func newWatcher(dbPath string) *watcher {
 	return &watcher{fd: -1, dir: filepath.Dir(dbPath), base: filepath.Base(dbPath)}
 }
 
+// watchNow skips the quick slices: for a caller whose every look costs a
+// query, and which waits long anyway.
+func (w *watcher) watchNow() { w.waited = quickFor }
+
 // arm starts watching the directory. It reports false when inotify is not
 // available.
 func (w *watcher) arm() bool {

@@ -1,0 +1,466 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/pkg/jobs"
+)
+
+// pageBytes is how much output a job page shows at once: a page of a 1 GiB
+// log costs what a page of a small one does, since reads are indexed by
+// offset.
+const pageBytes = 64 << 10
+
+// listLimit caps the jobs a list or timeline shows.
+const listLimit = 300
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", s.listPage)
+	m.HandleFunc("GET /list.sse", s.listStream)
+	m.HandleFunc("GET /job/{id}", s.jobPage)
+	m.HandleFunc("GET /job/{id}/out.sse", s.jobStream)
+	m.HandleFunc("GET /timeline", s.timelinePage)
+	m.HandleFunc("GET /timeline.sse", s.timelineStream)
+	m.HandleFunc("GET /static/app.css", s.static("text/css; charset=utf-8"))
+	m.HandleFunc("GET /static/app.js", s.static("text/javascript; charset=utf-8"))
+	if s.cfg.AllowControl {
+		m.HandleFunc("POST /job/{id}/kill", s.kill)
+		m.HandleFunc("POST /job/{id}/signal", s.signal)
+		m.HandleFunc("POST /job/{id}/stdin", s.stdin)
+	}
+	s.mux = m
+}
+
+func (s *Server) static(ctype string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ctype)
+		if strings.HasSuffix(r.URL.Path, ".css") {
+			_, _ = w.Write([]byte(s.css))
+			return
+		}
+		b, err := fs.ReadFile(assets, "assets/app.js")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write(b)
+	}
+}
+
+// page is what every page template gets.
+type Page struct {
+	Title        string
+	Base         string // the token prefix of every link
+	Token        string // for the X-Jobs-Token header of actions
+	Scope        string
+	AllScopes    bool
+	AllowControl bool
+	Nav          string // which page: list, job, timeline
+	Stream       string // the event stream the page follows, if any
+}
+
+func (s *Server) page(title, nav string) Page {
+	return Page{
+		Title: title, Base: s.base(), Token: s.cfg.Token, Scope: s.cfg.Client.Scope(),
+		AllScopes: s.cfg.AllScopes, AllowControl: s.cfg.AllowControl, Nav: nav,
+	}
+}
+
+// render executes a template into a buffer first, so that an error never
+// leaves half a page.
+func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	var b bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		http.Error(w, "jobs ui: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(b.Bytes())
+}
+
+func (s *Server) fragment(name string, data any) (string, error) {
+	var b bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// fail answers an error of a read or an action in one line.
+func fail(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, jobs.ErrInvalid):
+		code = http.StatusBadRequest
+	}
+	http.Error(w, "jobs ui: "+clip(err.Error()), code)
+}
+
+// row is one job in the list.
+type row struct {
+	jobs.Job
+	Link     string
+	Title    string // name, else id
+	Runtime  string
+	Size     string
+	Rate     string
+	LastLine string
+	Procs    string
+}
+
+// lister builds the list's rows. It remembers each job's output size and
+// last line between calls, so a refresh reads the last line only of the
+// jobs that wrote since, and reports their rate.
+type lister struct {
+	s     *Server
+	last  map[string]lastSeen
+	prevT time.Time
+}
+
+type lastSeen struct {
+	bytes int64
+	line  string
+}
+
+func newLister(s *Server) *lister { return &lister{s: s, last: map[string]lastSeen{}} }
+
+func (l *lister) rows(ctx context.Context) ([]row, error) {
+	js, err := l.s.cfg.Client.List(ctx, jobs.Filter{AllScopes: l.s.cfg.AllScopes, Limit: listLimit})
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	elapsed := now.Sub(l.prevT)
+	next := make(map[string]lastSeen, len(js))
+	out := make([]row, 0, len(js))
+	for _, j := range js {
+		seen, ok := l.last[j.ID]
+		if !ok || seen.bytes != j.OutputBytes {
+			seen.line = l.lastLine(ctx, j)
+		}
+		rate := ""
+		if ok && !l.prevT.IsZero() && elapsed > 0 && !j.Status.Terminal() {
+			rate = parse.FormatSize(int64(float64(j.OutputBytes-seen.bytes)/elapsed.Seconds())) + "/s"
+		}
+		seen.bytes = j.OutputBytes
+		next[j.ID] = seen
+		out = append(out, row{
+			Job: j, Link: l.s.jobLink(j), Title: title(j), Runtime: duration(j.Runtime),
+			Size: parse.FormatSize(j.OutputBytes), Rate: rate, LastLine: seen.line, Procs: procs(j),
+		})
+	}
+	l.last, l.prevT = next, now
+	return out, nil
+}
+
+// lastLine is the job's last line of output, cleaned of escape codes.
+func (l *lister) lastLine(ctx context.Context, j jobs.Job) string {
+	if j.OutputBytes == 0 {
+		return ""
+	}
+	text, err := l.s.cfg.Client.LastLines(ctx, j, 1)
+	if err != nil {
+		return ""
+	}
+	line := strings.TrimRight(text, "\n")
+	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	return visible(shorten(line, 300))
+}
+
+func (s *Server) jobLink(j jobs.Job) string {
+	link := s.base() + "/job/" + j.ID
+	if j.Scope != s.cfg.Client.Scope() {
+		link += "?scope=" + urlQueryEscape(j.Scope)
+	}
+	return link
+}
+
+// title names a job for people: its name (control characters made
+// visible), else its id.
+func title(j jobs.Job) string {
+	if j.Name != "" {
+		return visible(j.Name)
+	}
+	return j.ID
+}
+
+// procs says which of the job's processes are alive.
+func procs(j jobs.Job) string {
+	switch {
+	case j.Status == jobs.StatusRunning && j.Descendants > 0:
+		return fmt.Sprintf("main exited, %d left", j.Descendants)
+	case j.Status == jobs.StatusRunning:
+		return "main"
+	case j.Descendants > 0:
+		return fmt.Sprintf("%d left", j.Descendants)
+	}
+	return "none"
+}
+
+type listData struct {
+	Page
+	Rows []row
+}
+
+func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
+	rows, err := newLister(s).rows(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	p := s.page("jobs", "list")
+	p.Stream = s.base() + "/list.sse"
+	s.render(w, "list.html", listData{Page: p, Rows: rows})
+}
+
+func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
+	l := newLister(s)
+	s.stream(w, r, 250*time.Millisecond, func(ctx context.Context, send sender) (bool, error) {
+		rows, err := l.rows(ctx)
+		if err != nil {
+			return false, err
+		}
+		html, err := s.fragment("rows", listData{Page: s.page("", "list"), Rows: rows})
+		if err != nil {
+			return false, err
+		}
+		return false, send.changed("rows", html)
+	})
+}
+
+// jobData is what the job page shows.
+type jobData struct {
+	Page
+	Job      jobs.Job
+	Meta     template.HTML
+	Output   template.HTML
+	Start    int64
+	End      int64
+	Total    int64
+	Evicted  int64
+	Follow   bool // the page shows the end and follows new output
+	Grep     string
+	Matches  int64
+	Offset   string
+	Prev     int64
+	Next     int64
+	Middle   int64
+	HasPrev  bool
+	HasNext  bool
+	Signals  []string
+	ScopeArg string
+}
+
+// metaData is the part of the job page that updates as the job runs.
+type metaData struct {
+	Job     jobs.Job
+	Events  []eventRow
+	Runtime string
+	Size    string
+	Procs   string
+}
+
+type eventRow struct {
+	jobs.Event
+	At     string
+	Detail string
+}
+
+func (s *Server) meta(ctx context.Context, c *jobs.Client, j jobs.Job) (string, error) {
+	evs, err := c.History(ctx, j.ID)
+	if err != nil {
+		return "", err
+	}
+	rows := make([]eventRow, 0, len(evs))
+	for _, e := range evs {
+		rows = append(rows, eventRow{Event: e, At: e.At.Local().Format("2006-01-02 15:04:05.000"), Detail: string(e.Detail)})
+	}
+	return s.fragment("meta", metaData{Job: j, Events: rows, Runtime: duration(j.Runtime), Size: parse.FormatSize(j.OutputBytes), Procs: procs(j)})
+}
+
+func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	scope := r.URL.Query().Get("scope")
+	c, err := s.client(ctx, scope)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	j, err := c.Get(ctx, r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	meta, err := s.meta(ctx, c, j)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	q := r.URL.Query()
+	d := jobData{Page: s.page(title(j), "job"), Job: j, Meta: template.HTML(meta), Total: j.OutputBytes, Signals: signalChoices}
+	if scope != "" {
+		d.ScopeArg = "?scope=" + urlQueryEscape(scope)
+	}
+	d.Middle = j.OutputBytes / 2
+	var out jobs.Output
+	switch {
+	case q.Get("grep") != "":
+		d.Grep = q.Get("grep")
+		out, err = c.Log(ctx, j.ID, jobs.Range{Grep: d.Grep, TailLines: 1000})
+	case q.Get("offset") != "":
+		d.Offset = q.Get("offset")
+		off, perr := strconv.ParseInt(d.Offset, 10, 64)
+		if perr != nil || off < 0 {
+			fail(w, fmt.Errorf("%w: offset %q is not a byte offset", jobs.ErrInvalid, clip(d.Offset)))
+			return
+		}
+		off = min(off, j.OutputBytes)
+		out, err = c.Log(ctx, j.ID, jobs.Range{ByteRange: true, Offset: off, Limit: pageBytes})
+	default:
+		d.Follow = true
+		out, err = c.Log(ctx, j.ID, jobs.Range{ByteRange: true, Offset: max(j.OutputBytes-pageBytes, 0), Limit: pageBytes})
+	}
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	html, _ := newRenderer().render([]byte(out.Text), true)
+	d.Output = template.HTML(html) // escaped by the renderer: text becomes entities, colours spans
+	d.Start, d.End, d.Evicted = out.Start, out.End, out.Evicted
+	if d.Grep != "" {
+		d.Matches = out.Lines
+	}
+	d.Prev = max(out.Start-pageBytes, 0)
+	d.HasPrev = out.Start > 0
+	d.Next = out.End
+	d.HasNext = out.End < j.OutputBytes
+	if d.Follow {
+		p := s.base() + "/job/" + j.ID + "/out.sse?from=" + strconv.FormatInt(out.End, 10)
+		if scope != "" {
+			p += "&scope=" + urlQueryEscape(scope)
+		}
+		d.Stream = p
+	}
+	s.render(w, "job.html", d)
+}
+
+// jobStream follows one job: its output from ?from= on (event "out", HTML)
+// and its metadata (event "meta"), until the job has ended and all its
+// output is sent (event "end").
+func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	c, err := s.client(ctx, r.URL.Query().Get("scope"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	off, err := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
+	if err != nil || off < 0 {
+		fail(w, fmt.Errorf("%w: from must be a byte offset", jobs.ErrInvalid))
+		return
+	}
+	id := r.PathValue("id")
+	rd := newRenderer()
+	s.stream(w, r, 100*time.Millisecond, func(ctx context.Context, send sender) (bool, error) {
+		j, err := c.Get(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		// Read at most a few pages a turn so the metadata keeps up.
+		for range 16 {
+			if off >= j.OutputBytes {
+				break
+			}
+			out, err := c.Log(ctx, j.ID, jobs.Range{ByteRange: true, Offset: off, Limit: 256 << 10})
+			if err != nil {
+				return false, err
+			}
+			data := []byte(out.Text)
+			final := j.Status.Terminal() && out.End >= j.OutputBytes
+			html, n := rd.render(data, final)
+			if out.Start > off && out.Evicted > 0 {
+				html = `<span class="gap">[` + strconv.FormatInt(out.Evicted, 10) + " bytes evicted by the output cap]</span>\n" + html
+			}
+			if html != "" {
+				if err := send.event("out", html); err != nil {
+					return false, err
+				}
+			}
+			next := out.Start + int64(n)
+			if next <= off && !final {
+				break // a sequence cut at the end: wait for the rest
+			}
+			off = max(next, off)
+			if final {
+				off = j.OutputBytes
+			}
+		}
+		meta, err := s.meta(ctx, c, j)
+		if err != nil {
+			return false, err
+		}
+		if err := send.changed("meta", meta); err != nil {
+			return false, err
+		}
+		if j.Status.Terminal() && off >= j.OutputBytes {
+			return true, send.event("end", string(j.Status))
+		}
+		return false, nil
+	})
+}
+
+// signalChoices are the signals the control form offers.
+var signalChoices = []string{"INT", "TERM", "HUP", "KILL", "STOP", "CONT", "USR1", "USR2", "QUIT"}
+
+// duration renders a runtime for people.
+func duration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"size":     parse.FormatSize,
+	"duration": duration,
+	"when": func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.Local().Format("2006-01-02 15:04:05")
+	},
+	"time": func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },
+	"deref": func(p *int) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.Itoa(*p)
+	},
+	"join": func(s []string, sep string) string { return visible(strings.Join(s, sep)) },
+	"vis":  visible,
+}
