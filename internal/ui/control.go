@@ -53,8 +53,9 @@ func (s *Server) stdin(w http.ResponseWriter, r *http.Request) {
 	data := r.PostFormValue("data")
 	eof := r.PostFormValue("eof") == "1"
 	id := r.PathValue("id")
+	written := 0
 	if data != "" {
-		if err := c.Write(r.Context(), id, []byte(data)); err != nil {
+		if written, err = c.Write(r.Context(), id, []byte(data)); err != nil {
 			fail(w, err)
 			return
 		}
@@ -65,11 +66,11 @@ func (s *Server) stdin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	msg := fmt.Sprintf("wrote %d bytes", len(data))
+	msg := fmt.Sprintf("wrote %d bytes", written)
 	if eof {
 		msg += " and closed stdin"
 	}
-	answer(w, msg, map[string]any{"bytes": len(data), "eof": eof})
+	answer(w, msg, map[string]any{"bytes": written, "eof": eof})
 }
 
 // answer writes an action's result as JSON: a sentence for the page and
