@@ -32,10 +32,10 @@ var argsCorpus = [][]string{
 }
 
 // skipVerb reports whether args would run a verb that serves or supervises
-// rather than answers (supervise, tmux-pipe, mcp): not what the argv
+// rather than answers (supervise, tmux-pipe, mcp, ui): not what the argv
 // parser's fuzzing is about, and they would block.
 func skipVerb(args []string) bool {
-	return slices.ContainsFunc(args, func(a string) bool { return a == "supervise" || a == "tmux-pipe" || a == "mcp" })
+	return slices.ContainsFunc(args, func(a string) bool { return a == "supervise" || a == "tmux-pipe" || a == "mcp" || a == "ui" })
 }
 
 // closedClient is a client that answers every call with ErrClosed, so that
