@@ -156,6 +156,11 @@ func (a *Appender) writerLocked(ctx context.Context) (*writer, error) {
 		discard(conn)
 		return nil, fmt.Errorf("set up connection: %w", err)
 	}
+	// A flush waits this long for another writer, then spools (spool.go).
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", a.o.BusyTimeout.Milliseconds())); err != nil {
+		discard(conn)
+		return nil, fmt.Errorf("set up connection: %w", err)
+	}
 	// Checkpoints are the checkpointer's, while it runs (see there).
 	autockpt := "PRAGMA wal_autocheckpoint = 0"
 	if !a.isRunning() {
@@ -195,17 +200,19 @@ func (a *Appender) dropWriterLocked() {
 // While a flood keeps MaxBatchBytes queued, the transaction takes the next
 // batches too (appending them to *batch), for at most maxTxSpan, so that a
 // trickle of another job still becomes visible soon.
-func (a *Appender) writeBatch(batch *[]jobBatch) error {
-	err := a.writeTx(batch, true)
+func (a *Appender) writeBatch(batch *[]jobBatch, more bool) error {
+	err := a.writeTx(batch, true, more)
 	if err != nil && isConstraint(err) {
-		err = a.writeTx(batch, false)
+		err = a.writeTx(batch, false, more)
 	}
 	return err
 }
 
 // writeTx writes batch, and the batches takeMore adds, in one transaction:
-// in groups, or job by job under savepoints.
-func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
+// in groups, or job by job under savepoints. Without more, it writes batch
+// alone. It returns an error wrapping errLocked when another connection
+// keeps the write lock past BusyTimeout.
+func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	// Statements run under a context that is never cancelled: once the
 	// transaction holds the lock, abandoning it half way helps no one.
 	ctx := context.Background()
@@ -227,12 +234,21 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 		a.walFrames.Store(0)
 		a.walSync = 0
 	}
-	lockCtx, cancel := context.WithTimeout(ctx, a.o.BusyTimeout)
+	// The connection's busy timeout is BusyTimeout (see writerLocked); the
+	// context only guards against a wait that does not end.
+	lockCtx, cancel := context.WithTimeout(ctx, 2*a.o.BusyTimeout+time.Second)
 	_, err = w.conn.ExecContext(lockCtx, "BEGIN IMMEDIATE")
+	interrupted := lockCtx.Err() != nil
 	cancel()
 	if err != nil {
+		if isBusy(err) && !interrupted {
+			return fmt.Errorf("begin transaction: %w", errLocked)
+		}
 		// The connection may be broken, or its BEGIN interrupted half way.
 		a.dropWriterLocked()
+		if interrupted {
+			return fmt.Errorf("begin transaction: %w", errLocked)
+		}
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	defer func() {
@@ -250,7 +266,7 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 	txStart := time.Now()
 	for i := 0; ; {
 		if i == len(*batch) {
-			if time.Since(txStart) >= maxTxSpan || a.checkRoom(n+int64(a.o.MaxBatchBytes)) != nil {
+			if !more || time.Since(txStart) >= maxTxSpan || a.checkRoom(n+int64(a.o.MaxBatchBytes)) != nil {
 				break
 			}
 			more := a.takeMore()
@@ -656,6 +672,13 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 		return 0, err
 	}
 	return freed, nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY family: another
+// connection holds the lock.
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // isConstraint reports whether err is SQLite's SQLITE_CONSTRAINT family:
