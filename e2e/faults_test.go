@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -348,50 +347,6 @@ func diskFull(t *testing.T, disk string, n int64) {
 	}
 	w.integrity()
 	w.stop()
-}
-
-// Protection: the busy timeout in every connection's DSN (and immediate
-// transactions): a writer holding the lock for seconds delays start and
-// poll, it does not fail them.
-func TestWriteLockHeldFiveSeconds(t *testing.T) {
-	w := newWorld(t)
-	hold := os.Getenv("JOBS_E2E_LOCK_HOLD")
-	if hold == "" {
-		hold = "5s"
-	}
-	running := w.start(helper("until-eof")...)
-	w.waitOutput(running, "started")
-
-	locker := exec.Command(helperBin, "e2e-helper", "hold-lock", w.dbPath(), hold)
-	out, err := locker.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	locker.Stderr = os.Stderr
-	if err := locker.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Process.Kill()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
-		t.Fatalf("locker said %q", line)
-	}
-	// Under the lock: every verb must succeed, quietly.
-	id := w.start("--", "echo", "under the lock")
-	w.ok("poll", running)
-	w.ok("write", running, "data\n")
-	w.ok("log", running)
-	w.ok("list")
-	if err := locker.Wait(); err != nil {
-		t.Fatalf("locker: %v", err)
-	}
-	if j := w.waitTerminal(id, 30*time.Second); j.Status != "done" {
-		t.Errorf("job started under the lock ended %s", j.Status)
-	}
-	w.ok("write", running, "--eof")
-	j := w.waitTerminal(running, 30*time.Second)
-	if j.Status != "done" || j.DroppedBytes != 0 {
-		t.Errorf("job running under the lock: %s, %d bytes dropped", j.Status, j.DroppedBytes)
-	}
 }
 
 // Protection: timeouts run on the monotonic clock, and durations are
