@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -187,9 +188,14 @@ func lockFlood(t *testing.T, hold string) {
 	w.ok("poll", running)
 	w.ok("log", running)
 	w.ok("list")
-	// The writing verbs wait for the lock (the busy timeout), they do not
-	// fail.
-	echo := w.start("--", "echo", "under the lock")
+	// The writing verbs wait for the lock (the busy timeout); past it,
+	// start is refused with one line, and nothing is half made.
+	echo := ""
+	if r := w.jobs("start", "--", "echo", "under the lock"); r.code == 0 {
+		echo = strings.TrimSpace(r.stdout)
+	} else if !strings.Contains(r.stderr, "locked") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("start under the lock: %v", r)
+	}
 	w.ok("write", running, "data\n")
 	if err := locker.Wait(); err != nil {
 		t.Fatalf("locker: %v", err)
@@ -217,8 +223,12 @@ func lockFlood(t *testing.T, hold string) {
 	if j := w.waitTerminal(running, 30*time.Second); j.Status != "done" {
 		t.Errorf("job running under the lock ended %s", j.Status)
 	}
-	if j := w.waitTerminal(echo, 30*time.Second); j.Status != "done" {
-		t.Errorf("job started under the lock ended %s", j.Status)
+	if echo == "" && hold == "5s" {
+		t.Errorf("start under a lock shorter than the busy timeout was refused")
+	} else if echo != "" {
+		if j := w.waitTerminal(echo, 30*time.Second); j.Status != "done" {
+			t.Errorf("job started under the lock ended %s", j.Status)
+		}
 	}
 	if stall := time.Duration(longest); stall >= time.Second {
 		t.Errorf("a child's write stalled %v under the lock, want under 1s", stall)
@@ -236,4 +246,88 @@ func lockFlood(t *testing.T, hold string) {
 	w.integrity()
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d of %d bytes lost under a %s foreign lock; longest write stall %d ms; supervisor peak RSS %d MiB",
 		lost, 2*n, hold, time.Duration(longest).Milliseconds(), rss>>20))
+}
+
+// Row A3 guards: the output cap keeps exactly the first MiB and the newest
+// rest, evicting whole chunks and then the front of one, so that exactly
+// the excess is evicted; offsets stay absolute and a read across the gap
+// says so.
+func TestA3CapKeepsHeadAndNewestExactly(t *testing.T) {
+	// Scaled: the default cap's arithmetic (1 MiB head, 63 MiB newest, 200
+	// MiB written) on an 8 MiB cap; JOBS_E2E_CAP_FULL=1 runs the full size.
+	total, maxOutput := int64(25<<20), int64(8<<20)
+	capArgs := []string{"--max-output", "8MiB"}
+	if os.Getenv("JOBS_E2E_CAP_FULL") == "1" {
+		total, maxOutput, capArgs = 200<<20, 64<<20, nil
+	}
+	const head = 1 << 20
+	const seed = 3
+	w := newWorld(t)
+	gate := filepath.Join(w.base, "go")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := w.start(append(append(capArgs, "--no-stdin"),
+		helper("spew-stall", strconv.Itoa(seed), strconv.FormatInt(total, 10), gate, filepath.Join(w.base, "stall"))...)...)
+	j := w.waitTerminal(id, 5*time.Minute)
+	if j.Status != "done" || j.OutputBytes != total || j.DroppedBytes != 0 {
+		t.Fatalf("job %s, %d of %d bytes, %d dropped", j.Status, j.OutputBytes, total, j.DroppedBytes)
+	}
+	var evicted int64
+	if err := w.sqlDB().QueryRowContext(context.Background(), `SELECT evicted_bytes FROM jobs WHERE id = ?`, id).Scan(&evicted); err != nil {
+		t.Fatal(err)
+	}
+	if want := total - maxOutput; evicted != want {
+		t.Errorf("evicted %d bytes, want exactly %d (%+d)", evicted, want, evicted-want)
+	}
+
+	// What is stored: [0, head) and [total-(maxOutput-head), total), each
+	// byte-exact at its absolute offset.
+	rows, err := w.sqlDB().QueryContext(context.Background(), `SELECT byte_offset, data FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	tailStart := total - (maxOutput - head)
+	hHead, hTail := sha256.New(), sha256.New()
+	var next int64
+	for rows.Next() {
+		var off int64
+		var data []byte
+		if err := rows.Scan(&off, &data); err != nil {
+			t.Fatal(err)
+		}
+		if next == head {
+			next = tailStart // the gap
+		}
+		if off != next {
+			t.Fatalf("chunk at offset %d, want %d (head %d, newest from %d)", off, next, head, tailStart)
+		}
+		if off < head {
+			hHead.Write(data)
+		} else {
+			hTail.Write(data)
+		}
+		next = off + int64(len(data))
+	}
+	if next != total {
+		t.Fatalf("stored output ends at %d, want %d", next, total)
+	}
+	src := spewStream(seed)
+	wantHead, wantTail := sha256.New(), sha256.New()
+	io.CopyN(wantHead, src, head)
+	io.CopyN(io.Discard, src, tailStart-head)
+	io.CopyN(wantTail, src, total-tailStart)
+	if !bytes.Equal(hHead.Sum(nil), wantHead.Sum(nil)) || !bytes.Equal(hTail.Sum(nil), wantTail.Sum(nil)) {
+		t.Errorf("head or newest output differs from what the child wrote")
+	}
+
+	// A read across the gap returns the bytes on both sides and says what
+	// lies between.
+	r := w.jobs("log", id, "--offset", strconv.Itoa(head-10), "--limit", "20")
+	if r.code != 0 || !strings.Contains(r.stderr, "evicted") || len(r.stdout) != 20 {
+		t.Errorf("read across the gap: %v", r)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d MiB written against a %d MiB cap: first 1 MiB and last %d MiB byte-exact, evicted exactly %d bytes (%d MiB)",
+		total>>20, maxOutput>>20, (maxOutput-head)>>20, evicted, evicted>>20))
 }

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -634,14 +635,17 @@ func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, st *writer, b *
 	return enforceCap(ctx, conn, b, retained)
 }
 
-// evict deletes the oldest chunks at or past head, but never the newest
-// chunk (at newest), until excess bytes are gone, and counts them.
+// evict deletes the oldest output at or past head, but never the newest
+// chunk (at newest), until excess bytes are gone, and counts them: whole
+// chunks, and the front of the next one when a whole one would be too
+// much, so that exactly excess bytes go (the cap keeps exactly HeadKeep
+// and the newest rest). It returns how many bytes went.
 func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, excess int64) (int64, error) {
 	rows, err := conn.QueryContext(ctx, evictable, jobID, head)
 	if err != nil {
 		return 0, err
 	}
-	var freed, lastOff int64
+	var freed, lastOff, cutOff, cut int64
 	n := 0
 	for rows.Next() && freed < excess {
 		var off, size int64
@@ -650,6 +654,10 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 			return 0, err
 		}
 		if off >= newest {
+			break
+		}
+		if freed+size > excess {
+			cutOff, cut = off, excess-freed
 			break
 		}
 		freed += size
@@ -662,16 +670,40 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	if n == 0 {
-		return 0, nil
+	if n > 0 {
+		if _, err := conn.ExecContext(ctx, deleteChunks, jobID, head, lastOff); err != nil {
+			return 0, err
+		}
 	}
-	if _, err := conn.ExecContext(ctx, deleteChunks, jobID, head, lastOff); err != nil {
-		return 0, err
+	if cut > 0 {
+		if err := trimChunk(ctx, conn, jobID, cutOff, cut); err != nil {
+			return 0, err
+		}
+		freed += cut
+	}
+	if freed == 0 {
+		return 0, nil
 	}
 	if _, err = conn.ExecContext(ctx, addEvicted, freed, jobID); err != nil {
 		return 0, err
 	}
 	return freed, nil
+}
+
+// trimChunk deletes the first k bytes of the chunk at off (fewer than it
+// holds): the rest keeps its absolute offset and line numbers.
+func trimChunk(ctx context.Context, conn *sql.Conn, jobID string, off, k int64) error {
+	var data []byte
+	if err := conn.QueryRowContext(ctx, `SELECT data FROM chunks WHERE job_id = ? AND byte_offset = ?`, jobID, off).Scan(&data); err != nil {
+		return fmt.Errorf("trim chunk: %w", err)
+	}
+	nl := int64(bytes.Count(data[:k], newline))
+	_, err := conn.ExecContext(ctx, `UPDATE chunks SET data = ?, byte_offset = byte_offset + ?, first_line = first_line + ?,
+		line_count = line_count - ? WHERE job_id = ? AND byte_offset = ?`, data[k:], k, nl, nl, jobID, off)
+	if err != nil {
+		return fmt.Errorf("trim chunk: %w", err)
+	}
+	return nil
 }
 
 // isBusy reports whether err is SQLite's SQLITE_BUSY family: another
