@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,10 +16,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
 // Output tests: no byte of a job's output is lost to a locked database, a
@@ -330,4 +333,72 @@ func TestA3CapKeepsHeadAndNewestExactly(t *testing.T) {
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d MiB written against a %d MiB cap: first 1 MiB and last %d MiB byte-exact, evicted exactly %d bytes (%d MiB)",
 		total>>20, maxOutput>>20, (maxOutput-head)>>20, evicted, evicted>>20))
+}
+
+// Row C5 guards: --grep examines at most MaxGrepLine bytes of a line, so a
+// line without a newline of any length keeps a filtered read's memory
+// bounded, and the result says it truncated (truncated and cut_lines in
+// JSON, a note on stderr).
+func TestC5GrepLongLineSaysTruncated(t *testing.T) {
+	n := envInt64("JOBS_E2E_LONG_LINE_BYTES", 32<<20) // 256 MiB: 268435456
+	w := newWorld(t)
+	id := w.start("--max-output", "0", "--", "sh", "-c",
+		fmt.Sprintf(`printf 'first\nsecond\n'; head -c %d /dev/zero | tr '\0' x`, n))
+	if j := w.waitTerminal(id, 5*time.Minute); j.Status != "done" || j.OutputBytes != n+13 {
+		t.Fatalf("job %s with %d bytes, want done with %d", j.Status, j.OutputBytes, n+13)
+	}
+	type page struct {
+		Output     string `json:"output"`
+		Start      int64  `json:"start"`
+		TotalLines int64  `json:"total_lines"`
+		CutLines   int64  `json:"cut_lines"`
+		Truncated  bool   `json:"truncated"`
+	}
+	// read runs a read with its peak memory measured.
+	read := func(args ...string) (page, string, int64) {
+		t.Helper()
+		c := w.cmd(append([]string{"--json", "log", id}, args...)...)
+		var errb strings.Builder
+		c.Stderr = &errb
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("log %v: %v %s", args, err, errb.String())
+		}
+		var p page
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatalf("log %v: %v", args, err)
+		}
+		return p, errb.String(), c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	}
+	const memBound = 64 << 20
+	var peak int64
+
+	// The tail: the last 500 characters of the long line, which matches.
+	p, _, rss := read("--grep", "x")
+	peak = max(peak, rss)
+	if !p.Truncated || p.CutLines != 1 || p.Output != strings.Repeat("x", 500) || p.Start != n+13-500 || p.TotalLines != 2 {
+		t.Errorf("tail with --grep: truncated %v, cut_lines %d, %d bytes from %d, %d lines; want the last 500 x at %d, truncated, 2 lines",
+			p.Truncated, p.CutLines, len(p.Output), p.Start, p.TotalLines, n+13-500)
+	}
+	// Forward: the short lines match, the long one is examined in part.
+	p, _, rss = read("--grep", "^s", "--offset", "0")
+	peak = max(peak, rss)
+	if !p.Truncated || p.CutLines != 1 || p.Output != "second\n" {
+		t.Errorf("forward --grep: truncated %v, cut_lines %d, output %.40q", p.Truncated, p.CutLines, p.Output)
+	}
+	// Without --grep, the tail of 500 characters reads only the end.
+	p, _, rss = read()
+	peak = max(peak, rss)
+	if p.Truncated || p.Output != strings.Repeat("x", 500) {
+		t.Errorf("tail of 500 characters: truncated %v, %d bytes", p.Truncated, len(p.Output))
+	}
+	if peak > memBound {
+		t.Errorf("a read of a %d-byte line peaked at %d MiB, want at most %d", n, peak>>20, memBound>>20)
+	}
+	// Text: a note on stderr.
+	if r := w.jobs("log", id, "--grep", "x"); r.code != 0 || !strings.Contains(r.stderr, "truncated") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("text tail with --grep: %v", r)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d MiB line without newline: --grep says truncated (1 line cut at %d MiB), line count 2 right, read peak RSS %d MiB",
+		n>>20, jobs.MaxGrepLine>>20, peak>>20))
 }
