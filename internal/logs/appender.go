@@ -652,8 +652,11 @@ func (a *Appender) flushLocked(jobID string, rows rowPolicy) error {
 }
 
 // spoolRetry is how soon a flusher with spooled output tries the lock
-// again.
-const spoolRetry = 50 * time.Millisecond
+// again, and spoolBusy how long each try waits for it.
+const (
+	spoolRetry = 50 * time.Millisecond
+	spoolBusy  = 100 * time.Millisecond
+)
 
 // flushSpoolLocked moves every job's queue to the spool and commits the
 // spool, oldest take first, one transaction each, for as long as it gets

@@ -104,6 +104,20 @@ type writer struct {
 	conn           *sql.Conn
 	insert, update *sql.Stmt // single-row, for the job-by-job path
 	multi          map[string]*sql.Stmt
+	busy           time.Duration // the connection's busy timeout
+}
+
+// setBusy sets the connection's busy timeout: how long BEGIN waits for
+// another writer's lock.
+func (w *writer) setBusy(ctx context.Context, d time.Duration) error {
+	if w.busy == d {
+		return nil
+	}
+	if _, err := w.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", d.Milliseconds())); err != nil {
+		return err
+	}
+	w.busy = d
+	return nil
 }
 
 func (w *writer) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -157,8 +171,10 @@ func (a *Appender) writerLocked(ctx context.Context) (*writer, error) {
 		discard(conn)
 		return nil, fmt.Errorf("set up connection: %w", err)
 	}
-	// A flush waits this long for another writer, then spools (spool.go).
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", a.o.BusyTimeout.Milliseconds())); err != nil {
+	// A flush waits BusyTimeout for another writer, then spools
+	// (spool.go); see setBusy.
+	w := &writer{conn: conn, multi: map[string]*sql.Stmt{}}
+	if err := w.setBusy(ctx, a.o.BusyTimeout); err != nil {
 		discard(conn)
 		return nil, fmt.Errorf("set up connection: %w", err)
 	}
@@ -171,7 +187,7 @@ func (a *Appender) writerLocked(ctx context.Context) (*writer, error) {
 		discard(conn)
 		return nil, fmt.Errorf("set up connection: %w", err)
 	}
-	a.w = &writer{conn: conn, multi: map[string]*sql.Stmt{}}
+	a.w = w
 	return a.w, nil
 }
 
@@ -226,17 +242,34 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 		n += b.bytes
 	}
 	if err := a.checkRoom(n); err != nil {
+		// Copying the WAL may give room back (room.go).
+		signal(a.ckpt)
 		return err
 	}
-	if (a.walSync >= walRestartFrames*4096 || a.walFrames.Load() >= walRestartFrames) &&
+	// On a tight disk the WAL is copied and truncated before every
+	// transaction: a WAL left to grow to walRestartFrames, beside the
+	// database file holding the same pages, filled a small disk twice over
+	// (room.go).
+	_, tight := a.tight()
+	if (tight || a.walSync >= walRestartFrames*4096 || a.walFrames.Load() >= walRestartFrames) &&
 		a.checkpoint(ctx, w.conn) == nil {
 		// Copied up to the last commit: this transaction starts the
 		// WAL over, unless a reader still needs the old frames.
 		a.walFrames.Store(0)
 		a.walSync = 0
 	}
-	// The connection's busy timeout is BusyTimeout (see writerLocked); the
+	// The connection's busy timeout says how long BEGIN waits for the
+	// lock: BusyTimeout, or spoolBusy while output is spooled, so that the
+	// flusher is back to move the children's output to the spool soon; the
 	// context only guards against a wait that does not end.
+	busy := a.o.BusyTimeout
+	if !a.sp.empty() {
+		busy = min(busy, spoolBusy)
+	}
+	if err := w.setBusy(ctx, busy); err != nil {
+		a.dropWriterLocked()
+		return fmt.Errorf("set busy timeout: %w", err)
+	}
 	lockCtx, cancel := context.WithTimeout(ctx, 2*a.o.BusyTimeout+time.Second)
 	_, err = w.conn.ExecContext(lockCtx, "BEGIN IMMEDIATE")
 	interrupted := lockCtx.Err() != nil
@@ -770,19 +803,20 @@ func (a *Appender) checkpointer() {
 
 // checkpoint runs a passive checkpoint (one that waits for no reader or
 // writer) on conn, one at a time, and notes how many frames the WAL holds.
-// It copies nothing, and says the disk is full, while the copy could take
-// the room kept for status changes.
+// On a tight disk it truncates the WAL instead, or copies nothing and
+// says the disk is full while the copy would not fit (see room.go).
 // The caller that is the flusher holds a.flushing, so nothing is committed
 // meanwhile and the checkpoint copies every frame that no reader still
 // needs.
 func (a *Appender) checkpoint(ctx context.Context, conn *sql.Conn) error {
-	if !a.roomToCheckpoint() {
-		return ErrDiskFull // see room.go
-	}
 	a.ckptMu.Lock()
 	defer a.ckptMu.Unlock()
+	mode, err := a.checkpointMode(ctx, conn)
+	if err != nil {
+		return err // see room.go
+	}
 	var busy, frames, copied int64
-	err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &copied)
 	if err == nil {
 		a.walFrames.Store(frames)
 	}

@@ -839,11 +839,12 @@ func selectGrep(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp
 	buf := w.buf
 	sel := selection{startAbs: -1}
 	begin := 0
-	if !w.all { // the first line may have started before the window
+	firstCut := false // the first line started before the window
+	if !w.all {
 		i := bytes.IndexByte(buf, '\n')
 		switch {
 		case i >= MaxGrepLine || i < 0 && len(buf) >= MaxGrepLine:
-			// Long enough to be cut wherever it started.
+			firstCut = true // long enough to be cut wherever it started
 		case i < 0:
 			return sel, false
 		default:
@@ -859,8 +860,8 @@ func selectGrep(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp
 			end = at + i + 1
 		}
 		from := at
-		if end-at > MaxGrepLine {
-			from = end - MaxGrepLine
+		if end-at > MaxGrepLine || at == 0 && firstCut {
+			from = max(at, end-MaxGrepLine)
 			sel.cutLines++
 		}
 		if re.Match(bytes.TrimSuffix(buf[from:end], newline)) {

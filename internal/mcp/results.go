@@ -155,6 +155,8 @@ func tailNote(id string, o outputView) string {
 	}
 	if o.Evicted > 0 {
 		parts = append(parts, fmt.Sprintf("%s in this range %s", size(o.Evicted), gapWords(o)))
+	} else if o.DroppedTotal > 0 {
+		parts = append(parts, fmt.Sprintf("%s of the output was dropped because the disk was full", size(o.DroppedTotal)))
 	}
 	if o.CutLines > 0 {
 		parts = append(parts, cutLinesNote(o))

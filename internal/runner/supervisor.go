@@ -92,6 +92,8 @@ type Supervisor struct {
 	sockPath    string
 	defaultSock string
 
+	endMu sync.Mutex // one job's end at a time on a tight disk (reserveForEnd)
+
 	// ctx is cancelled by Close; it scopes the janitor, the socket
 	// handlers and the idle watcher. Runners do not stop on it: their
 	// children are ended explicitly, and their final writes use
