@@ -484,10 +484,33 @@ func diskFullRecovers(t *testing.T, disk string, ballast, n int64) {
 	}
 	w.integrity()
 
+	// No room at all: a verb that cannot write says so in one line.
+	fill := filepath.Join(mnt, "fill")
+	if f, err := os.Create(fill); err == nil {
+		io.Copy(f, zeroReader{})
+		f.Close()
+	}
+	late := ""
+	r = w.jobs("start", "--", "echo", "late")
+	t.Logf("start with no room: exit %d, stderr %q", r.code, r.stderr)
+	if r.code == 0 {
+		late = strings.TrimSpace(r.stdout)
+	} else if !strings.HasPrefix(r.stderr, "jobs: ") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("start with no room: %v", r)
+	}
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+
 	// Space returns: the same supervisor stores output whole again, job
 	// after job, and the WAL does not eat the disk.
 	if err := os.Remove(ballastPath); err != nil {
 		t.Fatal(err)
+	}
+	if late != "" {
+		if j := w.waitTerminal(late, 30*time.Second); j.Status != "done" {
+			t.Errorf("job started with no room ended %s", j.Status)
+		}
 	}
 	for i := 0; i < 40; i++ {
 		e := w.start("--", "echo", "again")
@@ -538,4 +561,12 @@ func diskUse(dir, dbPath string) string {
 	}
 	return fmt.Sprintf("free %d KiB of %d KiB; database %d KiB, WAL %d KiB",
 		int64(st.Bavail)*st.Bsize>>10, int64(st.Blocks)*st.Bsize>>10, size(dbPath)>>10, size(dbPath+"-wal")>>10)
+}
+
+// zeroReader reads zeros forever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
