@@ -121,6 +121,8 @@ type Appender struct {
 	commits   int           // transactions since the checkpointer was woken; guarded by flushing
 	walSync   int64         // committed since the flusher last checkpointed; guarded by flushing
 
+	stopWait atomic.Bool // Untrack no longer waits for spooled output
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -288,6 +290,12 @@ func (a *Appender) Close() error {
 	return nil
 }
 
+// StopWaiting makes Untrack return without waiting for a job's spooled
+// output to be committed: a supervisor that is closing records its jobs'
+// ends while a locked database keeps their output in the spool, which
+// Close then gives closeDrain.
+func (a *Appender) StopWaiting() { a.stopWait.Store(true) }
+
 // closeDrain bounds how long Close waits for a locked database to take the
 // spooled output.
 const closeDrain = 10 * time.Second
@@ -375,7 +383,7 @@ func (a *Appender) Untrack(jobID string) error {
 		a.mu.Unlock()
 		waiting := st != nil && a.sp.holds(st)
 		<-a.flushing
-		if !waiting || a.isClosed() {
+		if !waiting || a.isClosed() || a.stopWait.Load() {
 			a.mu.Lock()
 			delete(a.jobs, jobID)
 			a.mu.Unlock()

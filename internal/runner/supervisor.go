@@ -360,6 +360,11 @@ func (s *Supervisor) shutdown() {
 		s.defaultLock.Close()
 	}
 
+	// A database locked by another process must not keep the jobs' ends
+	// waiting for their spooled output now.
+	if s.app != nil {
+		s.app.StopWaiting()
+	}
 	var kills sync.WaitGroup
 	for _, c := range kids {
 		kills.Add(1)
