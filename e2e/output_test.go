@@ -560,7 +560,7 @@ func diskUse(dir, dbPath string) string {
 		return fi.Size()
 	}
 	return fmt.Sprintf("free %d KiB of %d KiB; database %d KiB, WAL %d KiB",
-		int64(st.Bavail)*st.Bsize>>10, int64(st.Blocks)*st.Bsize>>10, size(dbPath)>>10, size(dbPath+"-wal")>>10)
+		int64(st.Bavail)*int64(st.Bsize)>>10, int64(st.Blocks)*int64(st.Bsize)>>10, size(dbPath)>>10, size(dbPath+"-wal")>>10)
 }
 
 // zeroReader reads zeros forever.

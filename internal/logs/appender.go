@@ -674,18 +674,28 @@ func (a *Appender) flushSpoolLocked(rows rowPolicy) error {
 	a.spillQueuedLocked(rows)
 	for !a.sp.empty() {
 		take := a.sp.takes[0]
+		var n int
+		for _, b := range take {
+			n += int(b.bytes)
+		}
 		_, err := a.sp.load()
 		if err == nil {
+			// The loaded take counts as pending, so that memory stays
+			// under MaxPendingBytes as when a batch is written from
+			// memory.
 			a.mu.Lock()
 			degraded := a.degraded
+			a.pending += n
 			a.mu.Unlock()
 			// No batch of memory joins the transaction: it would be
 			// committed before older spooled output of its job.
 			err = a.writeWithRetry(&take, degraded, false)
 			if errors.Is(err, errLocked) {
 				a.sp.unload()
+				a.unpend(n)
 				return fmt.Errorf("spool output: %w", err)
 			}
+			a.unpend(n)
 		}
 		a.sp.pop()
 		a.settle(take, err, false)
@@ -698,6 +708,14 @@ func (a *Appender) flushSpoolLocked(rows rowPolicy) error {
 		a.spillQueuedLocked(rows)
 	}
 	return last
+}
+
+// unpend takes n bytes off pending and wakes the writers waiting for room.
+func (a *Appender) unpend(n int) {
+	a.mu.Lock()
+	a.pending -= n
+	a.cond.Broadcast()
+	a.mu.Unlock()
 }
 
 // spillQueuedLocked moves every job's queue to the spool, unless the spool
