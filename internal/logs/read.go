@@ -302,6 +302,9 @@ func (rd *reader) chunk(c *chunk) bool {
 		rd.truncated, rd.done = true, true
 		if len(rd.cur) > 0 { // resume at the start of the unfinished line
 			rd.pos, rd.line = rd.curStart, rd.curStartLine
+			if rd.curCut {
+				rd.cutLines++ // examined in part already
+			}
 		}
 		return false
 	}
