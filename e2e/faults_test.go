@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -160,107 +158,6 @@ func (w *world) kill(args ...string) killResult {
 		w.t.Fatalf("kill: %v\n%s", err, out)
 	}
 	return k
-}
-
-// Protection: when the database cannot take writes (file system full) the
-// runner keeps draining the pipes, counts the dropped bytes and records an
-// output_dropped event; the child never hangs and the job still ends with
-// its real status; SQLite's journal keeps the file intact. The room the
-// appender leaves on the disk (logs.DefaultMinFree) is what lets the job's
-// end be recorded when the WAL would otherwise fill the disk with committed
-// frames (seen with 8 MiB on 6 MiB: the job stayed running).
-func TestDiskFullMidCapture(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a size-limited tmpfs")
-	}
-	for _, c := range []struct {
-		disk string
-		n    int64
-	}{{"3m", 16 << 20}, {"6m", 8 << 20}, {"8m", 24 << 20}} {
-		t.Run(c.disk, func(t *testing.T) { diskFull(t, c.disk, c.n) })
-	}
-}
-
-func diskFull(t *testing.T, disk string, n int64) {
-	w := newWorld(t)
-	mnt := filepath.Join(w.base, "m")
-	if err := os.Mkdir(mnt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+disk+",mode=0700", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v %s", err, bytes.TrimSpace(out))
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
-	w.state = mnt
-	id := w.start(append([]string{"--max-output", "0", "--no-stdin"}, helper("flood", strconv.FormatInt(n, 10))...)...)
-	j := w.waitTerminal(id, 2*time.Minute)
-	if j.Status != "done" || j.ExitCode == nil || *j.ExitCode != 0 {
-		t.Errorf("job on a full disk ended %s (exit %v, reason %q), want done with 0", j.Status, j.ExitCode, j.Reason)
-	}
-	// output_bytes counts everything the job wrote, dropped bytes included.
-	if j.DroppedBytes <= 0 || j.DroppedBytes > j.OutputBytes || j.OutputBytes != n {
-		_, events := w.status(id)
-		t.Errorf("dropped %d of %d bytes written (child wrote %d); history:%s", j.DroppedBytes, j.OutputBytes, n, eventsText(events))
-	}
-	_, events := w.status(id)
-	dropped := false
-	for _, e := range events {
-		if e.Kind == "output_dropped" {
-			dropped = true
-			if !bytes.Contains(bytes.ToLower(e.Detail), []byte("full")) {
-				t.Errorf("output_dropped event does not say the disk is full: %s", e.Detail)
-			}
-		}
-	}
-	if !dropped {
-		t.Errorf("no output_dropped event in %s", eventsText(events))
-	}
-	w.integrity()
-	w.stop()
-}
-
-// Protection: the busy timeout in every connection's DSN (and immediate
-// transactions): a writer holding the lock for seconds delays start and
-// poll, it does not fail them.
-func TestWriteLockHeldFiveSeconds(t *testing.T) {
-	w := newWorld(t)
-	hold := os.Getenv("JOBS_E2E_LOCK_HOLD")
-	if hold == "" {
-		hold = "5s"
-	}
-	running := w.start(helper("until-eof")...)
-	w.waitOutput(running, "started")
-
-	locker := exec.Command(helperBin, "e2e-helper", "hold-lock", w.dbPath(), hold)
-	out, err := locker.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	locker.Stderr = os.Stderr
-	if err := locker.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Process.Kill()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
-		t.Fatalf("locker said %q", line)
-	}
-	// Under the lock: every verb must succeed, quietly.
-	id := w.start("--", "echo", "under the lock")
-	w.ok("poll", running)
-	w.ok("write", running, "data\n")
-	w.ok("log", running)
-	w.ok("list")
-	if err := locker.Wait(); err != nil {
-		t.Fatalf("locker: %v", err)
-	}
-	if j := w.waitTerminal(id, 30*time.Second); j.Status != "done" {
-		t.Errorf("job started under the lock ended %s", j.Status)
-	}
-	w.ok("write", running, "--eof")
-	j := w.waitTerminal(running, 30*time.Second)
-	if j.Status != "done" || j.DroppedBytes != 0 {
-		t.Errorf("job running under the lock: %s, %d bytes dropped", j.Status, j.DroppedBytes)
-	}
 }
 
 // Protection: timeouts run on the monotonic clock, and durations are

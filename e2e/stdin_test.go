@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,20 +43,13 @@ func writeInput(t *testing.T, n int64) (string, string) {
 }
 
 // peakRSS returns a process's peak resident set (VmHWM) in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
+func mustPeakRSS(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
+	rss := peakRSS(pid)
+	if rss == 0 {
+		t.Fatalf("no VmHWM for pid %d", pid)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM for pid %d", pid)
-	return 0
+	return rss
 }
 
 // Row C3 guards: a write to a job's stdin is streamed in pieces and bounded
@@ -195,7 +187,7 @@ func TestC3HugeStdinWrites(t *testing.T) {
 		blocked.Process.Kill()
 		t.Errorf("the blocked write did not end when stdin was closed")
 	}
-	peak := peakRSS(t, sup)
+	peak := mustPeakRSS(t, sup)
 	if peak > 64<<20 {
 		t.Errorf("supervisor peak RSS %d MiB after a %d MiB write, want at most 64 MiB", peak>>20, n>>20)
 	}

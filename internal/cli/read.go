@@ -113,6 +113,18 @@ func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string
 	return b.String()
 }
 
+// gapWords names the bytes missing inside a range after what the job can
+// have lost: evicted by the cap or a clear, or dropped on a full disk.
+func gapWords(evicted, dropped int64) string {
+	switch {
+	case dropped == 0:
+		return "evicted by the output cap or jobs clear"
+	case evicted == 0:
+		return "dropped: the disk was full"
+	}
+	return "evicted by the output cap or jobs clear, or dropped on a full disk"
+}
+
 // omittedText says what a read left out and how to page to it, or "".
 func omittedText(o jobs.Output, id string, isNew bool) string {
 	var parts []string
@@ -131,9 +143,17 @@ func omittedText(o jobs.Output, id string, isNew bool) string {
 		parts = append(parts, fmt.Sprintf("%s more after this (jobs log %s --offset %d)", parse.FormatSize(o.OmittedAfter), id, o.NextOffset))
 	}
 	if o.Evicted > 0 {
-		parts = append(parts, fmt.Sprintf("%s inside this range evicted by the output cap or jobs clear", parse.FormatSize(o.Evicted)))
-	} else if o.EvictedTotal > 0 {
-		parts = append(parts, fmt.Sprintf("%s evicted by the output cap or jobs clear", parse.FormatSize(o.EvictedTotal)))
+		parts = append(parts, fmt.Sprintf("%s inside this range %s", parse.FormatSize(o.Evicted), gapWords(o.EvictedTotal, o.DroppedTotal)))
+	} else {
+		if o.EvictedTotal > 0 {
+			parts = append(parts, fmt.Sprintf("%s evicted by the output cap or jobs clear", parse.FormatSize(o.EvictedTotal)))
+		}
+		if o.DroppedTotal > 0 {
+			parts = append(parts, fmt.Sprintf("%s dropped: the disk was full", parse.FormatSize(o.DroppedTotal)))
+		}
+	}
+	if o.CutLines > 0 {
+		parts = append(parts, fmt.Sprintf("truncated: %d line(s) longer than %s searched and shown in part", o.CutLines, parse.FormatSize(jobs.MaxGrepLine)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -288,7 +308,7 @@ func (r *runner) log(cc *ucli.Context) error {
 func (r *runner) logAll(cc *ucli.Context, c *jobs.Client, ref string, rg jobs.Range) error {
 	rg.ByteRange = true
 	rg.Limit = jobs.MaxPageBytes
-	var evicted int64
+	var evicted, evictedTotal, droppedTotal int64
 	for {
 		out, err := c.Log(cc.Context, ref, rg)
 		if err != nil {
@@ -298,13 +318,14 @@ func (r *runner) logAll(cc *ucli.Context, c *jobs.Client, ref string, rg jobs.Ra
 			return err
 		}
 		evicted += out.Evicted
+		evictedTotal, droppedTotal = out.EvictedTotal, out.DroppedTotal
 		if out.NextOffset <= rg.Offset || out.NextOffset >= out.TotalBytes {
 			break
 		}
 		rg.Offset = out.NextOffset
 	}
 	if evicted > 0 {
-		fmt.Fprintf(r.stderr, "[%s of this range were evicted by the output cap or a clear]\n", parse.FormatSize(evicted))
+		fmt.Fprintf(r.stderr, "[%s of this range %s]\n", parse.FormatSize(evicted), gapWords(evictedTotal, droppedTotal))
 	}
 	return nil
 }

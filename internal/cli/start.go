@@ -323,6 +323,9 @@ func (r *runner) stream(ctx context.Context, c *jobs.Client, j jobs.Job) error {
 // and the job's exit status.
 func (r *runner) finish(j jobs.Job) error {
 	if j.Status == jobs.StatusDone {
+		if j.DroppedBytes > 0 {
+			fmt.Fprintf(r.stderr, "jobs: job %s: %s\n", j.ID, droppedText(j.DroppedBytes))
+		}
 		return exitWith(j)
 	}
 	return &exitError{code: jobExitCode(j), msg: "job " + j.ID + " " + endText(j)}
@@ -334,7 +337,16 @@ func endText(j jobs.Job) string {
 	if j.Reason != "" && (j.Status == jobs.StatusFailed || j.Status == jobs.StatusLost) {
 		s += ": " + shown(oneLine(j.Reason))
 	}
-	return s + " after " + formatDuration(j.Runtime)
+	s += " after " + formatDuration(j.Runtime)
+	if j.DroppedBytes > 0 {
+		s += "; " + droppedText(j.DroppedBytes)
+	}
+	return s
+}
+
+// droppedText says how much of a job's output a full disk dropped.
+func droppedText(n int64) string {
+	return fmt.Sprintf("%d bytes of output dropped (%s): the disk was full", n, parse.FormatSize(n))
 }
 
 // interrupted turns a cancelled wait into a message that the job runs on.

@@ -160,7 +160,11 @@ func formatWait(res jobs.WaitResult) string {
 		if j.Status.Terminal() {
 			fmt.Fprintf(&b, "%s %s\n", j.ID, endText(j))
 		} else {
-			fmt.Fprintf(&b, "%s %s for %s, %s output\n", j.ID, statusText(j), formatDuration(j.Runtime), parse.FormatSize(j.OutputBytes))
+			fmt.Fprintf(&b, "%s %s for %s, %s output", j.ID, statusText(j), formatDuration(j.Runtime), parse.FormatSize(j.OutputBytes))
+			if j.DroppedBytes > 0 {
+				fmt.Fprintf(&b, "; %s", droppedText(j.DroppedBytes))
+			}
+			b.WriteByte('\n')
 		}
 	}
 	return b.String()

@@ -34,8 +34,12 @@ type AppenderOptions struct {
 	// writerCacheKiB).
 	MaxPendingBytes int
 	// BusyTimeout bounds one flush's wait for the database's write lock
-	// (DefaultBusyTimeout).
+	// (DefaultBusyTimeout); past it, the batch goes to the spool (see
+	// spool.go).
 	BusyTimeout time.Duration
+	// MaxSpoolBytes bounds the output spooled to disk while the database
+	// is locked (DefaultMaxSpoolBytes); above it, Write blocks.
+	MaxSpoolBytes int64
 	// RetryFor is how long a failing flush is retried before its bytes are
 	// dropped (DefaultRetryFor). After a drop, flushes are tried once until
 	// one succeeds, so a dead database does not slow the children.
@@ -78,6 +82,9 @@ func (o *AppenderOptions) setDefaults() {
 	if o.RetryFor <= 0 {
 		o.RetryFor = DefaultRetryFor
 	}
+	if o.MaxSpoolBytes <= 0 {
+		o.MaxSpoolBytes = DefaultMaxSpoolBytes
+	}
 	if o.MinFree <= 0 {
 		o.MinFree = DefaultMinFree
 	}
@@ -102,6 +109,7 @@ type Appender struct {
 
 	flushing chan struct{} // holds one token while a flush runs
 	w        *writer       // the flushes' connection; guarded by flushing
+	sp       spool         // output waiting for a locked database; guarded by flushing
 	wake     chan struct{} // the first byte after an idle period
 	full     chan struct{} // MaxBatchBytes are queued
 
@@ -112,6 +120,8 @@ type Appender struct {
 	walBytes  int64         // committed since the checkpointer was woken; guarded by flushing
 	commits   int           // transactions since the checkpointer was woken; guarded by flushing
 	walSync   int64         // committed since the flusher last checkpointed; guarded by flushing
+
+	stopWait atomic.Bool // Untrack no longer waits for spooled output
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -194,6 +204,10 @@ type pendingChunk struct {
 	rowOff   int64
 	rowSize  int
 	fellBack bool
+	// spoolAt and size locate data in the spool file while the chunk is
+	// spooled (data is nil then).
+	spoolAt int64
+	size    int
 }
 
 // stored describes the row c is in once written.
@@ -215,6 +229,7 @@ func NewAppender(d *db.DB, o AppenderOptions) *Appender {
 		wake:     make(chan struct{}, 1),
 		full:     make(chan struct{}, 1),
 		ckpt:     make(chan struct{}, 1),
+		sp:       spool{dir: spoolDir(d.Path)},
 	}
 	a.cond = sync.NewCond(&a.mu)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -247,6 +262,18 @@ func (a *Appender) Close() error {
 	a.wg.Wait()
 	a.flushing <- struct{}{}
 	err := a.flushLocked("", rowsAll)
+	// Spooled output gets closeDrain to reach the database; what is still
+	// spooled then is dropped and counted, as it would be on a full disk.
+	for deadline := time.Now().Add(closeDrain); errors.Is(err, errLocked) && time.Now().Before(deadline); {
+		time.Sleep(spoolRetry) // a pause between attempts at the lock
+		err = a.flushLocked("", rowsAll)
+	}
+	for !a.sp.empty() {
+		take := a.sp.takes[0]
+		a.sp.pop()
+		a.settle(take, errLocked, false)
+	}
+	a.sp.close()
 	if a.w != nil {
 		// What the checkpointer has not copied yet is copied now, room
 		// permitting, so that the WAL does not outlive the appender.
@@ -262,6 +289,16 @@ func (a *Appender) Close() error {
 	}
 	return nil
 }
+
+// StopWaiting makes Untrack return without waiting for a job's spooled
+// output to be committed: a supervisor that is closing records its jobs'
+// ends while a locked database keeps their output in the spool, which
+// Close then gives closeDrain.
+func (a *Appender) StopWaiting() { a.stopWait.Store(true) }
+
+// closeDrain bounds how long Close waits for a locked database to take the
+// spooled output.
+const closeDrain = 10 * time.Second
 
 // Track starts tracking jobID, whose output is capped at maxOutput bytes
 // (0 = no cap). It resumes the job's offset, line count and chunk sequence
@@ -333,16 +370,30 @@ func (a *Appender) Untrack(jobID string) error {
 	// transaction over all the others' few queued lines, which the flusher
 	// writes soon anyway (100 jobs ending: 100 extra transactions of 100
 	// jobs each).
-	a.flushing <- struct{}{}
-	err := a.flushLocked(jobID, rowsWithDrops)
-	<-a.flushing
-	a.mu.Lock()
-	delete(a.jobs, jobID)
-	a.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("untrack job %s: %w", jobID, err)
+	//
+	// Output of the job that waits in the spool is committed before the
+	// job is forgotten, so that its end is not recorded before its output:
+	// Untrack waits for the lock, trying again every spoolRetry without
+	// holding up the flusher meanwhile.
+	for {
+		a.flushing <- struct{}{}
+		err := a.flushLocked(jobID, rowsWithDrops)
+		a.mu.Lock()
+		st := a.jobs[jobID]
+		a.mu.Unlock()
+		waiting := st != nil && a.sp.holds(st)
+		<-a.flushing
+		if !waiting || a.isClosed() || a.stopWait.Load() {
+			a.mu.Lock()
+			delete(a.jobs, jobID)
+			a.mu.Unlock()
+			if err != nil && (waiting || !errors.Is(err, errLocked)) {
+				return fmt.Errorf("untrack job %s: %w", jobID, err)
+			}
+			return nil
+		}
+		time.Sleep(spoolRetry) // a pause between attempts at the lock
 	}
-	return nil
 }
 
 // Write appends p, read from stream s of jobID, to the job's output. It
@@ -516,8 +567,10 @@ func (a *Appender) run() {
 			}
 			t.Stop()
 		}
-		a.flush()
+		spooled := errors.Is(a.flush(), errLocked)
 		switch drops, behind := a.rowsBehind(); {
+		case spooled:
+			retry = time.After(spoolRetry)
 		case drops:
 			// Nothing may be written for a while: try again later to put
 			// the dropped count in the jobs rows.
@@ -581,7 +634,14 @@ const (
 
 // flushLocked writes the queued chunks of jobID, or of every job when jobID
 // is "", and advances the jobs rows rows says; the caller holds a.flushing.
+// A batch that cannot take the write lock goes to the spool, and while the
+// spool holds output, every job's queue follows it there and the spool is
+// committed instead (see spool.go). It returns an error wrapping errLocked
+// while output stays spooled.
 func (a *Appender) flushLocked(jobID string, rows rowPolicy) error {
+	if !a.sp.empty() {
+		return a.flushSpoolLocked(rows)
+	}
 	a.mu.Lock()
 	batch := a.takeLocked(jobID, rows)
 	degraded := a.degraded
@@ -589,9 +649,118 @@ func (a *Appender) flushLocked(jobID string, rows rowPolicy) error {
 	if len(batch) == 0 {
 		return nil
 	}
+	err := a.writeWithRetry(&batch, degraded, true)
+	if errors.Is(err, errLocked) {
+		if err = a.spillLocked(batch); err == nil {
+			return fmt.Errorf("spool output: %w", errLocked)
+		}
+	}
+	a.settle(batch, err, true)
+	return err
+}
 
-	err := a.writeWithRetry(&batch, degraded)
+// spoolRetry is how soon a flusher with spooled output tries the lock
+// again, and spoolBusy how long each try waits for it.
+const (
+	spoolRetry = 50 * time.Millisecond
+	spoolBusy  = 100 * time.Millisecond
+)
 
+// flushSpoolLocked moves every job's queue to the spool and commits the
+// spool, oldest take first, one transaction each, for as long as it gets
+// the lock; the caller holds a.flushing.
+func (a *Appender) flushSpoolLocked(rows rowPolicy) error {
+	var last error
+	a.spillQueuedLocked(rows)
+	for !a.sp.empty() {
+		take := a.sp.takes[0]
+		var n int
+		for _, b := range take {
+			n += int(b.bytes)
+		}
+		_, err := a.sp.load()
+		if err == nil {
+			// The loaded take counts as pending, so that memory stays
+			// under MaxPendingBytes as when a batch is written from
+			// memory.
+			a.mu.Lock()
+			degraded := a.degraded
+			a.pending += n
+			a.mu.Unlock()
+			// No batch of memory joins the transaction: it would be
+			// committed before older spooled output of its job.
+			err = a.writeWithRetry(&take, degraded, false)
+			if errors.Is(err, errLocked) {
+				a.sp.unload()
+				a.unpend(n)
+				return fmt.Errorf("spool output: %w", err)
+			}
+			a.unpend(n)
+		}
+		a.sp.pop()
+		a.settle(take, err, false)
+		a.sp.unloadTake(take)
+		if err != nil {
+			last = err
+		}
+		// What the children wrote meanwhile joins the end of the spool, so
+		// that they do not wait for the whole spool to be committed.
+		a.spillQueuedLocked(rows)
+	}
+	return last
+}
+
+// unpend takes n bytes off pending and wakes the writers waiting for room.
+func (a *Appender) unpend(n int) {
+	a.mu.Lock()
+	a.pending -= n
+	a.cond.Broadcast()
+	a.mu.Unlock()
+}
+
+// spillQueuedLocked moves every job's queue to the spool, unless the spool
+// is full: then the output waits in memory, and Write blocks once
+// MaxPendingBytes wait. Output that cannot be spooled (a full disk) is
+// dropped and counted.
+func (a *Appender) spillQueuedLocked(rows rowPolicy) {
+	a.mu.Lock()
+	if a.sp.held+int64(a.queued) > a.o.MaxSpoolBytes {
+		a.mu.Unlock()
+		return
+	}
+	batch := a.takeLocked("", rows)
+	a.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if err := a.spillLocked(batch); err != nil {
+		a.settle(batch, err, true)
+	}
+}
+
+// spillLocked appends batch to the spool and releases its memory; the
+// caller holds a.flushing.
+func (a *Appender) spillLocked(batch []jobBatch) error {
+	var n int64
+	for _, b := range batch {
+		n += b.bytes
+	}
+	if err := a.checkRoom(n); err != nil {
+		return err
+	}
+	if err := a.sp.spill(batch); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.pending -= int(n)
+	a.cond.Broadcast()
+	a.mu.Unlock()
+	return nil
+}
+
+// settle records the outcome of writing batch (err: dropped) in the jobs'
+// states; inPending says whether its bytes still count as pending.
+func (a *Appender) settle(batch []jobBatch, err error, inPending bool) {
 	var total int
 	a.mu.Lock()
 	for i := range batch {
@@ -619,7 +788,9 @@ func (a *Appender) flushLocked(jobID string, rows rowPolicy) error {
 		}
 	}
 	a.degraded = err != nil
-	a.pending -= total
+	if inPending {
+		a.pending -= total
+	}
 	a.cond.Broadcast()
 	a.mu.Unlock()
 
@@ -634,7 +805,6 @@ func (a *Appender) flushLocked(jobID string, rows rowPolicy) error {
 			}
 		}
 	}
-	return err
 }
 
 // takeLocked moves the queue of jobID (every job's when jobID is "") into a
@@ -694,13 +864,15 @@ func (a *Appender) takeMore() []jobBatch {
 }
 
 // writeWithRetry writes batch, retrying a failure for RetryFor (once only
-// when degraded). The writer may append batches taken while it ran.
-func (a *Appender) writeWithRetry(batch *[]jobBatch, degraded bool) error {
+// when degraded), but not a lock held elsewhere (errLocked), which the
+// spool waits out. With more, the writer may append batches taken while it
+// ran.
+func (a *Appender) writeWithRetry(batch *[]jobBatch, degraded, more bool) error {
 	deadline := time.Now().Add(a.o.RetryFor)
 	backoff := 20 * time.Millisecond
 	for {
-		err := a.writeBatch(batch)
-		if err == nil || degraded || time.Now().Add(backoff).After(deadline) {
+		err := a.writeBatch(batch, more)
+		if err == nil || errors.Is(err, errLocked) || degraded || time.Now().Add(backoff).After(deadline) {
 			return err
 		}
 		time.Sleep(backoff) // a pause between attempts, not a wait for an event

@@ -19,16 +19,21 @@
 //
 // Memory is bounded: Write blocks while MaxPendingBytes are waiting for the
 // database, so a child that floods its pipe is slowed to the database's pace.
-// A database that cannot take writes never hangs a child: a failing flush is
-// retried for RetryFor, then its bytes are dropped, counted in
-// jobs.dropped_bytes once the database takes writes again, and reported to
-// OnDropped. Offsets keep advancing over dropped bytes, so later chunks stay
+// A database locked by another process loses nothing and does not slow the
+// children: a flush that cannot take the lock within BusyTimeout goes to a
+// spool file beside the database, later output follows it, and the spool is
+// committed in order once the lock is free (spool.go). A database that
+// cannot take writes for another reason (a full disk) never hangs a child
+// either: a failing flush is retried for RetryFor, then its bytes are
+// dropped, counted in jobs.dropped_bytes once the database takes writes
+// again, and reported to OnDropped. Offsets keep advancing over dropped bytes, so later chunks stay
 // at their true absolute offsets.
 //
 // # Offsets, lines and the output cap
 //
 // byte_offset is the absolute offset of a chunk in the job's combined output
-// (all streams, in arrival order) and never changes. first_line is the number
+// (all streams, in arrival order); a byte's offset never changes (eviction
+// that cuts the front of a chunk moves the chunk's offset with it). first_line is the number
 // of newlines before the chunk, so line numbers in this package are 0-based:
 // line k is the text after the k-th newline; front ends that show 1-based
 // numbers (like sed -n) subtract one. TotalLines counts newlines; a final
@@ -36,7 +41,8 @@
 //
 // With a cap (jobs.max_output > 0) the appender keeps the first HeadKeep bytes
 // (at most half the cap) and the newest rest, deleting whole chunks from the
-// middle and adding them to evicted_bytes. The newest chunk is never evicted,
+// middle, and the front of the next one so that exactly the excess goes, and
+// adding them to evicted_bytes. The newest chunk is never evicted,
 // so a job retains at most its cap plus one chunk. [Clear] deletes every chunk
 // and counts it as evicted.
 //

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -103,6 +104,20 @@ type writer struct {
 	conn           *sql.Conn
 	insert, update *sql.Stmt // single-row, for the job-by-job path
 	multi          map[string]*sql.Stmt
+	busy           time.Duration // the connection's busy timeout
+}
+
+// setBusy sets the connection's busy timeout: how long BEGIN waits for
+// another writer's lock.
+func (w *writer) setBusy(ctx context.Context, d time.Duration) error {
+	if w.busy == d {
+		return nil
+	}
+	if _, err := w.conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", d.Milliseconds())); err != nil {
+		return err
+	}
+	w.busy = d
+	return nil
 }
 
 func (w *writer) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -156,6 +171,13 @@ func (a *Appender) writerLocked(ctx context.Context) (*writer, error) {
 		discard(conn)
 		return nil, fmt.Errorf("set up connection: %w", err)
 	}
+	// A flush waits BusyTimeout for another writer, then spools
+	// (spool.go); see setBusy.
+	w := &writer{conn: conn, multi: map[string]*sql.Stmt{}}
+	if err := w.setBusy(ctx, a.o.BusyTimeout); err != nil {
+		discard(conn)
+		return nil, fmt.Errorf("set up connection: %w", err)
+	}
 	// Checkpoints are the checkpointer's, while it runs (see there).
 	autockpt := "PRAGMA wal_autocheckpoint = 0"
 	if !a.isRunning() {
@@ -165,7 +187,7 @@ func (a *Appender) writerLocked(ctx context.Context) (*writer, error) {
 		discard(conn)
 		return nil, fmt.Errorf("set up connection: %w", err)
 	}
-	a.w = &writer{conn: conn, multi: map[string]*sql.Stmt{}}
+	a.w = w
 	return a.w, nil
 }
 
@@ -195,17 +217,19 @@ func (a *Appender) dropWriterLocked() {
 // While a flood keeps MaxBatchBytes queued, the transaction takes the next
 // batches too (appending them to *batch), for at most maxTxSpan, so that a
 // trickle of another job still becomes visible soon.
-func (a *Appender) writeBatch(batch *[]jobBatch) error {
-	err := a.writeTx(batch, true)
+func (a *Appender) writeBatch(batch *[]jobBatch, more bool) error {
+	err := a.writeTx(batch, true, more)
 	if err != nil && isConstraint(err) {
-		err = a.writeTx(batch, false)
+		err = a.writeTx(batch, false, more)
 	}
 	return err
 }
 
 // writeTx writes batch, and the batches takeMore adds, in one transaction:
-// in groups, or job by job under savepoints.
-func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
+// in groups, or job by job under savepoints. Without more, it writes batch
+// alone. It returns an error wrapping errLocked when another connection
+// keeps the write lock past BusyTimeout.
+func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	// Statements run under a context that is never cancelled: once the
 	// transaction holds the lock, abandoning it half way helps no one.
 	ctx := context.Background()
@@ -218,19 +242,51 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 		n += b.bytes
 	}
 	if err := a.checkRoom(n); err != nil {
+		// Copying the WAL may give room back (room.go).
+		signal(a.ckpt)
 		return err
 	}
-	if (a.walSync >= walRestartFrames*4096 || a.walFrames.Load() >= walRestartFrames) &&
-		a.restartWAL(ctx, w.conn) == nil {
+	// On a tight disk the WAL is copied and truncated before every
+	// transaction: a WAL left to grow to walRestartFrames, beside the
+	// database file holding the same pages, filled a small disk twice over
+	// (room.go). Otherwise it starts over once it holds walRestartFrames.
+	_, tight := a.tight()
+	restarted := false
+	switch {
+	case tight:
+		restarted = a.checkpoint(ctx, w.conn) == nil
+	case a.walSync >= walRestartFrames*4096 || a.walFrames.Load() >= walRestartFrames:
+		restarted = a.restartWAL(ctx, w.conn) == nil
+	}
+	if restarted {
 		a.walFrames.Store(0)
 		a.walSync = 0
 	}
-	lockCtx, cancel := context.WithTimeout(ctx, a.o.BusyTimeout)
+	// The connection's busy timeout says how long BEGIN waits for the
+	// lock: BusyTimeout, or spoolBusy while output is spooled, so that the
+	// flusher is back to move the children's output to the spool soon; the
+	// context only guards against a wait that does not end.
+	busy := a.o.BusyTimeout
+	if !a.sp.empty() {
+		busy = min(busy, spoolBusy)
+	}
+	if err := w.setBusy(ctx, busy); err != nil {
+		a.dropWriterLocked()
+		return fmt.Errorf("set busy timeout: %w", err)
+	}
+	lockCtx, cancel := context.WithTimeout(ctx, 2*a.o.BusyTimeout+time.Second)
 	_, err = w.conn.ExecContext(lockCtx, "BEGIN IMMEDIATE")
+	interrupted := lockCtx.Err() != nil
 	cancel()
 	if err != nil {
+		if isBusy(err) && !interrupted {
+			return fmt.Errorf("begin transaction: %w", errLocked)
+		}
 		// The connection may be broken, or its BEGIN interrupted half way.
 		a.dropWriterLocked()
+		if interrupted {
+			return fmt.Errorf("begin transaction: %w", errLocked)
+		}
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	defer func() {
@@ -248,7 +304,7 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped bool) (err error) {
 	txStart := time.Now()
 	for i := 0; ; {
 		if i == len(*batch) {
-			if time.Since(txStart) >= maxTxSpan || a.checkRoom(n+int64(a.o.MaxBatchBytes)) != nil {
+			if !more || time.Since(txStart) >= maxTxSpan || a.checkRoom(n+int64(a.o.MaxBatchBytes)) != nil {
 				break
 			}
 			more := a.takeMore()
@@ -616,14 +672,17 @@ func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, st *writer, b *
 	return enforceCap(ctx, conn, b, retained)
 }
 
-// evict deletes the oldest chunks at or past head, but never the newest
-// chunk (at newest), until excess bytes are gone, and counts them.
+// evict deletes the oldest output at or past head, but never the newest
+// chunk (at newest), until excess bytes are gone, and counts them: whole
+// chunks, and the front of the next one when a whole one would be too
+// much, so that exactly excess bytes go (the cap keeps exactly HeadKeep
+// and the newest rest). It returns how many bytes went.
 func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, excess int64) (int64, error) {
 	rows, err := conn.QueryContext(ctx, evictable, jobID, head)
 	if err != nil {
 		return 0, err
 	}
-	var freed, lastOff int64
+	var freed, lastOff, cutOff, cut int64
 	n := 0
 	for rows.Next() && freed < excess {
 		var off, size int64
@@ -632,6 +691,10 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 			return 0, err
 		}
 		if off >= newest {
+			break
+		}
+		if freed+size > excess {
+			cutOff, cut = off, excess-freed
 			break
 		}
 		freed += size
@@ -644,16 +707,47 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	if n == 0 {
-		return 0, nil
+	if n > 0 {
+		if _, err := conn.ExecContext(ctx, deleteChunks, jobID, head, lastOff); err != nil {
+			return 0, err
+		}
 	}
-	if _, err := conn.ExecContext(ctx, deleteChunks, jobID, head, lastOff); err != nil {
-		return 0, err
+	if cut > 0 {
+		if err := trimChunk(ctx, conn, jobID, cutOff, cut); err != nil {
+			return 0, err
+		}
+		freed += cut
+	}
+	if freed == 0 {
+		return 0, nil
 	}
 	if _, err = conn.ExecContext(ctx, addEvicted, freed, jobID); err != nil {
 		return 0, err
 	}
 	return freed, nil
+}
+
+// trimChunk deletes the first k bytes of the chunk at off (fewer than it
+// holds): the rest keeps its absolute offset and line numbers.
+func trimChunk(ctx context.Context, conn *sql.Conn, jobID string, off, k int64) error {
+	var data []byte
+	if err := conn.QueryRowContext(ctx, `SELECT data FROM chunks WHERE job_id = ? AND byte_offset = ?`, jobID, off).Scan(&data); err != nil {
+		return fmt.Errorf("trim chunk: %w", err)
+	}
+	nl := int64(bytes.Count(data[:k], newline))
+	_, err := conn.ExecContext(ctx, `UPDATE chunks SET data = ?, byte_offset = byte_offset + ?, first_line = first_line + ?,
+		line_count = line_count - ? WHERE job_id = ? AND byte_offset = ?`, data[k:], k, nl, nl, jobID, off)
+	if err != nil {
+		return fmt.Errorf("trim chunk: %w", err)
+	}
+	return nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY family: another
+// connection holds the lock.
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // isConstraint reports whether err is SQLite's SQLITE_CONSTRAINT family:
@@ -713,19 +807,20 @@ func (a *Appender) checkpointer() {
 
 // checkpoint runs a passive checkpoint (one that waits for no reader or
 // writer) on conn, one at a time, and notes how many frames the WAL holds.
-// It copies nothing, and says the disk is full, while the copy could take
-// the room kept for status changes.
+// On a tight disk it truncates the WAL instead, or copies nothing and
+// says the disk is full while the copy would not fit (see room.go).
 // The caller that is the flusher holds a.flushing, so nothing is committed
 // meanwhile and the checkpoint copies every frame that no reader still
 // needs.
 func (a *Appender) checkpoint(ctx context.Context, conn *sql.Conn) error {
-	if !a.roomToCheckpoint() {
-		return ErrDiskFull // see room.go
-	}
 	a.ckptMu.Lock()
 	defer a.ckptMu.Unlock()
+	mode, err := a.checkpointMode(ctx, conn)
+	if err != nil {
+		return err // see room.go
+	}
 	var busy, frames, copied int64
-	err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &frames, &copied)
 	if err != nil {
 		return err
 	}
@@ -751,8 +846,8 @@ const restartWait = 100 * time.Millisecond
 // open transaction in the sqlite3 shell) it gives up after restartWait,
 // and the next transaction tries again.
 func (a *Appender) restartWAL(ctx context.Context, conn *sql.Conn) (err error) {
-	if !a.roomToCheckpoint() {
-		return ErrDiskFull // see room.go
+	if _, err := a.checkpointMode(ctx, conn); err != nil {
+		return err // see room.go
 	}
 	a.ckptMu.Lock()
 	defer a.ckptMu.Unlock()

@@ -19,9 +19,18 @@ type Filter struct {
 	Stream Stream
 	// Grep keeps only the lines that match (tested without their newline).
 	// Lines are those of the bytes the Stream filter keeps, so a stdout line
-	// interrupted by stderr output is still one line.
+	// interrupted by stderr output is still one line. A line longer than
+	// MaxGrepLine is tested and returned in part (see there).
 	Grep *regexp.Regexp
 }
+
+// MaxGrepLine is the longest line a Grep filter examines whole. Of a
+// longer line, a forward read (ReadRange, ReadLines) tests and returns its
+// first MaxGrepLine bytes and a tail (Tail, TailLines) its last
+// MaxGrepLine bytes; the page counts such lines in CutLines and says
+// Truncated. Without the bound, one line without a newline (a progress
+// bar, a binary blob) made a filtered read hold and match the whole of it.
+const MaxGrepLine = 1 << 20
 
 // Page is the result of a read. Offsets are absolute in the job's combined
 // output; line numbers are 0-based newline counts (see the package doc).
@@ -50,6 +59,9 @@ type Page struct {
 	Gap int64
 	// Matches counts the lines Grep matched.
 	Matches int64
+	// CutLines counts the lines longer than MaxGrepLine that Grep examined
+	// only in part.
+	CutLines int64
 	// More reports output after End.
 	More bool
 	// Truncated reports that a limit (the caller's, MaxLimit or ScanLimit)
@@ -206,10 +218,13 @@ type reader struct {
 	truncated bool
 	done      bool // stopped before the end of the output
 
-	// grep: the current line of filtered bytes, and where it started
+	// grep: the current line of filtered bytes (its first MaxGrepLine),
+	// where it started, and whether it was longer
 	cur          []byte
 	curStart     int64
 	curStartLine int64
+	curCut       bool
+	cutLines     int64
 }
 
 // begin fixes the start of the page at pos.
@@ -287,6 +302,9 @@ func (rd *reader) chunk(c *chunk) bool {
 		rd.truncated, rd.done = true, true
 		if len(rd.cur) > 0 { // resume at the start of the unfinished line
 			rd.pos, rd.line = rd.curStart, rd.curStartLine
+			if rd.curCut {
+				rd.cutLines++ // examined in part already
+			}
 		}
 		return false
 	}
@@ -304,21 +322,39 @@ func (rd *reader) grep(seg []byte, at int64) (bool, int64, int64) {
 		}
 		i := bytes.IndexByte(seg, '\n')
 		if i < 0 {
-			rd.cur = append(rd.cur, seg...)
+			rd.keepLine(seg)
 			return false, 0, 0
 		}
 		line := seg[:i+1]
-		if len(rd.cur) > 0 {
-			rd.cur = append(rd.cur, line...)
+		if len(rd.cur) > 0 || rd.curCut || len(line) > MaxGrepLine {
+			rd.keepLine(line)
 			line = rd.cur
 		}
 		if !rd.match(line) {
 			return true, rd.curStart, rd.curStartLine
 		}
-		rd.cur = rd.cur[:0]
+		rd.closeLine()
 		seg, at, ln = seg[i+1:], at+int64(i+1), ln+1
 	}
 	return false, 0, 0
+}
+
+// keepLine adds b to the current line, up to MaxGrepLine bytes.
+func (rd *reader) keepLine(b []byte) {
+	room := MaxGrepLine - len(rd.cur)
+	if len(b) > room {
+		b, rd.curCut = b[:room], true
+	}
+	rd.cur = append(rd.cur, b...)
+}
+
+// closeLine forgets the current line, counting it when it was cut.
+func (rd *reader) closeLine() {
+	if rd.curCut {
+		rd.cutLines++
+		rd.truncated = true
+	}
+	rd.cur, rd.curCut = rd.cur[:0], false
 }
 
 // match tests one line and keeps it when it matches; false means the output
@@ -355,6 +391,8 @@ func (rd *reader) finish(m meta) {
 			if !rd.match(rd.cur) {
 				rd.pos, rd.line = rd.curStart, rd.curStartLine
 				rd.truncated, rd.done = true, true
+			} else {
+				rd.closeLine()
 			}
 			rd.cur = rd.cur[:0]
 		}
@@ -368,7 +406,7 @@ func (rd *reader) fill(p *Page) {
 	}
 	p.Start, p.End, p.NextOffset = rd.start, rd.pos, rd.pos
 	p.FirstLine, p.Lines = rd.firstLine, rd.line-rd.firstLine
-	p.Gap, p.Matches = rd.gap, rd.matches
+	p.Gap, p.Matches, p.CutLines = rd.gap, rd.matches, rd.cutLines
 	p.More = rd.pos < p.TotalBytes
 	p.Truncated = rd.truncated
 }
@@ -709,7 +747,7 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 	}
 	p.Gap += max(prev-start, 0)
 	p.Lines = r.m.lines - p.FirstLine
-	p.Matches = sel.matches
+	p.Matches, p.CutLines = sel.matches, sel.cutLines
 	p.Truncated = sel.truncated || (clamped && start > 0)
 	return p, nil
 }
@@ -720,6 +758,7 @@ type selection struct {
 	startAbs  int64 // absolute start when known otherwise (grep), else -1
 	data      []byte
 	matches   int64
+	cutLines  int64
 	truncated bool
 }
 
@@ -796,17 +835,24 @@ func charStart(b []byte, n int64) int {
 }
 
 // selectGrep matches the whole lines of the window and keeps the last n
-// units of the matching lines.
+// units of the matching lines. Of a line longer than MaxGrepLine, only its
+// last MaxGrepLine bytes are matched and kept; the window need not reach
+// back to its start.
 func selectGrep(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp) (selection, bool) {
 	buf := w.buf
 	sel := selection{startAbs: -1}
 	begin := 0
-	if !w.all { // the first line may have started before the window
+	firstCut := false // the first line started before the window
+	if !w.all {
 		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
+		switch {
+		case i >= MaxGrepLine || i < 0 && len(buf) >= MaxGrepLine:
+			firstCut = true // long enough to be cut wherever it started
+		case i < 0:
 			return sel, false
+		default:
+			begin = i + 1
 		}
-		begin = i + 1
 	}
 	type match struct{ at, end int }
 	var ms []match
@@ -816,12 +862,18 @@ func selectGrep(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp
 		if i := bytes.IndexByte(buf[at:], '\n'); i >= 0 {
 			end = at + i + 1
 		}
-		if re.Match(bytes.TrimSuffix(buf[at:end], newline)) {
-			ms = append(ms, match{at, end})
-			size += end - at
+		from := at
+		if end-at > MaxGrepLine || at == 0 && firstCut {
+			from = max(at, end-MaxGrepLine)
+			sel.cutLines++
+		}
+		if re.Match(bytes.TrimSuffix(buf[from:end], newline)) {
+			ms = append(ms, match{from, end})
+			size += end - from
 		}
 		at = end
 	}
+	sel.truncated = sel.cutLines > 0
 	// Keep matches from the newest back until n units are reached.
 	var units int64
 	k := len(ms)
@@ -856,6 +908,7 @@ func selectGrep(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp
 			cut = charStart(out, n)
 		}
 		out = out[cut:]
+		sel.from += cut // inside the oldest match kept
 	}
 	sel.data = out
 	return sel, true

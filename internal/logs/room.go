@@ -1,8 +1,11 @@
 package logs
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +27,30 @@ var ErrDiskFull = errors.New("disk full")
 // could take the free space below MinFree, and no checkpoint copies while
 // less than twice that (plus the WAL) is free: output is dropped and counted
 // instead, and the room is left for status changes and events.
+//
+// Once the disk is tight (less than twice MinFree plus the WAL free), a
+// checkpoint copies only when what it adds to the database file fits (the
+// pages of the newest snapshot past the file's end: a full disk's writes
+// mostly rewrite pages the file has), and then truncates the WAL, giving
+// its space back. Without that, the WAL of a supervisor that once filled
+// the disk was never copied again: it grew by every later job's writes
+// and ate the room even after space was freed (every job's output
+// dropped on 4 MiB, a job's end never recorded on 16 MiB).
+//
+// The reserve and a job's end. Recording the end of a job whose output
+// was dropped (an output_dropped event, then the terminal transition)
+// appends at most about 90 KiB to the WAL (TestReserveCoversEveryJobEnd:
+// two transactions touching the jobs row, the events table and their
+// indexes, ~22 pages of 4 KiB plus frame headers, page splits included).
+// Without checkpoints, the 200 jobs a supervisor may run would take 12 MiB
+// together, six times the reserve. So on a tight disk the supervisor
+// calls [Appender.Reclaim] before it records each end, one end at a time:
+// the WAL is truncated first, and the end needs only its own frames, at
+// most 90 KiB of the 2 MiB reserve, plus the few pages by which it grows
+// the database file (the 200 ends grow it by about 112 KiB in all), which
+// the next Reclaim copies: 90 KiB + 112 KiB of 2 MiB. A Reclaim that
+// cannot copy (the file cannot grow by what it needs) still leaves the
+// reserve for 20 ends.
 
 // freeBytes returns the space available on the file system of path.
 func freeBytes(path string) (int64, bool) {
@@ -48,9 +75,61 @@ func (a *Appender) checkRoom(n int64) error {
 	return nil
 }
 
-// roomToCheckpoint reports whether a checkpoint, which may grow the
-// database file by as much as the WAL holds, leaves enough room.
-func (a *Appender) roomToCheckpoint() bool {
+// tight reports whether the database's file system has less than twice
+// MinFree free beside the WAL: a checkpoint may then take the reserve.
+func (a *Appender) tight() (free int64, tight bool) {
 	free, ok := freeBytes(a.d.Path)
-	return !ok || free >= 2*a.o.MinFree+a.walFrames.Load()*4096
+	if !ok {
+		return 0, false
+	}
+	return free, free < 2*a.o.MinFree+fileSize(a.d.Path+"-wal")
+}
+
+// checkpointMode returns how to checkpoint on conn: PASSIVE while there is
+// room, TRUNCATE on a tight disk when what the copy adds to the database
+// file fits, and an error wrapping ErrDiskFull when it does not.
+func (a *Appender) checkpointMode(ctx context.Context, conn *sql.Conn) (string, error) {
+	free, tight := a.tight()
+	if !tight {
+		return "PASSIVE", nil
+	}
+	var pages, pageSize int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		return "", fmt.Errorf("count pages: %w", err)
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return "", fmt.Errorf("read page size: %w", err)
+	}
+	if growth := pages*pageSize - fileSize(a.d.Path); free < growth+checkpointMargin {
+		return "", fmt.Errorf("%w: %s free, a checkpoint needs %s", ErrDiskFull, parse.FormatSize(free), parse.FormatSize(growth+checkpointMargin))
+	}
+	return "TRUNCATE", nil
+}
+
+// checkpointMargin is room a tight checkpoint leaves beyond its growth.
+const checkpointMargin = 64 << 10
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// Reclaim copies the WAL into the database file and truncates it when the
+// disk is tight and the copy fits (see above); it does nothing otherwise.
+// A supervisor calls it before recording a job's end, so that the end
+// finds the whole reserve. It returns whether the disk was tight.
+func (a *Appender) Reclaim(ctx context.Context) bool {
+	if _, tight := a.tight(); !tight {
+		return false
+	}
+	conn, err := a.d.Conn(ctx)
+	if err != nil {
+		return true
+	}
+	defer conn.Close()
+	_ = a.checkpoint(ctx, conn) // a failure leaves the reserve as it is
+	return true
 }

@@ -56,8 +56,11 @@ const (
 	// DefaultHeadKeep is how much of the start of a capped job's output is
 	// never evicted.
 	DefaultHeadKeep = 1 << 20
-	// DefaultBusyTimeout bounds one flush's wait for the write lock.
-	DefaultBusyTimeout = 2 * time.Second
+	// DefaultBusyTimeout bounds one flush's wait for the write lock before
+	// its batch goes to the spool. A child's write waits at most about
+	// this long while the database is locked (once MaxPendingBytes wait),
+	// so it is well under the second a write may stall.
+	DefaultBusyTimeout = 300 * time.Millisecond
 	// DefaultRetryFor is how long a failing flush is retried before its
 	// bytes are dropped.
 	DefaultRetryFor = 3 * time.Second

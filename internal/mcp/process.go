@@ -271,7 +271,10 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 		notes = append(notes, fmt.Sprintf("%s before this page (offset=0 reads from the start)", size(out.OmittedBefore)))
 	}
 	if out.Evicted > 0 {
-		notes = append(notes, fmt.Sprintf("%s inside this range was dropped by the output cap or a clear", size(out.Evicted)))
+		notes = append(notes, fmt.Sprintf("%s inside this range %s", size(out.Evicted), gapWords(out)))
+	}
+	if out.CutLines > 0 {
+		notes = append(notes, cutLinesNote(out))
 	}
 	out.Note = strings.Join(notes, "; ")
 	line := fmt.Sprintf("log of session %s: %s", textclean.Echo(ref), out.Note)

@@ -115,7 +115,13 @@ type outputView struct {
 	OmittedBefore int64 `json:"omitted_before"`
 	OmittedAfter  int64 `json:"omitted_after"`
 	Evicted       int64 `json:"evicted,omitempty"`
-	Truncated     bool  `json:"truncated"`
+	// EvictedTotal and DroppedTotal are the job's bytes removed by the cap
+	// or a clear, and dropped on a full disk; CutLines the lines longer
+	// than the grep bound that were searched in part.
+	EvictedTotal int64 `json:"evicted_total,omitempty"`
+	DroppedTotal int64 `json:"dropped_total,omitempty"`
+	CutLines     int64 `json:"cut_lines,omitempty"`
+	Truncated    bool  `json:"truncated"`
 	// Note says in words what was left out and how to read it.
 	Note string `json:"note,omitempty"`
 }
@@ -136,6 +142,9 @@ func viewOutput(o jobs.Output) outputView {
 		OmittedBefore: o.OmittedBefore,
 		OmittedAfter:  o.OmittedAfter,
 		Evicted:       o.Evicted,
+		EvictedTotal:  o.EvictedTotal,
+		DroppedTotal:  o.DroppedTotal,
+		CutLines:      o.CutLines,
 		Truncated:     o.Truncated,
 	}
 }
@@ -148,9 +157,31 @@ func tailNote(id string, o outputView) string {
 		parts = append(parts, fmt.Sprintf("%s of earlier output not shown here (read it with process action=log sessionId=%s, e.g. offset=0)", size(o.OmittedBefore), id))
 	}
 	if o.Evicted > 0 {
-		parts = append(parts, fmt.Sprintf("%s in this range was dropped by the output cap or a clear", size(o.Evicted)))
+		parts = append(parts, fmt.Sprintf("%s in this range %s", size(o.Evicted), gapWords(o)))
+	} else if o.DroppedTotal > 0 {
+		parts = append(parts, fmt.Sprintf("%s of the output was dropped because the disk was full", size(o.DroppedTotal)))
+	}
+	if o.CutLines > 0 {
+		parts = append(parts, cutLinesNote(o))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// gapWords names the bytes missing inside a range after what the job can
+// have lost.
+func gapWords(o outputView) string {
+	switch {
+	case o.DroppedTotal == 0:
+		return "was removed by the output cap or a clear"
+	case o.EvictedTotal == 0:
+		return "was dropped because the disk was full"
+	}
+	return "was removed by the output cap or a clear, or dropped because the disk was full"
+}
+
+// cutLinesNote says that grep searched long lines in part.
+func cutLinesNote(o outputView) string {
+	return fmt.Sprintf("truncated: %d line(s) longer than %s were searched and shown in part", o.CutLines, size(jobs.MaxGrepLine))
 }
 
 // size formats a byte count for a model to read.

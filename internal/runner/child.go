@@ -203,6 +203,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 	if err := s.app.Untrack(c.id); err != nil {
 		s.logf("flush output of job %s: %v", c.id, err)
 	}
+	release := s.reserveForEnd()
 	d := s.takeDropped(c.id)
 	if tracked {
 		t.Output = &db.OutputTotals{Bytes: totals.Bytes, Lines: totals.Lines}
@@ -238,8 +239,24 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 			job.Status, job.ExitCode, job.Signal, job.Reason = t.To, t.ExitCode, t.Signal, t.Reason
 		}
 	}
+	release()
 	s.complete(c, job)
 	return job
+}
+
+// reserveForEnd readies the database for recording a job's end: on a
+// tight disk, it copies and truncates the WAL and lets one end be recorded
+// at a time, so that each finds the whole reserve (logs/room.go). It
+// returns the function that lets the next one go.
+func (s *Supervisor) reserveForEnd() func() {
+	s.endMu.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	if s.app.Reclaim(ctx) {
+		return s.endMu.Unlock
+	}
+	s.endMu.Unlock()
+	return func() {}
 }
 
 // persist runs a write that must land — a final status, the record of

@@ -97,6 +97,8 @@ type Supervisor struct {
 	sockPath    string
 	defaultSock string
 
+	endMu sync.Mutex // one job's end at a time on a tight disk (reserveForEnd)
+
 	// ctx is cancelled by Close; it scopes the janitor, the socket
 	// handlers and the idle watcher. Runners do not stop on it: their
 	// children are ended explicitly, and their final writes use
@@ -386,6 +388,11 @@ func (s *Supervisor) shutdown() {
 		defLock.Close()
 	}
 
+	// A database locked by another process must not keep the jobs' ends
+	// waiting for their spooled output now.
+	if s.app != nil {
+		s.app.StopWaiting()
+	}
 	var kills sync.WaitGroup
 	for _, c := range kids {
 		kills.Add(1)

@@ -112,6 +112,8 @@ func outputFromPage(id string, p logs.Page, text string) Output {
 		TotalLines:   p.TotalLines,
 		Evicted:      p.Gap,
 		EvictedTotal: p.EvictedBytes,
+		DroppedTotal: p.DroppedBytes,
+		CutLines:     p.CutLines,
 		Truncated:    p.Truncated,
 	}
 	if p.Start > 0 {

@@ -15,6 +15,11 @@ import (
 	"github.com/agentjobs/jobs/internal/textclean"
 )
 
+// MaxGrepLine is the longest line a grep examines whole: of a longer
+// line, a forward read tests and returns its first MaxGrepLine bytes, a
+// tail its last MaxGrepLine bytes, and the result says Truncated.
+const MaxGrepLine = logs.MaxGrepLine
+
 // find resolves ref in the client's scope. When the job looks alive it
 // first checks that its supervisor is: a dead one's jobs become lost here,
 // as DESIGN says whoever notices marks them.

@@ -295,10 +295,17 @@ type Output struct {
 	// that are outside this page.
 	OmittedBefore int64 `json:"omitted_before"`
 	OmittedAfter  int64 `json:"omitted_after"`
-	// Evicted counts bytes inside this page's range that the output cap
-	// or a clear removed; EvictedTotal counts them in the whole job.
+	// Evicted counts bytes inside this page's range that are not stored:
+	// removed by the output cap or a clear, or dropped on a full disk.
+	// EvictedTotal counts the bytes the cap or a clear removed from the
+	// whole job, DroppedTotal those a full disk dropped; a front end names
+	// the gap after whichever of the two it can be.
 	Evicted      int64 `json:"evicted"`
 	EvictedTotal int64 `json:"evicted_total"`
+	DroppedTotal int64 `json:"dropped_total"`
+	// CutLines counts lines longer than MaxGrepLine that a grep examined
+	// and returned only in part (Truncated is set then).
+	CutLines int64 `json:"cut_lines,omitempty"`
 	// Truncated reports that a limit cut this read short.
 	Truncated bool `json:"truncated"`
 }
