@@ -367,6 +367,9 @@ type WaitOptions struct {
 	// Input returns when a job is blocked reading its stdin (a prompt
 	// waits for an answer), within about half a second of it blocking.
 	Input bool
+	// NewOutput returns when a job has output its ReadNew cursor has not
+	// passed (a blocking poll).
+	NewOutput bool
 	// Progress, when set, is called about once a second while waiting.
 	Progress func([]Job)
 }
@@ -386,6 +389,9 @@ const (
 	// WaitInput means a job is blocked reading its stdin
 	// (WaitOptions.Input).
 	WaitInput WaitReason = "input"
+	// WaitOutput means a job has output not yet read by ReadNew
+	// (WaitOptions.NewOutput).
+	WaitOutput WaitReason = "output"
 )
 
 // WaitResult says why Wait returned and the jobs' states then.

@@ -15,7 +15,8 @@ import (
 
 // Wait blocks until the jobs finish (or one of them with o.Any), output of
 // one of them matches o.Until, all of them have been silent for o.Idle, one
-// of them waits for input (o.Input), or o.Timeout passes. It sleeps while it
+// of them waits for input (o.Input) or has unread output (o.NewOutput), or
+// o.Timeout passes. It sleeps while it
 // waits: it wakes when the database changes, and at least once a second
 // (twice with o.Input, which only the kernel can tell).
 func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitResult, error) {
@@ -54,8 +55,9 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 	scanned := make([]int64, len(ids)) // Until: offset of the next unscanned line
 	nap := time.Second
 	if o.Input {
-		nap = 500 * time.Millisecond
+		nap = 250 * time.Millisecond
 	}
+	inputSeen := false
 	lastProgress := time.Now()
 	lastSweep := time.Now()
 	for {
@@ -135,13 +137,30 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 				return res, nil
 			}
 		}
-		if o.Input {
+		if o.NewOutput {
 			for _, j := range jobs {
-				if j.WaitingForInput {
-					res.Reason, res.JobID = WaitInput, j.ID
+				if j.OutputBytes > j.ReadCursor {
+					res.Reason, res.JobID = WaitOutput, j.ID
 					return res, nil
 				}
 			}
+		}
+		if o.Input {
+			// A job is taken to wait for input when two looks in a row
+			// say so: the output it wrote just before blocking (the
+			// prompt, the answer Until looks for) has landed by then.
+			waiting := ""
+			for _, j := range jobs {
+				if j.WaitingForInput {
+					waiting = j.ID
+					break
+				}
+			}
+			if waiting != "" && inputSeen {
+				res.Reason, res.JobID = WaitInput, waiting
+				return res, nil
+			}
+			inputSeen = waiting != ""
 		}
 		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
 			o.Progress(jobs)
