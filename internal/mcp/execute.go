@@ -53,7 +53,9 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	}
 	var notes []string
 	if window > s.bound {
-		notes = append(notes, fmt.Sprintf("yieldMs capped at %d (the call bound)", s.bound.Milliseconds()))
+		if in.YieldMs != nil {
+			notes = append(notes, fmt.Sprintf("yieldMs capped at %d (the call bound)", s.bound.Milliseconds()))
+		}
 		window = s.bound
 	}
 	if in.Background || in.RunInBackground {

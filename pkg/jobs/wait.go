@@ -57,7 +57,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 	if o.Input {
 		nap = 250 * time.Millisecond
 	}
-	inputSeen := false
+	var inputSince time.Time
 	lastProgress := time.Now()
 	lastSweep := time.Now()
 	for {
@@ -146,8 +146,8 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			}
 		}
 		if o.Input {
-			// A job is taken to wait for input when two looks in a row
-			// say so: the output it wrote just before blocking (the
+			// A job is taken to wait for input once it has for
+			// inputSettle: the output it wrote just before blocking (the
 			// prompt, the answer Until looks for) has landed by then.
 			waiting := ""
 			for _, j := range jobs {
@@ -156,11 +156,15 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 					break
 				}
 			}
-			if waiting != "" && inputSeen {
+			switch {
+			case waiting == "":
+				inputSince = time.Time{}
+			case inputSince.IsZero():
+				inputSince = time.Now()
+			case time.Since(inputSince) >= inputSettle:
 				res.Reason, res.JobID = WaitInput, waiting
 				return res, nil
 			}
-			inputSeen = waiting != ""
 		}
 		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
 			o.Progress(jobs)
@@ -184,6 +188,10 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 		}
 	}
 }
+
+// inputSettle is how long a job must have been blocked on stdin before
+// Wait says so: a few of the supervisor's output flushes.
+const inputSettle = 300 * time.Millisecond
 
 // scanUntil looks for re in the lines of j's output from offset from on.
 // It returns the first matching line (empty if none) and the offset to
