@@ -39,6 +39,7 @@ type scenarioResult struct {
 	Output          int            `json:"output"`
 	WaitingForInput bool           `json:"waiting_for_input"`
 	PromptSeenMS    int64          `json:"prompt_seen_ms"`
+	PromptShown     bool           `json:"prompt_shown"`
 	Escaped         bool           `json:"escaped"`
 	Verbatim        bool           `json:"verbatim"`
 	WorstLagMS      int64          `json:"worst_lag_ms"`
@@ -136,8 +137,8 @@ func TestMCPClientScenarios(t *testing.T) {
 	want("build", 2, none)
 	want("devserver", 3, none)
 	want("prompt", 3, func(r scenarioResult) string {
-		if !r.WaitingForInput {
-			return "execute_command did not report waiting_for_input at the prompt"
+		if !r.WaitingForInput || !r.PromptShown {
+			return "execute_command did not return the prompt with waiting_for_input"
 		}
 		if r.PromptSeenMS > 2000 {
 			return "the prompt (after 0.5 s) was reported after " + itoa(r.PromptSeenMS) + " ms"

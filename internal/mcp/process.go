@@ -712,12 +712,14 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processI
 	for _, w := range wr.Jobs {
 		s.backoff.reset(w.ID)
 	}
-	var pr pollResultOf
+	// The output is what the caller has not read yet (execute_command's
+	// window and poll read some): a finished job's newest resultChars, a
+	// running one's newest waitChars, from a line start.
+	chars := int64(waitChars)
 	if j.Status.Terminal() {
-		pr, err = s.tail(ctx, j.ID, resultChars/int64(len(refs)))
-	} else {
-		pr, err = s.readNew(ctx, j.ID, waitChars)
+		chars = resultChars / int64(len(refs))
 	}
+	pr, err := s.readNew(ctx, j.ID, chars)
 	if err != nil {
 		return nil, nil, err
 	}

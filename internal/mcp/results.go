@@ -18,6 +18,7 @@ type jobView struct {
 	Name            string   `json:"name,omitempty"`
 	Label           string   `json:"label,omitempty"`
 	Command         string   `json:"command"`
+	Argv            []string `json:"argv,omitempty"`
 	Status          string   `json:"status"`
 	ExitCode        *int     `json:"exit_code,omitempty"`
 	Signal          string   `json:"signal,omitempty"`
@@ -72,7 +73,7 @@ func viewJob(j jobs.Job, full bool) jobView {
 		v.Command = cutEnd(v.Command, maxCommandChars)
 		return v
 	}
-	v.Cwd, v.EnvNames, v.Stdin = j.Cwd, j.EnvNames, j.Stdin
+	v.Cwd, v.EnvNames, v.Stdin, v.Argv = j.Cwd, j.EnvNames, j.Stdin, j.Argv
 	v.TimeoutMs = j.Timeout.Milliseconds()
 	v.CreatedAt = stamp(&j.CreatedAt)
 	v.EndedAt = stamp(j.EndedAt)

@@ -33,10 +33,11 @@ const maxFrame = 64 << 20
 // still in flight when its input ends, so `printf '…' | jobs mcp` would
 // otherwise lose them.
 type stdioTransport struct {
-	in      io.Reader
-	out     *lockedWriter
-	pr      *io.PipeReader
-	pending *pending
+	in       io.Reader
+	maxFrame int // maxFrame, smaller in tests
+	out      *lockedWriter
+	pr       *io.PipeReader
+	pending  *pending
 }
 
 // drainTimeout bounds how long the end of input waits for answers; the
@@ -45,7 +46,7 @@ const drainTimeout = maxBound + 10*time.Second
 
 func newStdioTransport(in io.Reader, out io.Writer) *stdioTransport {
 	p := &pending{ids: make(map[string]bool)}
-	return &stdioTransport{in: in, out: &lockedWriter{w: out, pending: p}, pending: p}
+	return &stdioTransport{in: in, maxFrame: maxFrame, out: &lockedWriter{w: out, pending: p}, pending: p}
 }
 
 // Connect implements mcp.Transport. It starts the filter goroutine, which
@@ -71,11 +72,11 @@ func (t *stdioTransport) close() {
 func (t *stdioTransport) filter(pw *io.PipeWriter) {
 	br := bufio.NewReaderSize(t.in, 64<<10)
 	for {
-		line, tooLong, err := readLine(br, maxFrame)
+		line, tooLong, err := readLine(br, t.maxFrame)
 		if tooLong {
 			// line holds the frame's first and last bytes: the id is
 			// usually at one end (the TypeScript SDK writes it last).
-			t.reply(oversizeID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: more than %d bytes (at most %d MiB per message)", maxFrame, maxFrame>>20))
+			t.reply(oversizeID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: more than %d bytes (at most %d MiB per message)", t.maxFrame, t.maxFrame>>20))
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
 			if id, code, msg := check(frame); code != 0 {
 				t.reply(id, code, msg)
@@ -174,16 +175,17 @@ func check(frame []byte) (id any, code int64, msg string) {
 		}
 		return nil, 0, ""
 	}
+	if hugeNumber.Match(frame) {
+		// The SDK decodes arguments into float64: a number past its
+		// range would come back as the decoder's account of Go types.
+		var v any
+		var te *json.UnmarshalTypeError
+		if err := json.Unmarshal(frame, &v); errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+			return readID(frame), jsonrpc.CodeInvalidParams, "invalid params: number too large: " + cut([]byte(strings.TrimPrefix(te.Value, "number ")))
+		}
+	}
 	if _, err := jsonrpc.DecodeMessage(frame); err != nil {
-		var probe struct {
-			ID any `json:"id"`
-		}
-		if json.Unmarshal(frame, &probe) == nil {
-			switch probe.ID.(type) {
-			case string, float64:
-				id = probe.ID
-			}
-		}
+		id = readID(frame)
 		msg := err.Error()
 		if strings.Contains(msg, "cannot unmarshal number") || strings.Contains(msg, "out of range") {
 			msg = "number too large"
@@ -191,6 +193,29 @@ func check(frame []byte) (id any, code int64, msg string) {
 		return id, jsonrpc.CodeInvalidRequest, "invalid request: " + msg
 	}
 	return nil, 0, ""
+}
+
+// hugeNumber finds what may be a number past float64's range: an exponent
+// of three digits or a run of 300 digits.
+var hugeNumber = regexp.MustCompile(`[0-9][eE]\+?[0-9]{3}|[0-9]{300}`)
+
+// readID returns a frame's id when it is a string or a number.
+func readID(frame []byte) any {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(frame, &probe) != nil {
+		return nil
+	}
+	var id any
+	if json.Unmarshal(probe.ID, &id) != nil {
+		return nil
+	}
+	switch id.(type) {
+	case string, float64:
+		return id
+	}
+	return nil
 }
 
 // reply writes a JSON-RPC error response directly to the client.
