@@ -10,6 +10,7 @@
 //
 // Environment: BUILD_SECONDS (default 12) is how long the failing build
 // runs; the server's bound (JOBS_MCP_CALL_BOUND_MS) should be below it.
+// SCENARIO_TRACE=1 prints every call and its text to stderr.
 // The environment is passed on to `jobs mcp` (JOBS_DB, XDG_*, JOBS_SCOPE).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -72,6 +73,9 @@ class Session {
     if (res.structuredContent) this.structured += JSON.stringify(res.structuredContent).length;
     const sc = res.structuredContent || parseJSON(text[1]) || {};
     this.log.push({ name, action: args.action, ms, isError: !!res.isError, chars: text.join("").length });
+    if (process.env.SCENARIO_TRACE) {
+      console.error(`--- ${this.name}: ${name} ${JSON.stringify(args).slice(0, 300)} (${ms} ms)\n${text.map((t) => t.length > 600 ? t.slice(0, 300) + " […] " + t.slice(-300) : t).join("\n[block]\n")}`);
+    }
     // all is everything the result says, for checks that must hold
     // whatever the server's format.
     const all = text.join("\n") + JSON.stringify(sc);

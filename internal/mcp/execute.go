@@ -114,7 +114,9 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 		out := pr.out
 		r.Output = &out
 		if reason == jobs.WaitInput {
-			notes = append(notes, fmt.Sprintf("it waits for input: answer with process action=write sessionId=%s data=\"…\\n\"", job.ID))
+			if !job.WaitingForInput { // else the summary says so
+				notes = append(notes, "it waits for input on stdin (use process action=write)")
+			}
 		} else {
 			notes = append(notes, fmt.Sprintf("still running after %s; follow with process action=wait sessionId=%s", round(window), job.ID))
 		}
@@ -126,9 +128,6 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	}
 	r.Note = strings.Join(notes, "; ")
 	line := summary(job)
-	if r.WaitingForInput && !job.WaitingForInput {
-		line += "; waiting for input on stdin"
-	}
 	if r.Note != "" {
 		line += ". " + r.Note
 	}

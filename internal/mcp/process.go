@@ -499,7 +499,7 @@ type keysResult struct {
 
 func (s *server) sendKeys(ctx context.Context, ref string, in processInput) (*sdk.CallToolResult, any, error) {
 	if len(in.Keys) == 0 {
-		return nil, nil, argError("send_keys needs keys, e.g. [\"y\", \"Enter\"] or, with literal=true, the text to type")
+		return nil, nil, argError("send_keys needs keys: key names are pressed and other text is typed, e.g. [\"print(6*7)\", \"Enter\"]")
 	}
 	if err := s.c.SendKeys(ctx, ref, in.Keys, in.Literal); err != nil {
 		return nil, nil, describe(ref, err)
