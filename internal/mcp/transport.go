@@ -76,7 +76,7 @@ func (t *stdioTransport) filter(pw *io.PipeWriter) {
 		if tooLong {
 			// line holds the frame's first and last bytes: the id is
 			// usually at one end (the TypeScript SDK writes it last).
-			t.reply(oversizeID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: more than %d bytes (at most %d MiB per message)", t.maxFrame, t.maxFrame>>20))
+			t.reply(oversizeID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: more than %d bytes (at most %s per message)", t.maxFrame, size(int64(t.maxFrame))))
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
 			if id, code, msg := check(frame); code != 0 {
 				t.reply(id, code, msg)
