@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests drive when it is missing: tmux, sqlite3, python3.
+# Installs what the tests drive when it is missing: tmux, sqlite3, python3,
+# and the MCP client scenarios' node packages.
 set -euo pipefail
 need=()
 command -v tmux >/dev/null || need+=(tmux)
@@ -13,4 +14,16 @@ if ((${#need[@]})); then
 		echo "deps.sh: please install: ${need[*]}" >&2
 		exit 1
 	fi
+fi
+
+# The MCP client scenarios (e2e/mcpclient_test.go) drive `jobs mcp` through
+# the official TypeScript SDK client: install its locked packages. On CI a
+# missing node is an error, not a skip.
+if command -v npm >/dev/null; then
+	if [ ! -d e2e/mcpclient/node_modules/@modelcontextprotocol/sdk ]; then
+		(cd "$(dirname "$0")/../e2e/mcpclient" && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+elif [ "${CI:-}" = true ]; then
+	echo "deps.sh: node and npm are needed for the MCP client scenarios" >&2
+	exit 1
 fi
