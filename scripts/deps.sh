@@ -19,9 +19,10 @@ fi
 # The MCP client scenarios (e2e/mcpclient_test.go) drive `jobs mcp` through
 # the official TypeScript SDK client: install its locked packages. On CI a
 # missing node is an error, not a skip.
+client=$(dirname "$0")/../e2e/mcpclient
 if command -v npm >/dev/null; then
-	if [ ! -d e2e/mcpclient/node_modules/@modelcontextprotocol/sdk ]; then
-		(cd "$(dirname "$0")/../e2e/mcpclient" && npm ci --no-audit --no-fund --loglevel=error)
+	if [ ! -d "$client/node_modules/@modelcontextprotocol/sdk" ]; then
+		(cd "$client" && npm ci --no-audit --no-fund --loglevel=error)
 	fi
 elif [ "${CI:-}" = true ]; then
 	echo "deps.sh: node and npm are needed for the MCP client scenarios" >&2
