@@ -309,3 +309,17 @@ func TestNumberTooLarge(t *testing.T) {
 		t.Errorf("limit 1e400: %s", s)
 	}
 }
+
+// TestPollTimeoutBlocks: poll with timeout (OpenClaw's blocking poll)
+// returns when new output arrives, not at once and not at the timeout.
+func TestPollTimeoutBlocks(t *testing.T) {
+	t.Parallel()
+	cs := inProcess(t)
+	id := start(t, cs, "sleep 0.5; echo late; sleep 30", nil)
+	t0 := time.Now()
+	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id, "timeout": 20})
+	if took := time.Since(t0); p.Output.Text != "late\n" || took > 10*time.Second {
+		t.Errorf("blocking poll: %q after %s", p.Output.Text, took)
+	}
+	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": id})
+}
