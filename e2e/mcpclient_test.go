@@ -69,6 +69,10 @@ func TestMCPClientScenarios(t *testing.T) {
 	installClient(t, dir)
 
 	w := newWorld(t)
+	// The REPL scenario's tmux session goes on a server of its own.
+	sock := filepath.Join(w.base, "tmux.sock")
+	w.extra = append(w.extra, "JOBS_TMUX_SOCKET="+sock)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "scenarios.mjs", jobsBin)
