@@ -348,10 +348,15 @@ func TestD1ScopeIsolationMCPActions(t *testing.T) {
 				}
 				return m
 			}
+			tool := "process"
+			switch a["action"] {
+			case "kill", "clear", "remove":
+				tool = "kill_process"
+			}
 			began := time.Now()
-			other, otherErr := mcpCall(t, cs, "process", args(ref[0]))
+			other, otherErr := mcpCall(t, cs, tool, args(ref[0]))
 			took := time.Since(began)
-			none, noneErr := mcpCall(t, cs, "process", args(ref[1]))
+			none, noneErr := mcpCall(t, cs, tool, args(ref[1]))
 			if otherErr != noneErr || strings.ReplaceAll(other, ref[0], "REF") != strings.ReplaceAll(none, ref[1], "REF") {
 				t.Errorf("%v on another scope's job answers unlike a missing one:\n%q (error %v)\n%q (error %v)", a, other, otherErr, none, noneErr)
 			}

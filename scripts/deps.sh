@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests drive when it is missing: tmux, sqlite3, python3,
-# and chromium (headless, for the browser tests of `jobs ui`). Without root,
-# a missing chromium is only reported: those tests then skip, except in CI.
+# chromium (headless, for the browser tests of `jobs ui`) and the MCP client
+# scenarios' node packages. Without root, a missing chromium is only
+# reported: those tests then skip, except in CI.
 set -euo pipefail
 need=()
 command -v tmux >/dev/null || need+=(tmux)
@@ -19,4 +20,17 @@ if ((${#need[@]} + ${#browser[@]})); then
 	else
 		echo "deps.sh: chromium is not installed: the browser tests of jobs ui will skip" >&2
 	fi
+fi
+
+# The MCP client scenarios (e2e/mcpclient_test.go) drive `jobs mcp` through
+# the official TypeScript SDK client: install its locked packages. On CI a
+# missing node is an error, not a skip.
+client=$(dirname "$0")/../e2e/mcpclient
+if command -v npm >/dev/null; then
+	if [ ! -d "$client/node_modules/@modelcontextprotocol/sdk" ]; then
+		(cd "$client" && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+elif [ "${CI:-}" = true ]; then
+	echo "deps.sh: node and npm are needed for the MCP client scenarios" >&2
+	exit 1
 fi

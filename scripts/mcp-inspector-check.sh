@@ -71,6 +71,7 @@ process() { tool process "$@"; }
 call --method tools/list
 expect "tools/list names execute_command" '"name": "execute_command"'
 expect "tools/list names process" '"name": "process"'
+expect "tools/list names kill_process" '"name": "kill_process"'
 
 tool execute_command --tool-arg 'command=echo inspector-hello'
 expect "execute_command runs to the end" '"status": "done"'
@@ -102,11 +103,13 @@ expect "process send_keys refuses a pipe job" 'is not a tmux job'
 process --tool-arg action=capture --tool-arg "sessionId=$sid"
 expect "process capture refuses a pipe job" 'is not a tmux job'
 process --tool-arg action=kill --tool-arg "sessionId=$sid"
-expect "process kill ends the job" '"status": ?"killed"'
-process --tool-arg action=clear --tool-arg "sessionId=$sid"
-expect "process clear drops the output" '"cleared": ?true'
-process --tool-arg action=remove --tool-arg "sessionId=$sid"
-expect "process remove deletes the job" '"removed": ?true'
+expect "process leaves kill to kill_process" 'kill_process action=kill'
+tool kill_process --tool-arg "sessionId=$sid"
+expect "kill_process ends the job" '"status": ?"killed"'
+tool kill_process --tool-arg action=clear --tool-arg "sessionId=$sid"
+expect "kill_process clear drops the output" '"cleared": ?true'
+tool kill_process --tool-arg action=remove --tool-arg "sessionId=$sid"
+expect "kill_process remove deletes the job" '"removed": ?true'
 process --tool-arg action=poll --tool-arg "sessionId=$sid"
 expect "a removed job is not found" "Session $sid not found"
 

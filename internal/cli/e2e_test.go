@@ -810,7 +810,18 @@ func TestTmux(t *testing.T) {
 	if len(a.Argv) == 0 || a.Argv[0] != "tmux" {
 		t.Errorf("attach --json: %v", a.Argv)
 	}
-	e.fails(ExitUsage, "invalid key", "send-keys", id, "not-a-key")
+	// Text that is no key name is typed, as tmux types it.
+	e.ok("send-keys", id, "echo typed-text", "Enter")
+	eventually(t, 10*time.Second, "the typed text to run", func() bool {
+		return strings.Contains(e.ok("capture", id), "typed-text")
+	})
+	e.fails(ExitUsage, "empty key", "send-keys", id, "")
+	// tmux output ends its lines with \r\n: "$" still anchors, and an
+	// until that does not happen before the timeout is a timeout (124).
+	e.ok("wait", id, "--until", "^got hello$", "--timeout", "20s")
+	if r := e.run2("wait", id, "--until", "never-printed", "--timeout", "500ms"); r.code != ExitTimedOut || r.stderr != "" {
+		t.Errorf("until with a timeout on a tmux job: %v, want exit %d", r, ExitTimedOut)
+	}
 	plain := e.start("sleep 30")
 	e.fails(ExitError, "tmux", "capture", plain)
 	e.ok("kill", id, "--grace", "100ms")

@@ -22,7 +22,7 @@ func (r *runner) pollCommand() *ucli.Command {
 			"$OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS when set, else 500.",
 		Flags: []ucli.Flag{
 			&ucli.Int64Flag{Name: "tail", Usage: "show the last `N` characters of output"},
-			&ucli.BoolFlag{Name: "new", Usage: "show only output since the previous --new read, and advance the cursor"},
+			&ucli.BoolFlag{Name: "new", Usage: "show only output since the previous --new read (the newest part when more is new), and advance the cursor"},
 			&ucli.StringFlag{Name: "grep", Usage: "keep only lines matching `REGEX`"},
 			&ucli.BoolFlag{Name: "raw", Usage: "output bytes as they are, not cleaned"},
 		},
@@ -64,6 +64,7 @@ func (r *runner) poll(cc *ucli.Context) error {
 	}
 	var p jobs.PollResult
 	if cc.Bool("new") {
+		o.Newest = o.Grep == "" // the newest part when more is new than --tail
 		p, err = c.ReadNew(cc.Context, ref, o)
 	} else {
 		p, err = c.Poll(cc.Context, ref, o)
@@ -131,7 +132,9 @@ func omittedText(o jobs.Output, id string, isNew bool) string {
 	// Evicted bytes outside the page lie before it (the cap keeps the head
 	// and the newest output): they are gone, not worth a hint.
 	earlier := o.OmittedBefore - max(o.EvictedTotal-o.Evicted, 0)
-	if earlier > 0 {
+	if isNew && o.Skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%s of new output skipped (jobs log %s --offset %d)", parse.FormatSize(o.Skipped), id, o.SkippedFrom))
+	} else if earlier > 0 {
 		hint := fmt.Sprintf("jobs log %s --offset %d", id, max(o.Start-o.OmittedBefore, 0))
 		if isNew {
 			parts = append(parts, fmt.Sprintf("%s of new output skipped (%s)", parse.FormatSize(earlier), hint))

@@ -19,8 +19,9 @@ func (r *runner) startCommand() *ucli.Command {
 		Name:      "start",
 		Usage:     "start a job and print its id",
 		ArgsUsage: "'COMMAND LINE' | -- PROGRAM ARG…",
-		Description: "One argument is a shell command line, run by /bin/sh -c; several arguments after '--'\n" +
-			"are a program and its arguments, run directly.\n\n" +
+		Description: "One argument is a shell command line, run by bash -c when bash is installed, else\n" +
+			"/bin/sh -c (--shell chooses; the shell is recorded in the job's argv); several arguments\n" +
+			"after '--' are a program and its arguments, run directly.\n\n" +
 			"With --wait the output streams here and jobs exits with the job's status. With --yield DUR\n" +
 			"(default $PI_BASH_YIELD_MS milliseconds when set) jobs waits up to DUR: a job that finished\n" +
 			"is shown as --wait shows it, else the id is printed followed by 'running'.",
@@ -35,6 +36,7 @@ func (r *runner) startCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "max-output", Usage: "output `SIZE` kept (first 1 MiB and the newest rest), 0 for no cap (default 64MiB)"},
 			&ucli.BoolFlag{Name: "no-stdin", Usage: "give the job /dev/null as stdin instead of a pipe"},
 			&ucli.BoolFlag{Name: "color", Usage: "keep colour: do not set NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat"},
+			&ucli.StringFlag{Name: "shell", Usage: "run a one-argument command line with `SHELL` -c (default bash, else /bin/sh)"},
 			&ucli.BoolFlag{Name: "tmux", Usage: "run the job in its own tmux session"},
 			&ucli.BoolFlag{Name: "keep-tmux", Usage: "leave the tmux session open after the job ends"},
 			&ucli.StringFlag{Name: "on-exit", Usage: "run shell `CMD` once when the job ends (JOBS_ID, JOBS_STATUS, JOBS_EXIT_CODE … set)"},
@@ -88,6 +90,14 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 		return req, usagef(verb, "empty program name")
 	}
 
+	if cc.IsSet("shell") {
+		if spec.Command == "" {
+			return req, usagef(verb, "--shell applies to a one-argument command line, not to a program run directly")
+		}
+		if spec.Shell = cc.String("shell"); strings.TrimSpace(spec.Shell) == "" {
+			return req, usagef(verb, "empty --shell")
+		}
+	}
 	spec.Name = cc.String("name")
 	spec.Replace = cc.Bool("replace")
 	if spec.Replace && spec.Name == "" {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentjobs/jobs/internal/parse"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -57,8 +56,9 @@ func (r *runner) sendKeysCommand() *ucli.Command {
 		Name:      "send-keys",
 		Usage:     "send keystrokes to a tmux job",
 		ArgsUsage: "ID KEYS…",
-		Description: "KEYS are tmux key names: Enter, Tab, Escape, Up, C-c, M-x, F5, a single character.\n" +
-			"--literal TEXT types the text exactly as given (jobs write does the same).",
+		Description: "As tmux does: each of KEYS that is a key name (Enter, Tab, Escape, Up, C-c, M-x, F5,\n" +
+			"a single character) is pressed, any other is typed, so `send-keys ID 'ls -la' Enter` runs\n" +
+			"ls. --literal TEXT types the text exactly as given, key names included.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "literal", Aliases: []string{"l"}, Usage: "send `TEXT` as typed"},
 		},
@@ -78,8 +78,8 @@ func (r *runner) sendKeysCommand() *ucli.Command {
 			}
 			keys := a[1:]
 			for _, k := range keys {
-				if err := parse.ValidateKey(k); err != nil {
-					return usagef(verb, "%v", err)
+				if k == "" {
+					return usagef(verb, "empty key: give a key name such as Enter or text to type")
 				}
 			}
 			if literal {

@@ -19,14 +19,15 @@ func (r *runner) waitCommand() *ucli.Command {
 		ArgsUsage: "ID…",
 		Description: "Sleeps (no polling loop) until every job has finished, or the first with --any. Prints\n" +
 			"why it returned and exits with the job's status (128+n for a signal; with several jobs the\n" +
-			"first non-zero one). --until and --idle exit 0 when they fire. When --timeout passes first\n" +
-			"the exit status is 124. On a terminal a live line shows elapsed time, output size and the\n" +
-			"last line.",
+			"first non-zero one). --until, --idle and --input exit 0 when they fire. When --timeout\n" +
+			"passes first the exit status is 124. On a terminal a live line shows elapsed time, output\n" +
+			"size and the last line.",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "any", Usage: "return when the first job finishes"},
 			&ucli.StringFlag{Name: "timeout", Usage: "give up after `DUR` (exit 124)"},
 			&ucli.StringFlag{Name: "until", Usage: "return when a line of output matches `REGEX`"},
 			&ucli.StringFlag{Name: "idle", Usage: "return when output has been silent for `DUR`"},
+			&ucli.BoolFlag{Name: "input", Usage: "return when a job waits for input on stdin (a prompt; exit 0)"},
 		},
 		Action: r.wait,
 	}
@@ -45,6 +46,7 @@ func (r *runner) wait(cc *ucli.Context) error {
 	}
 	var o jobs.WaitOptions
 	o.Any = cc.Bool("any")
+	o.Input = cc.Bool("input")
 	if cc.IsSet("timeout") {
 		d, err := parseDuration(verb, "timeout", cc.String("timeout"))
 		if err != nil {
@@ -121,7 +123,7 @@ func waitExitCode(res jobs.WaitResult) int {
 	switch res.Reason {
 	case jobs.WaitTimedOut:
 		return ExitTimedOut
-	case jobs.WaitMatched, jobs.WaitIdle:
+	case jobs.WaitMatched, jobs.WaitIdle, jobs.WaitInput:
 		return 0
 	}
 	if res.JobID != "" {
@@ -147,6 +149,8 @@ func formatWait(res jobs.WaitResult) string {
 		fmt.Fprintf(&b, "%s matched: %s\n", res.JobID, truncate(shown(res.Match), 200))
 	case jobs.WaitIdle:
 		fmt.Fprintf(&b, "%s went quiet\n", res.JobID)
+	case jobs.WaitInput:
+		fmt.Fprintf(&b, "%s waits for input (answer with jobs write)\n", res.JobID)
 	case jobs.WaitTimedOut:
 		var running []string
 		for _, j := range res.Jobs {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,11 +36,15 @@ func TestToolsList(t *testing.T) {
 		for _, a := range action["enum"].([]any) {
 			got = append(got, a.(string))
 		}
-		if !slices.Equal(got, actions) {
-			t.Errorf("process action enum = %v, want %v", got, actions)
+		var want []string
+		for _, a := range append(slices.Clone(actions), killActions...) {
+			want = append(want, a.name)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("process action enum = %v, want %v", got, want)
 		}
 	}
-	if got, want := strings.Join(names, ","), "execute_command,process"; got != want {
+	if got, want := strings.Join(names, ","), "execute_command,kill_process,process"; got != want {
 		t.Errorf("tools = %s, want %s", got, want)
 	}
 }
@@ -55,7 +60,7 @@ func TestBadArguments(t *testing.T) {
 		{"unknown action", "process", map[string]any{"action": "explode", "sessionId": "x"}, "explode"},
 		{"missing action", "process", map[string]any{"sessionId": "x"}, "action"},
 		{"missing sessionId", "process", map[string]any{"action": "poll"}, "sessionId is required for action=poll"},
-		{"blank sessionId", "process", map[string]any{"action": "kill", "sessionId": "  "}, "sessionId is required for action=kill"},
+		{"blank sessionId", "kill_process", map[string]any{"action": "kill", "sessionId": "  "}, "sessionId is required for action=kill"},
 		{"offset of wrong type", "process", map[string]any{"action": "log", "sessionId": "x", "offset": "ten"}, "offset"},
 		{"fractional limit", "process", map[string]any{"action": "log", "sessionId": "x", "limit": 1.5}, "limit"},
 		{"negative offset", "process", map[string]any{"action": "log", "sessionId": "x", "offset": -1}, "offset must not be negative, got -1"},
@@ -122,16 +127,21 @@ func TestBackoffGrows(t *testing.T) {
 	b := newBackoff()
 	var got []int64
 	for range 8 {
-		got = append(got, b.observe("j", 10, "running", false).Milliseconds())
+		got = append(got, b.observe("j", "running", time.Second, false).Milliseconds())
 	}
 	want := []int64{1000, 2000, 5000, 10000, 30000, 60000, 60000, 60000}
 	if !slices.Equal(got, want) {
 		t.Fatalf("retry hints = %v, want %v", got, want)
 	}
-	if got := b.observe("j", 11, "running", false).Milliseconds(); got != 1000 {
-		t.Errorf("after new output: retry = %d, want 1000", got)
+	// Only a change of state starts over; output is not one.
+	if got := b.observe("j", "running/input", time.Second, false).Milliseconds(); got != 1000 {
+		t.Errorf("after a change of state: retry = %d, want 1000", got)
 	}
-	if got := b.observe("j", 11, "done", true); got != 0 {
+	// An old job starts further on.
+	if got := b.observe("old", "running", 10*time.Minute, false).Milliseconds(); got != 10000 {
+		t.Errorf("a job 10 min old: retry = %d, want 10000", got)
+	}
+	if got := b.observe("j", "done", time.Second, true); got != 0 {
 		t.Errorf("finished job: retry = %v, want 0", got)
 	}
 }

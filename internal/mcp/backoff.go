@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// backoffSteps is the retry_in_ms poll suggests after 0, 1, 2 … polls in a
-// row that saw no change; the last step repeats.
+// backoffSteps is the retry_in_ms poll suggests; the step grows with
+// each poll that saw no change of state and with the job's age, and the
+// last step repeats.
 var backoffSteps = []time.Duration{
 	1 * time.Second,
 	2 * time.Second,
@@ -15,6 +16,10 @@ var backoffSteps = []time.Duration{
 	30 * time.Second,
 	60 * time.Second,
 }
+
+// ageSteps: a job older than each of these starts one step further on. A
+// job that has run for minutes is not about to change within a second.
+var ageSteps = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute}
 
 // maxBackoffEntries bounds the per-job state kept; the oldest entries go
 // first. A forgotten entry only resets its job's hint to the first step.
@@ -28,18 +33,19 @@ type backoff struct {
 }
 
 type pollState struct {
-	end    int64  // total output bytes at the last poll
-	status string // status at the last poll
-	misses int    // polls in a row without a change
+	state  string // status, input, stopped … at the last poll
+	misses int    // polls in a row without a change of state
 	seen   time.Time
 }
 
 func newBackoff() *backoff { return &backoff{jobs: make(map[string]*pollState)} }
 
-// observe records a poll of job id that saw total output bytes and status
-// and returns the suggested wait before the next poll, or 0 once the job is
-// finished (there is nothing more to wait for).
-func (b *backoff) observe(id string, total int64, status string, terminal bool) time.Duration {
+// observe records a poll of job id that saw state (its status and what the
+// kernel says of it) after age of runtime, and returns the suggested wait
+// before the next poll, or 0 once the job is finished. New output is not a
+// change: a chatty job would otherwise be polled every second for its
+// whole life, and wait serves an agent that wants to see it end.
+func (b *backoff) observe(id, state string, age time.Duration, terminal bool) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st, ok := b.jobs[id]
@@ -48,16 +54,22 @@ func (b *backoff) observe(id string, total int64, status string, terminal bool) 
 		b.prune()
 		st = &pollState{}
 		b.jobs[id] = st
-	case st.end == total && st.status == status:
+	case st.state == state:
 		st.misses++
 	default:
 		st.misses = 0
 	}
-	st.end, st.status, st.seen = total, status, time.Now()
+	st.state, st.seen = state, time.Now()
 	if terminal {
 		return 0
 	}
-	return backoffSteps[min(st.misses, len(backoffSteps)-1)]
+	step := st.misses
+	for _, a := range ageSteps {
+		if age >= a {
+			step++
+		}
+	}
+	return backoffSteps[min(step, len(backoffSteps)-1)]
 }
 
 // reset forgets job id (after remove, or when something else changed it).

@@ -3,23 +3,35 @@
 //
 // It is a thin front end over pkg/jobs: every tool call turns into one or a
 // few calls of a jobs.Client, and the client's scope is the server's one
-// scope. Two tools mirror the agent tools jobs grew from:
+// scope. Three tools mirror the agent tools jobs grew from:
 //
-//   - execute_command starts a shell command. It waits up to yieldMs for it
-//     to finish and returns the result, or returns {status: "running",
-//     sessionId} so the agent can carry on and come back later.
-//   - process acts on a job by sessionId: list, poll, log, status, write,
-//     send_keys, capture, kill, clear, remove, wait.
+//   - execute_command starts a shell command (bash -c when bash is
+//     installed). It waits up to yieldMs for it to finish and returns the
+//     result, returns at once when the command waits for input, or returns
+//     {status: "running", sessionId} so the agent can carry on.
+//   - process follows and talks to a job by sessionId: wait (one or
+//     several sessions), poll, log, list, status, write, send_keys,
+//     capture, pause, resume. Nothing it does ends a job, and it is
+//     annotated so: clients that ask before destructive calls let an agent
+//     follow its jobs freely.
+//   - kill_process ends (kill), empties (clear) or deletes (remove) a job.
 //
-// Every result carries structured content (JSON) and a short text line for
-// the model, is bounded, and says what it left out and how to read it.
-// Errors are tool errors worded as in the seeds ("Session X not found",
-// "Session X is not running", "Session X stdin is not available"), and the
-// server keeps serving after any bad input, including malformed JSON-RPC
-// frames (answered with a JSON-RPC parse error instead of a hang-up).
+// No call blocks past a bound below common clients' request timeouts (50 s,
+// EnvCallBound); one that reaches it returns the session's status and says
+// to call wait again. Every result is a short text line, then the job's
+// cleaned output as plain text when there is some; offsets and counts are
+// structured content only, under a declared output schema. Results are
+// bounded and say what they left out and how to read it. A parameter that
+// does not apply to the action is an error naming those that do. Errors
+// are tool errors worded as in the seeds ("Session X not found", "Session X
+// is not running", "Session X stdin is not available"), and the server
+// keeps serving after any bad input: a malformed JSON-RPC frame is answered
+// with a JSON-RPC error (with its id when it can be read, also for a frame
+// over the size limit), and a cancelled request is not answered.
 //
-// The server remembers one thing per job between calls: how long poll has
-// seen nothing change, from which it suggests retry_in_ms. Everything else
+// The server remembers one thing per job between calls: how many polls in a
+// row saw its state unchanged, from which (with the job's age) it suggests
+// retry_in_ms. Everything else
 // lives in the database, so jobs started through one server process are
 // polled and read through the next one.
 package mcp

@@ -49,14 +49,16 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 		if *in.YieldMs < 0 {
 			return nil, nil, argError("yieldMs must not be negative, got %d", *in.YieldMs)
 		}
-		window = time.Duration(min(*in.YieldMs, int64(maxSeconds)*1000)) * time.Millisecond
+		window = time.Duration(min(int64(*in.YieldMs), int64(maxSeconds)*1000)) * time.Millisecond
 	}
 	var notes []string
-	if window > maxWait {
-		notes = append(notes, fmt.Sprintf("yieldMs capped at %d so the call returns before the client gives up", maxWait.Milliseconds()))
-		window = maxWait
+	if window > s.bound {
+		if in.YieldMs != nil {
+			notes = append(notes, fmt.Sprintf("yieldMs capped at %d (the call bound)", s.bound.Milliseconds()))
+		}
+		window = s.bound
 	}
-	if in.Background {
+	if in.Background || in.RunInBackground {
 		window = 0
 	}
 
@@ -67,9 +69,11 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 		}
 		return nil, nil, describe("", err)
 	}
+	reason := jobs.WaitReason("")
 	if window > 0 && !job.Status.Terminal() {
 		wr, err := s.c.Wait(ctx, []string{job.ID}, jobs.WaitOptions{
 			Timeout:  window,
+			Input:    true,
 			Progress: s.progress(ctx, req, window),
 		})
 		if err != nil {
@@ -78,6 +82,7 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 		if len(wr.Jobs) > 0 {
 			job = wr.Jobs[0]
 		}
+		reason = wr.Reason
 	}
 
 	r := executeResult{
@@ -88,9 +93,8 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 		Signal:          job.Signal,
 		Reason:          job.Reason,
 		RuntimeMs:       job.Runtime.Milliseconds(),
-		WaitingForInput: job.WaitingForInput,
+		WaitingForInput: job.WaitingForInput || reason == jobs.WaitInput,
 	}
-	line := summary(job)
 	switch {
 	case job.Status.Terminal():
 		pr, err := s.tail(ctx, job.ID, resultChars)
@@ -109,18 +113,25 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 		}
 		out := pr.out
 		r.Output = &out
-		notes = append(notes, fmt.Sprintf("still running after %s and keeps running; follow it with process action=wait sessionId=%s (until=REGEX, idle=SECONDS) or action=poll, stop it with action=kill", round(window), job.ID))
+		if reason == jobs.WaitInput {
+			if !job.WaitingForInput { // else the summary says so
+				notes = append(notes, "it waits for input on stdin (use process action=write)")
+			}
+		} else {
+			notes = append(notes, fmt.Sprintf("still running after %s; follow with process action=wait sessionId=%s", round(window), job.ID))
+		}
 		if out.Note != "" {
 			notes = append(notes, out.Note)
 		}
 	default:
-		notes = append(notes, fmt.Sprintf("started in the background; follow it with process action=wait sessionId=%s (until=REGEX, idle=SECONDS) or action=poll, stop it with action=kill", job.ID))
+		notes = append(notes, fmt.Sprintf("started; follow with process action=wait sessionId=%s", job.ID))
 	}
 	r.Note = strings.Join(notes, "; ")
+	line := summary(job)
 	if r.Note != "" {
 		line += ". " + r.Note
 	}
-	res, v, err := result(line, r)
+	res, v, err := resultWith(line, r.Output, r)
 	if res != nil && job.Status == jobs.StatusFailed && job.ExitCode == nil && job.Signal == "" {
 		// The command never ran (bad cwd, missing shell …): that is the
 		// tool failing, not the command.
@@ -136,6 +147,7 @@ func specFor(in executeInput) (jobs.Spec, error) {
 	}
 	spec := jobs.Spec{
 		Command: in.Command,
+		Shell:   strings.TrimSpace(in.Shell),
 		Cwd:     in.Cwd,
 		Label:   in.Label,
 		Name:    in.Name,
@@ -169,18 +181,27 @@ func specFor(in executeInput) (jobs.Spec, error) {
 	return spec, nil
 }
 
-// readNew reads job id's output since the last read (poll's cursor), at
-// most chars characters from where that read ended, and advances the
-// cursor past what it returns: nothing is repeated or skipped.
+// readNew reads job id's output since the last read (poll's cursor): when
+// more is new than chars characters, the newest part from a line start,
+// saying what it skipped. The cursor moves past what it returns.
 func (s *server) readNew(ctx context.Context, id string, chars int64) (pollResultOf, error) {
-	pr, err := s.c.ReadNew(ctx, id, jobs.PollOptions{Tail: chars})
+	return s.readNewWith(ctx, id, jobs.PollOptions{Tail: chars, Newest: true})
+}
+
+func (s *server) readNewWith(ctx context.Context, id string, o jobs.PollOptions) (pollResultOf, error) {
+	pr, err := s.c.ReadNew(ctx, id, o)
 	if err != nil {
 		return pollResultOf{}, describe(id, err)
 	}
 	out := viewOutput(pr.Output)
-	if out.OmittedAfter > 0 {
-		out.Note = fmt.Sprintf("%s more of new output after this; poll again to read on, or read the latest with action=log", size(out.OmittedAfter))
+	var notes []string
+	if pr.Output.Skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%s of older new output skipped to show the newest (read it with action=log unit=bytes offset=%d)", size(pr.Output.Skipped), pr.Output.SkippedFrom))
 	}
+	if out.OmittedAfter > 0 {
+		notes = append(notes, fmt.Sprintf("%s more of new output after this; poll again to read on", size(out.OmittedAfter)))
+	}
+	out.Note = strings.Join(notes, "; ")
 	return pollResultOf{pr.Job, out}, nil
 }
 

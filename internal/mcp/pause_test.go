@@ -28,5 +28,5 @@ func TestStdioPauseResume(t *testing.T) {
 	waitFor(t, "the session to run again", 10*time.Second, func() bool {
 		return !callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id}).Stopped
 	})
-	callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id})
+	callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id})
 }

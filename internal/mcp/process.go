@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -17,15 +19,33 @@ import (
 const maxHistory = 50
 
 func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in processInput) (*sdk.CallToolResult, any, error) {
+	for _, a := range killActions {
+		if in.Action == a.name {
+			return nil, nil, argError("action=%s is kill_process's (process never ends a job): call kill_process action=%s sessionId=…", a.name, a.name)
+		}
+	}
+	i := slices.IndexFunc(actions, func(a actionParams) bool { return a.name == in.Action })
+	if i < 0 {
+		names := make([]string, len(actions))
+		for k, a := range actions {
+			names[k] = a.name
+		}
+		return nil, nil, argError("unknown action \"%s\": use one of %s", textclean.Echo(in.Action), strings.Join(names, ", "))
+	}
+	if err := checkParams("process", actions[i], req); err != nil {
+		return nil, nil, err
+	}
+	if in.Filter != "" {
+		if in.Grep != "" && in.Grep != in.Filter {
+			return nil, nil, argError("give grep or filter, not both")
+		}
+		in.Grep = in.Filter
+	}
 	if in.Action == "list" {
-		return s.list(ctx)
+		return s.list(ctx, in)
 	}
-	known := false
-	for _, a := range actions {
-		known = known || a == in.Action
-	}
-	if !known {
-		return nil, nil, argError("unknown action %q: use one of %s", in.Action, strings.Join(actions, ", "))
+	if in.Action == "wait" {
+		return s.wait(ctx, req, in)
 	}
 	ref := strings.TrimSpace(in.SessionID)
 	if ref == "" {
@@ -33,7 +53,7 @@ func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in proce
 	}
 	switch in.Action {
 	case "poll":
-		return s.poll(ctx, ref)
+		return s.poll(ctx, req, ref, in)
 	case "log":
 		return s.log(ctx, ref, in)
 	case "status":
@@ -44,59 +64,149 @@ func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in proce
 		return s.sendKeys(ctx, ref, in)
 	case "capture":
 		return s.capture(ctx, ref, in)
-	case "kill":
-		return s.kill(ctx, ref, in)
 	case "pause":
 		return s.signal(ctx, ref, "STOP")
-	case "resume":
+	default: // "resume"
 		return s.signal(ctx, ref, "CONT")
+	}
+}
+
+// killTool is kill_process: the actions that end or delete.
+func (s *server) killTool(ctx context.Context, req *sdk.CallToolRequest, in killInput) (*sdk.CallToolResult, any, error) {
+	if in.Action == "" {
+		in.Action = "kill"
+	}
+	i := slices.IndexFunc(killActions, func(a actionParams) bool { return a.name == in.Action })
+	if i < 0 {
+		return nil, nil, argError("unknown action \"%s\": use kill, clear or remove", textclean.Echo(in.Action))
+	}
+	if err := checkParams("kill_process", killActions[i], req); err != nil {
+		return nil, nil, err
+	}
+	ref := strings.TrimSpace(in.SessionID)
+	if ref == "" {
+		return nil, nil, argError("sessionId is required for action=%s (process action=list shows the sessions)", in.Action)
+	}
+	switch in.Action {
 	case "clear":
 		return s.clear(ctx, ref)
 	case "remove":
 		return s.remove(ctx, ref)
-	default: // "wait"
-		return s.wait(ctx, req, ref, in)
 	}
+	return s.kill(ctx, ref, in.Signal)
 }
+
+// checkParams refuses a parameter the action does not take, naming those it
+// does: a silently ignored parameter (until on poll, say) leaves the model
+// believing it did something. A parameter given as null, "", false or []
+// asks for nothing and passes.
+func checkParams(tool string, a actionParams, req *sdk.CallToolRequest) error {
+	if req == nil || req.Params == nil || len(req.Params.Arguments) == 0 {
+		return nil
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(req.Params.Arguments, &args) != nil {
+		return nil // the SDK decoded them; nothing to add
+	}
+	var extra []string
+	for k, v := range args {
+		if k == "action" || slices.Contains(a.params, k) {
+			continue
+		}
+		switch strings.TrimSpace(string(v)) {
+		case "null", `""`, "false", "[]":
+			continue
+		}
+		extra = append(extra, k)
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	sort.Strings(extra)
+	return argError("%s action=%s does not take %s; it takes %s", tool, a.name, strings.Join(extra, ", "), strings.Join(a.params, ", "))
+}
+
+// listLine is one session in list's text: at most about 120 characters.
+const listCommandChars = 60
 
 type listResult struct {
-	Scope    string    `json:"scope"`
-	Sessions []jobView `json:"sessions"`
-	More     bool      `json:"more,omitempty"`
-	Note     string    `json:"note,omitempty"`
+	Scope    string     `json:"scope"`
+	Sessions []listView `json:"sessions"`
+	More     bool       `json:"more,omitempty"`
 }
 
-func (s *server) list(ctx context.Context) (*sdk.CallToolResult, any, error) {
-	js, err := s.c.List(ctx, jobs.Filter{Limit: maxListJobs + 1})
+// listView is a session as list shows it: what tells sessions apart.
+type listView struct {
+	SessionID string `json:"sessionId"`
+	Name      string `json:"name,omitempty"`
+	Status    string `json:"status"`
+	ExitCode  *int   `json:"exit_code,omitempty"`
+	RuntimeMs int64  `json:"runtime_ms"`
+	Command   string `json:"command"`
+}
+
+func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult, any, error) {
+	limit := defaultListJobs
+	if in.Limit != nil {
+		if *in.Limit < 1 {
+			return nil, nil, argError("limit must be at least 1, got %d", *in.Limit)
+		}
+		limit = int(min(int64(*in.Limit), maxListJobs))
+	}
+	f := jobs.Filter{Limit: limit + 1}
+	switch st := strings.TrimSpace(in.Status); st {
+	case "":
+	case "active":
+		f.Statuses = []jobs.Status{jobs.StatusStarting, jobs.StatusRunning}
+	default:
+		if !slices.Contains(statuses, jobs.Status(st)) {
+			return nil, nil, argError("status must be active or one of %s, got \"%s\"", joinStatuses(), textclean.Echo(st))
+		}
+		f.Statuses = []jobs.Status{jobs.Status(st)}
+	}
+	js, err := s.c.List(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	r := listResult{Scope: s.c.Scope(), Sessions: []jobView{}}
-	if len(js) > maxListJobs {
-		js, r.More = js[:maxListJobs], true
-		r.Note = fmt.Sprintf("only the newest %d sessions are listed; remove finished ones with action=remove", maxListJobs)
+	r := listResult{Scope: s.c.Scope(), Sessions: []listView{}}
+	if len(js) > limit {
+		js, r.More = js[:limit], true
 	}
-	counts := map[jobs.Status]int{}
-	var order []jobs.Status
+	var b strings.Builder
 	for _, j := range js {
-		r.Sessions = append(r.Sessions, viewJob(j, false))
-		if counts[j.Status] == 0 {
-			order = append(order, j.Status)
+		v := listView{SessionID: j.ID, Name: j.Name, Status: string(j.Status), ExitCode: j.ExitCode,
+			RuntimeMs: j.Runtime.Milliseconds(), Command: cutEnd(textclean.Escape(commandLine(j)), listCommandChars)}
+		r.Sessions = append(r.Sessions, v)
+		fmt.Fprintf(&b, "\n%s %s", j.ID, j.Status)
+		if j.ExitCode != nil {
+			fmt.Fprintf(&b, " %d", *j.ExitCode)
 		}
-		counts[j.Status]++
-	}
-	line := fmt.Sprintf("no sessions in scope \"%s\"", textclean.Echo(r.Scope))
-	if len(js) > 0 {
-		var parts []string
-		for _, st := range order {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		if j.WaitingForInput {
+			b.WriteString(" (input)")
 		}
-		line = fmt.Sprintf("%d session(s) in scope \"%s\": %s", len(js), textclean.Echo(r.Scope), strings.Join(parts, ", "))
+		fmt.Fprintf(&b, " %s", round(j.Runtime))
+		if j.Name != "" {
+			fmt.Fprintf(&b, " [%s]", cutEnd(textclean.Escape(j.Name), 20))
+		}
+		fmt.Fprintf(&b, " %s", v.Command)
 	}
-	if r.Note != "" {
-		line += "; " + r.Note
+	line := fmt.Sprintf("%d session(s) in scope \"%s\"", len(js), textclean.Echo(r.Scope))
+	if r.More {
+		line += fmt.Sprintf("; more not shown (limit=%d; status filters)", limit)
 	}
-	return result(line, r)
+	return result(line+b.String(), r)
+}
+
+// statuses are the words list's status filter takes (besides active).
+var statuses = []jobs.Status{jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
+	jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost}
+
+func joinStatuses() string {
+	var names []string
+	for _, st := range statuses {
+		names = append(names, string(st))
+	}
+	return strings.Join(names, ", ")
 }
 
 // pollResult is poll's and wait's structured result.
@@ -116,7 +226,11 @@ type pollResult struct {
 	// line.
 	WaitReason string `json:"wait_reason,omitempty"`
 	Match      string `json:"match,omitempty"`
-	Note       string `json:"note,omitempty"`
+	// Ended and Sessions are wait's for several sessions: which have
+	// ended, and each one's state.
+	Ended    []string       `json:"ended,omitempty"`
+	Sessions []sessionState `json:"sessions,omitempty"`
+	Note     string         `json:"note,omitempty"`
 }
 
 func newPollResult(j jobs.Job, out outputView) pollResult {
@@ -134,36 +248,56 @@ func newPollResult(j jobs.Job, out outputView) pollResult {
 	}
 }
 
-func (s *server) poll(ctx context.Context, ref string) (*sdk.CallToolResult, any, error) {
-	pr, err := s.readNew(ctx, ref, s.pollChars)
+func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string, in processInput) (*sdk.CallToolResult, any, error) {
+	var notes []string
+	if in.Timeout != nil {
+		// OpenClaw's poll blocks for new output: wait for it (or the end,
+		// or a prompt), then read as usual.
+		d, err := seconds("timeout", *in.Timeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		if d > s.bound {
+			notes = append(notes, fmt.Sprintf("timeout capped at %s (the call bound)", round(s.bound)))
+			d = s.bound
+		}
+		if d > 0 {
+			if _, err := s.c.Wait(ctx, []string{ref}, jobs.WaitOptions{Timeout: d, Input: true, NewOutput: true, Progress: s.progress(ctx, req, d)}); err != nil {
+				return nil, nil, describe(ref, err)
+			}
+		}
+	}
+	o := jobs.PollOptions{Tail: s.pollChars, Newest: true, Grep: in.Grep}
+	if in.Grep != "" {
+		o.Newest = false // matching lines are read in order
+	}
+	pr, err := s.readNewWith(ctx, ref, o)
 	if err != nil {
 		return nil, nil, err
 	}
 	j, out := pr.job, pr.out
 	r := newPollResult(j, out)
-	// Output still pending counts as a change: come back soon.
-	state := fmt.Sprintf("%s/%t/%t/%d/%d", j.Status, j.WaitingForInput, j.Stopped, j.Descendants, out.OmittedAfter)
-	retry := s.backoff.observe(j.ID, out.End, state, j.Status.Terminal())
+	state := fmt.Sprintf("%s/%t/%t/%d", j.Status, j.WaitingForInput, j.Stopped, j.Descendants)
+	retry := s.backoff.observe(j.ID, state, j.Runtime, j.Status.Terminal())
 	r.RetryInMs = retry.Milliseconds()
-	var notes []string
 	if out.Note != "" {
 		notes = append(notes, out.Note)
 	}
 	switch {
 	case j.Status.Terminal() && out.OmittedAfter == 0:
-		notes = append(notes, "finished and all output read: no need to poll again (action=log pages through it all)")
+		notes = append(notes, "finished; all output read")
 	case j.Status.Terminal():
-	case out.Text == "":
-		notes = append(notes, fmt.Sprintf("no new output; poll again in %s, or block with action=wait (until=REGEX, idle=SECONDS)", round(retry)))
+	case j.WaitingForInput:
+		notes = append(notes, "answer with action=write")
 	default:
-		notes = append(notes, fmt.Sprintf("poll again in %s, or block with action=wait", round(retry)))
+		notes = append(notes, fmt.Sprintf("action=wait returns when it ends or asks for input (else poll in %s)", round(retry)))
 	}
 	r.Note = strings.Join(notes, "; ")
 	line := summary(j)
-	if out.Text != "" {
-		line += fmt.Sprintf("; %s of new output", size(int64(len(out.Text))))
+	if out.Text == "" && !j.Status.Terminal() {
+		line += "; no new output"
 	}
-	return result(line+". "+r.Note, r)
+	return resultWith(line+". "+r.Note, &r.Output, r)
 }
 
 type logResult struct {
@@ -188,7 +322,7 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 	var notes []string
 	limit := int64(0)
 	if in.Limit != nil {
-		limit = *in.Limit
+		limit = int64(*in.Limit)
 	}
 	switch unit {
 	case "lines":
@@ -202,7 +336,7 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 		if in.Offset == nil {
 			r.TailLines = limit
 		} else {
-			r.FromLine, r.Lines = *in.Offset+1, limit
+			r.FromLine, r.Lines = int64(*in.Offset)+1, limit
 		}
 	case "bytes":
 		if limit == 0 {
@@ -214,7 +348,7 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 		}
 		r.ByteRange = true
 		if in.Offset != nil {
-			r.Offset = *in.Offset
+			r.Offset = int64(*in.Offset)
 		}
 		r.Limit = limit
 	default:
@@ -278,7 +412,7 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 	}
 	out.Note = strings.Join(notes, "; ")
 	line := fmt.Sprintf("log of session %s: %s", textclean.Echo(ref), out.Note)
-	return result(line, logResult{SessionID: o.JobID, Unit: unit, Output: out, Status: s.statusOf(ctx, ref)})
+	return resultWith(line, &out, logResult{SessionID: o.JobID, Unit: unit, Output: out, Status: s.statusOf(ctx, ref)})
 }
 
 // statusOf returns the job's status for a result that is mainly about
@@ -376,7 +510,7 @@ type keysResult struct {
 
 func (s *server) sendKeys(ctx context.Context, ref string, in processInput) (*sdk.CallToolResult, any, error) {
 	if len(in.Keys) == 0 {
-		return nil, nil, argError("send_keys needs keys, e.g. [\"y\", \"Enter\"] or, with literal=true, the text to type")
+		return nil, nil, argError("send_keys needs keys: key names are pressed and other text is typed, e.g. [\"print(6*7)\", \"Enter\"]")
 	}
 	if err := s.c.SendKeys(ctx, ref, in.Keys, in.Literal); err != nil {
 		return nil, nil, describe(ref, err)
@@ -395,7 +529,7 @@ func (s *server) capture(ctx context.Context, ref string, in processInput) (*sdk
 	scrollback := int64(0)
 	var notes []string
 	if in.Scrollback != nil {
-		scrollback = *in.Scrollback
+		scrollback = int64(*in.Scrollback)
 	}
 	if scrollback < 0 {
 		return nil, nil, argError("scrollback must not be negative, got %d", scrollback)
@@ -417,7 +551,7 @@ func (s *server) capture(ctx context.Context, ref string, in processInput) (*sdk
 	if r.Note != "" {
 		line += "; " + r.Note
 	}
-	return result(line, r)
+	return resultWith(line, &outputView{Text: text}, r)
 }
 
 type killResult struct {
@@ -478,8 +612,8 @@ func (s *server) signal(ctx context.Context, ref, sig string) (*sdk.CallToolResu
 	return result(fmt.Sprintf("sent %s to %d process(es) of session %s %v; check with action=poll", r.Signal, len(pids), textclean.Echo(ref), pids), r)
 }
 
-func (s *server) kill(ctx context.Context, ref string, in processInput) (*sdk.CallToolResult, any, error) {
-	if sig := strings.TrimSpace(in.Signal); sig != "" {
+func (s *server) kill(ctx context.Context, ref, sig string) (*sdk.CallToolResult, any, error) {
+	if sig := strings.TrimSpace(sig); sig != "" {
 		return s.signal(ctx, ref, sig)
 	}
 	k, err := s.c.Kill(ctx, ref, 0)
@@ -525,9 +659,30 @@ func (s *server) remove(ctx context.Context, ref string) (*sdk.CallToolResult, a
 	return result(killLine(verb, r), r)
 }
 
-func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string, in processInput) (*sdk.CallToolResult, any, error) {
+// sessionState is one of several awaited sessions in wait's result.
+type sessionState struct {
+	SessionID       string `json:"sessionId"`
+	Status          string `json:"status"`
+	ExitCode        *int   `json:"exit_code,omitempty"`
+	RuntimeMs       int64  `json:"runtime_ms"`
+	WaitingForInput bool   `json:"waiting_for_input,omitempty"`
+}
+
+func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processInput) (*sdk.CallToolResult, any, error) {
+	var refs []string
+	for _, ref := range append([]string{in.SessionID}, in.SessionIDs...) {
+		if ref = strings.TrimSpace(ref); ref != "" && !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	switch {
+	case len(refs) == 0:
+		return nil, nil, argError("wait needs sessionId (or sessionIds for several; process action=list shows the sessions)")
+	case len(refs) > maxWaitJobs:
+		return nil, nil, argError("wait takes at most %d sessions, got %d", maxWaitJobs, len(refs))
+	}
 	var notes []string
-	timeout := defaultWait
+	timeout := s.bound
 	if in.Timeout != nil {
 		d, err := seconds("timeout", *in.Timeout)
 		if err != nil {
@@ -535,11 +690,11 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string,
 		}
 		timeout = d
 	}
-	if timeout <= 0 || timeout > maxWait {
-		notes = append(notes, fmt.Sprintf("timeout capped at %s so the call returns before the client gives up; call wait again to keep waiting", maxWait))
-		timeout = maxWait
+	if timeout <= 0 || timeout > s.bound {
+		notes = append(notes, fmt.Sprintf("timeout capped at %s (the call bound)", round(s.bound)))
+		timeout = s.bound
 	}
-	o := jobs.WaitOptions{Timeout: timeout, Until: in.Until, Progress: s.progress(ctx, req, timeout)}
+	o := jobs.WaitOptions{Timeout: timeout, Until: in.Until, Any: !in.All, Input: true, Progress: s.progress(ctx, req, timeout)}
 	if in.Idle != nil {
 		d, err := seconds("idle", *in.Idle)
 		if err != nil {
@@ -548,26 +703,43 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string,
 		o.Idle = d
 	}
 	start := time.Now()
-	wr, err := s.c.Wait(ctx, []string{ref}, o)
+	wr, err := s.c.Wait(ctx, refs, o)
 	if err != nil {
-		return nil, nil, describe(ref, err)
+		if len(refs) == 1 {
+			return nil, nil, describe(refs[0], err)
+		}
+		return nil, nil, err
 	}
 	if len(wr.Jobs) == 0 {
-		return nil, nil, &sessionError{ref, "not found", jobs.ErrNotFound}
+		return nil, nil, &sessionError{refs[0], "not found", jobs.ErrNotFound}
 	}
+	// The result is about the job that ended the wait (or the only one).
 	j := wr.Jobs[0]
-	s.backoff.reset(j.ID)
+	for _, w := range wr.Jobs {
+		if w.ID == wr.JobID {
+			j = w
+		}
+	}
+	for _, w := range wr.Jobs {
+		s.backoff.reset(w.ID)
+	}
+	// The output is what the caller has not read yet (execute_command's
+	// window and poll read some): a finished job's newest resultChars, a
+	// running one's newest waitChars, from a line start.
 	chars := int64(waitChars)
 	if j.Status.Terminal() {
-		chars = resultChars
+		chars = resultChars / int64(len(refs))
 	}
-	pr, err := s.tail(ctx, j.ID, chars)
+	pr, err := s.readNew(ctx, j.ID, chars)
 	if err != nil {
 		return nil, nil, err
 	}
 	out := pr.out
 	r := newPollResult(j, out)
 	r.WaitReason, r.Match = string(wr.Reason), cutEnd(textclean.Clean([]byte(wr.Match)), 1000)
+	if wr.Reason == jobs.WaitInput {
+		r.WaitingForInput = true
+	}
 	if out.Note != "" {
 		notes = append(notes, out.Note)
 	}
@@ -576,17 +748,50 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	switch wr.Reason {
 	case jobs.WaitExited:
 		why = "finished"
+		if len(refs) > 1 && !in.All {
+			why = j.ID + " finished first"
+		} else if len(refs) > 1 {
+			why = "all finished"
+		}
 	case jobs.WaitMatched:
 		why = fmt.Sprintf("output matched \"%s\" after %s: %s", textclean.Echo(in.Until), waited, r.Match)
 	case jobs.WaitIdle:
 		why = fmt.Sprintf("output silent for %s", round(o.Idle))
+	case jobs.WaitInput:
+		why = "it waits for input: answer with action=write"
 	default:
-		why = fmt.Sprintf("still running after waiting %s; call wait again to keep waiting", waited)
+		why = fmt.Sprintf("still running after %s; call wait again to keep waiting", waited)
+	}
+	line := summary(j) + ". wait: " + why
+	if len(refs) > 1 {
+		var others []string
+		for _, w := range wr.Jobs {
+			r.Sessions = append(r.Sessions, sessionState{SessionID: w.ID, Status: string(w.Status), ExitCode: w.ExitCode,
+				RuntimeMs: w.Runtime.Milliseconds(), WaitingForInput: w.WaitingForInput})
+			if w.Status.Terminal() {
+				r.Ended = append(r.Ended, w.ID)
+			}
+			if w.ID != j.ID {
+				others = append(others, shortState(w))
+			}
+		}
+		line += "; others: " + strings.Join(others, ", ")
 	}
 	r.Note = strings.Join(notes, "; ")
-	line := summary(j) + ". wait: " + why
 	if r.Note != "" {
 		line += "; " + r.Note
 	}
-	return result(line, r)
+	return resultWith(line, &r.Output, r)
+}
+
+// shortState is a job's status in a few words, for a list of several.
+func shortState(j jobs.Job) string {
+	st := string(j.Status)
+	switch {
+	case j.ExitCode != nil:
+		st = fmt.Sprintf("%s (exit %d)", st, *j.ExitCode)
+	case j.WaitingForInput:
+		st += " (waits for input)"
+	}
+	return j.ID + " " + st
 }

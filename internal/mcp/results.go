@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ type jobView struct {
 	Name            string   `json:"name,omitempty"`
 	Label           string   `json:"label,omitempty"`
 	Command         string   `json:"command"`
+	Argv            []string `json:"argv,omitempty"`
 	Status          string   `json:"status"`
 	ExitCode        *int     `json:"exit_code,omitempty"`
 	Signal          string   `json:"signal,omitempty"`
@@ -73,7 +73,7 @@ func viewJob(j jobs.Job, full bool) jobView {
 		v.Command = cutEnd(v.Command, maxCommandChars)
 		return v
 	}
-	v.Cwd, v.EnvNames, v.Stdin = j.Cwd, j.EnvNames, j.Stdin
+	v.Cwd, v.EnvNames, v.Stdin, v.Argv = j.Cwd, j.EnvNames, j.Stdin, j.Argv
 	v.TimeoutMs = j.Timeout.Milliseconds()
 	v.CreatedAt = stamp(&j.CreatedAt)
 	v.EndedAt = stamp(j.EndedAt)
@@ -122,6 +122,10 @@ type outputView struct {
 	DroppedTotal int64 `json:"dropped_total,omitempty"`
 	CutLines     int64 `json:"cut_lines,omitempty"`
 	Truncated    bool  `json:"truncated"`
+	// Skipped counts new bytes a poll passed over to show the newest,
+	// from offset SkippedFrom.
+	Skipped     int64 `json:"skipped,omitempty"`
+	SkippedFrom int64 `json:"skipped_from,omitempty"`
 	// Note says in words what was left out and how to read it.
 	Note string `json:"note,omitempty"`
 }
@@ -146,6 +150,8 @@ func viewOutput(o jobs.Output) outputView {
 		DroppedTotal:  o.DroppedTotal,
 		CutLines:      o.CutLines,
 		Truncated:     o.Truncated,
+		Skipped:       o.Skipped,
+		SkippedFrom:   o.SkippedFrom,
 	}
 }
 
@@ -247,18 +253,21 @@ func summary(j jobs.Job) string {
 	return b.String()
 }
 
-// result is a tool result: a short line for the model, then the structured
-// value as JSON text for clients that show only text, with the same value as
-// structured content.
+// result is a tool result: one short line for the model, and the
+// structured value (offsets, counts) as structured content only.
 func result(line string, v any) (*sdk.CallToolResult, any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode result: %w", err)
+	return resultWith(line, nil, v)
+}
+
+// resultWith is result with a piece of output: its text follows the line
+// as a plain text block of its own, as the job wrote it (cleaned, never
+// JSON-escaped), so the model reads "a && b <c>" as such.
+func resultWith(line string, out *outputView, v any) (*sdk.CallToolResult, any, error) {
+	content := []sdk.Content{&sdk.TextContent{Text: line}}
+	if out != nil && out.Text != "" {
+		content = append(content, &sdk.TextContent{Text: out.Text})
 	}
-	return &sdk.CallToolResult{Content: []sdk.Content{
-		&sdk.TextContent{Text: line},
-		&sdk.TextContent{Text: string(data)},
-	}}, v, nil
+	return &sdk.CallToolResult{Content: content}, v, nil
 }
 
 // cutStart keeps the last max bytes of s (on a rune boundary) and reports

@@ -14,12 +14,14 @@ import (
 
 // Limits that keep every call short and every result small.
 const (
-	// maxWait bounds how long one call may block (execute_command's yield
-	// window, process wait). MCP clients time requests out (often after a
-	// minute or two); a longer wait is split into several calls.
-	maxWait = 120 * time.Second
-	// defaultWait is process wait's timeout when none is given.
-	defaultWait = 30 * time.Second
+	// defaultBound is how long one call may block (execute_command's
+	// yield window, process wait, a blocking poll): below the 60 s after
+	// which common clients (the MCP inspector, the TypeScript SDK) give up
+	// on a request. A call that reaches it returns the session's status
+	// and says to call wait again. EnvCallBound lowers or raises it.
+	defaultBound = 50 * time.Second
+	// maxBound caps EnvCallBound.
+	maxBound = 120 * time.Second
 	// defaultYield is execute_command's window when neither yieldMs nor
 	// PI_BASH_YIELD_MS says otherwise.
 	defaultYield = 10 * time.Second
@@ -27,7 +29,7 @@ const (
 	defaultPollChars = jobs.DefaultTailChars
 	// resultChars bounds the output tail of a finished command's result
 	// (execute_command, wait); waitChars the tail wait shows of a job that
-	// still runs.
+	// still runs or of each of several jobs.
 	resultChars = 20000
 	waitChars   = 2000
 	// defaultLogLines and maxLogLines bound a log page in lines;
@@ -35,17 +37,26 @@ const (
 	defaultLogLines = 200
 	maxLogLines     = 2000
 	maxPageChars    = 64 << 10
-	// maxListJobs bounds list.
-	maxListJobs = 100
+	// defaultListJobs and maxListJobs bound list.
+	defaultListJobs = 20
+	maxListJobs     = 100
+	// maxWaitJobs bounds the sessions one wait watches.
+	maxWaitJobs = 50
 	// maxWriteBytes bounds one write to stdin.
 	maxWriteBytes = 16 << 20
 	// maxCaptureLines bounds capture's scrollback.
 	maxCaptureLines = 2000
 )
 
+// EnvCallBound sets, in milliseconds, how long one tool call may block
+// (default 50000, at most 120000). Lower it when a client gives up sooner;
+// tests lower it to see a long job cross the bound quickly.
+const EnvCallBound = "JOBS_MCP_CALL_BOUND_MS"
+
 // server holds what the tools share: the client and the poll back-off.
 type server struct {
 	c         *jobs.Client
+	bound     time.Duration
 	yield     time.Duration
 	pollChars int64
 	backoff   *backoff
@@ -56,9 +67,13 @@ type server struct {
 func NewServer(c *jobs.Client, version string) *sdk.Server {
 	s := &server{
 		c:         c,
+		bound:     min(envDuration(EnvCallBound, defaultBound), maxBound),
 		yield:     envDuration("PI_BASH_YIELD_MS", defaultYield),
 		pollChars: envInt("PI_BASH_MAX_OUTPUT_CHARS", envInt("OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", defaultPollChars)),
 		backoff:   newBackoff(),
+	}
+	if s.bound <= 0 {
+		s.bound = defaultBound
 	}
 	if version == "" {
 		version = "dev"
@@ -66,19 +81,32 @@ func NewServer(c *jobs.Client, version string) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version},
 		&sdk.ServerOptions{Instructions: instructions(c.Scope())})
 	sdk.AddTool(srv, &sdk.Tool{
-		Name:        "execute_command",
-		Title:       "Run a shell command",
-		Description: executeDescription,
-		InputSchema: executeSchema(),
-		Annotations: &sdk.ToolAnnotations{Title: "Run a shell command", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+		Name:         "execute_command",
+		Title:        "Run a shell command",
+		Description:  executeDescription(s.bound),
+		InputSchema:  executeSchema(),
+		OutputSchema: outputSchema("status", "sessionId"),
+		Annotations:  &sdk.ToolAnnotations{Title: "Run a shell command", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, s.execute)
+	// process does nothing that destroys: clients that ask before every
+	// destructive call let an agent poll and wait freely. What ends or
+	// deletes is kill_process.
 	sdk.AddTool(srv, &sdk.Tool{
-		Name:        "process",
-		Title:       "Manage background commands",
-		Description: processDescription,
-		InputSchema: processSchema(),
-		Annotations: &sdk.ToolAnnotations{Title: "Manage background commands", DestructiveHint: ptr(true)},
+		Name:         "process",
+		Title:        "Follow and talk to background commands",
+		Description:  processDescription(s.bound),
+		InputSchema:  processSchema(),
+		OutputSchema: outputSchema(),
+		Annotations:  &sdk.ToolAnnotations{Title: "Follow and talk to background commands", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 	}, s.process)
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:         "kill_process",
+		Title:        "End or delete a background command",
+		Description:  killDescription,
+		InputSchema:  killSchema(),
+		OutputSchema: outputSchema("sessionId"),
+		Annotations:  &sdk.ToolAnnotations{Title: "End or delete a background command", DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}, s.killTool)
 	return srv
 }
 
@@ -94,74 +122,120 @@ func Run(ctx context.Context, c *jobs.Client, version string) error {
 func instructions(scope string) string {
 	return "jobs runs shell commands as durable background jobs (scope " + strconv.Quote(scope) + "). " +
 		"Use execute_command to run a command: quick ones return their result, long ones keep running and return a sessionId. " +
-		"Use process with that sessionId to poll, read the log, write to stdin, wait, or kill. " +
+		"Use process with that sessionId to wait, poll, read the log, write to stdin or type keys; kill_process ends or deletes a job. " +
+		"No call blocks past its bound (under a minute): one that reaches it says so, and wait picks up where it left off. " +
 		"Jobs and their full output survive a restart of this server; output shown to you is cleaned of terminal escapes and bounded, and every result says how to read what it left out."
 }
 
-const executeDescription = `Run a shell command (/bin/sh -c) as a durable background job and wait up to yieldMs for it.
+func executeDescription(bound time.Duration) string {
+	return `Run a shell command line as a durable background job (bash -c when bash is installed, else /bin/sh -c; shell chooses) and wait up to yieldMs for it.
 
-- Finished inside the window: you get status, exit_code and the cleaned output (ANSI escapes stripped, progress bars collapsed to their last state; the last 20000 characters at most, with a note on how to read the rest).
-- Still running after the window: you get {status: "running", sessionId}. The command keeps running; nothing is lost.
+- Finished inside the window: you get a status line and the cleaned output as plain text (ANSI escapes stripped, progress bars collapsed to their last state; the last 20000 characters at most, with a note on how to read the rest).
+- Waiting for input (a prompt on stdin): returns within a second with the prompt; answer with process action=write.
+- Still running after the window: you get the sessionId. The command keeps running; nothing is lost.
 
-When to background: servers, watchers, builds or test suites that take more than a few seconds, anything interactive. Set background=true to return at once with the sessionId.
-How to follow a background job: process action=wait with until (a regex, e.g. "listening on|ERROR") or idle/timeout blocks cheaply (at most 120 s per call) instead of polling in a loop; process action=poll returns only the output that is new since the last poll plus retry_in_ms, a hint for when to poll again; process action=log pages through the full output.
-Interactive prompts: process action=write with data (and eof=true to close stdin); poll reports waiting_for_input when the command blocks reading stdin.
-tmux=true runs the command in a tmux session (for full-screen or TTY programs); read it with process action=capture and type with action=send_keys.
-The command's environment has NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat (unless tmux). timeout (seconds, default 1800, 0 = none) ends the whole process tree.`
+No call blocks more than ` + round(bound) + ` (yieldMs above it is capped): clients give up on requests after about a minute.
+When to background: servers, watchers, builds or test suites that take more than a few seconds. background=true (or run_in_background=true) returns at once.
+How to follow: process action=wait blocks until the job ends, asks for input, or its output matches until (regex; the unfinished last line counts, so a prompt matches), up to ` + round(bound) + ` per call; give sessionIds to wait for several jobs at once (returns when the first ends, or all with all=true). Prefer it to polling.
+tmux=true runs the command in a tmux session (TTY programs, REPLs): process action=send_keys types and presses keys, action=capture reads the screen.
+The environment has NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat (unless tmux). timeout (seconds, default 1800, 0 = none) ends the whole process tree.`
+}
 
-const processDescription = `Manage jobs started with execute_command, by sessionId (an id, a unique id prefix, or the job's name).
+func processDescription(bound time.Duration) string {
+	return `Follow and talk to jobs started with execute_command, by sessionId (an id, a unique id prefix, or the job's name). Nothing here ends a job: that is kill_process.
 
-Actions:
-- list: this scope's jobs, newest first.
-- poll: status, exit_code, waiting_for_input and the cleaned output that is NEW since the last poll (500 characters at most by default), plus retry_in_ms: how long to wait before polling again; it grows while nothing changes. Prefer wait over repeated polls.
-- wait: block until the job finishes, its output matches until (regex), or it has been silent for idle seconds; timeout seconds (default 30, at most 120 per call: call again to keep waiting). Sends progress notifications while waiting.
-- log: page through the cleaned full output. offset/limit count lines (offset 0 = first line); default: the last 200 lines; limit at most 2000 lines and 64 KiB per page. unit="bytes" makes offset/limit byte offsets (use next_offset to continue). stream (stdout|stderr) and grep (regex) filter.
-- status: all metadata and the transition history.
-- write: send data to stdin; eof=true closes stdin after it (data may be empty then, and it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
-- send_keys: tmux jobs only; keys are tmux key names (Enter, C-c, Up, …) or, with literal=true, text typed as is.
-- capture: tmux jobs only; the screen as clean text, with scrollback lines of history.
-- kill: end the whole process tree (SIGTERM, 2 s grace, SIGKILL); with signal (INT, HUP, TERM, KILL, STOP, CONT, USR1, …) send just that signal. Killing a finished job is a no-op.
-- pause / resume: stop the job's processes (SIGSTOP) and continue them (SIGCONT); a paused job shows stopped=true.
-- clear: drop the stored output (offsets stay absolute).
-- remove: delete the job (killing it first if it runs).`
+Actions (each takes only the parameters listed):
+- wait (sessionId or sessionIds, all, until, idle, timeout): block until the job ends, waits for input on stdin, its output matches until (a regex; the unfinished last line counts, so prompts match) or it has been silent idle seconds. With several sessionIds it returns when the first ends (all=true: when all have), naming which, with the others' status. The output is what you have not read yet (the newest part when long). timeout in seconds (default and at most ` + round(bound) + `; call again to keep waiting). Sends progress notifications.
+- poll (sessionId, timeout, grep): status, exit_code, waiting_for_input and the output that is NEW since the last poll: when more is new than 500 characters, the newest part from a line start, saying what it skipped. retry_in_ms says when to look again; it grows while nothing changes. timeout blocks up to that many seconds for new output.
+- log (sessionId, offset, limit, unit, stream, grep): page through the cleaned full output. offset/limit count lines (offset 0 = first line); default the last 200 lines; at most 2000 lines and 64 KiB. unit="bytes" makes them byte offsets (continue with next_offset).
+- list (status, limit): this scope's jobs, newest first, one line each (default 20, at most 100).
+- status (sessionId): all metadata and the transition history.
+- write (sessionId, data, eof): send data to stdin (add "\n" to end a line); eof=true closes stdin (it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
+- send_keys (sessionId, keys, literal): tmux jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
+- capture (sessionId, scrollback): tmux jobs; the screen as text.
+- pause / resume (sessionId): stop (SIGSTOP) and continue the job's processes; a paused job shows stopped=true.`
+}
+
+const killDescription = `End or delete a job started with execute_command, by sessionId (id, unique prefix or name).
+
+- action=kill (default): end the whole process tree (SIGTERM, 2 s grace, SIGKILL); with signal (INT, HUP, TERM, KILL, USR1 …) send just that signal. Killing a finished job is a no-op.
+- action=clear: drop the job's stored output (offsets stay absolute).
+- action=remove: delete the job and its output, killing it first if it runs.`
 
 // executeInput is the arguments of execute_command.
 type executeInput struct {
-	Command     string            `json:"command" jsonschema:"the shell command line, run with /bin/sh -c"`
-	Cwd         string            `json:"cwd,omitempty" jsonschema:"working directory (default: the server's)"`
-	Env         map[string]string `json:"env,omitempty" jsonschema:"environment variables to add, name to value (values are not stored)"`
-	Label       string            `json:"label,omitempty" jsonschema:"free text shown by process action=list"`
-	Description string            `json:"description,omitempty" jsonschema:"what the command does, in a few words (used as label when label is empty)"`
-	Name        string            `json:"name,omitempty" jsonschema:"a handle unique among running jobs; works wherever a sessionId does"`
-	Replace     bool              `json:"replace,omitempty" jsonschema:"end a running job of the same name first"`
-	Timeout     *float64          `json:"timeout,omitempty" jsonschema:"maximum runtime in seconds (default 1800; 0 = none); the whole process tree is ended after it"`
-	Background  bool              `json:"background,omitempty" jsonschema:"start and return the sessionId at once, without waiting"`
-	YieldMs     *int64            `json:"yieldMs,omitempty" jsonschema:"how long to wait for the command to finish before returning its sessionId, in milliseconds (default 10000 or $PI_BASH_YIELD_MS; at most 120000)"`
-	Tmux        bool              `json:"tmux,omitempty" jsonschema:"run in a tmux session (for TTY programs; use capture and send_keys)"`
+	Command         string            `json:"command" jsonschema:"the shell command line, run with bash -c (or /bin/sh -c without bash)"`
+	Shell           string            `json:"shell,omitempty" jsonschema:"the shell that runs command, e.g. sh, bash, zsh (default bash, else /bin/sh)"`
+	Cwd             string            `json:"cwd,omitempty" jsonschema:"working directory (default: the server's)"`
+	Env             map[string]string `json:"env,omitempty" jsonschema:"environment variables to add, name to value (values are not stored)"`
+	Label           string            `json:"label,omitempty" jsonschema:"free text shown by process action=list"`
+	Description     string            `json:"description,omitempty" jsonschema:"what the command does, in a few words (used as label when label is empty)"`
+	Name            string            `json:"name,omitempty" jsonschema:"a handle unique among running jobs; works wherever a sessionId does"`
+	Replace         bool              `json:"replace,omitempty" jsonschema:"end a running job of the same name first"`
+	Timeout         *float64          `json:"timeout,omitempty" jsonschema:"maximum runtime in seconds (default 1800; 0 = none); the whole process tree is ended after it"`
+	Background      bool              `json:"background,omitempty" jsonschema:"start and return the sessionId at once, without waiting"`
+	RunInBackground bool              `json:"run_in_background,omitempty" jsonschema:"the same as background"`
+	YieldMs         *count            `json:"yieldMs,omitempty" jsonschema:"how long to wait for the command to finish before returning its sessionId, in milliseconds (default 10000 or $PI_BASH_YIELD_MS; capped at the call bound)"`
+	Tmux            bool              `json:"tmux,omitempty" jsonschema:"run in a tmux session (for TTY programs; use capture and send_keys)"`
 }
 
 // processInput is the arguments of process.
 type processInput struct {
 	Action     string   `json:"action" jsonschema:"what to do"`
 	SessionID  string   `json:"sessionId,omitempty" jsonschema:"the job: id, unique id prefix or name (every action but list)"`
-	Offset     *int64   `json:"offset,omitempty" jsonschema:"log: first line to read, from 0 (or byte offset with unit=bytes)"`
-	Limit      *int64   `json:"limit,omitempty" jsonschema:"log: how many lines to read (or bytes with unit=bytes); default 200 lines"`
+	SessionIDs []string `json:"sessionIds,omitempty" jsonschema:"wait: several jobs; returns when the first ends (or all, with all=true)"`
+	All        bool     `json:"all,omitempty" jsonschema:"wait: with several sessionIds, return only when all have ended"`
+	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in this status (running, done, failed, killed, timed_out, lost; active = starting or running)"`
+	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first line to read, from 0 (or byte offset with unit=bytes)"`
+	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many lines to read (or bytes with unit=bytes); default 200 lines. list: how many jobs (default 20)"`
 	Unit       string   `json:"unit,omitempty" jsonschema:"log: lines (default) or bytes"`
 	Stream     string   `json:"stream,omitempty" jsonschema:"log: stdout or stderr only"`
-	Grep       string   `json:"grep,omitempty" jsonschema:"log: keep only lines matching this regular expression"`
+	Grep       string   `json:"grep,omitempty" jsonschema:"log, poll: keep only lines matching this regular expression"`
+	Filter     string   `json:"filter,omitempty" jsonschema:"the same as grep"`
 	Data       *string  `json:"data,omitempty" jsonschema:"write: text to send to stdin (add \\n to end a line)"`
 	EOF        bool     `json:"eof,omitempty" jsonschema:"write: close stdin afterwards"`
-	Keys       []string `json:"keys,omitempty" jsonschema:"send_keys: tmux key names such as Enter, C-c, Up, or text with literal=true"`
-	Literal    bool     `json:"literal,omitempty" jsonschema:"send_keys: type keys as text instead of key names"`
-	Signal     string   `json:"signal,omitempty" jsonschema:"kill: send only this signal (INT, TERM, HUP, KILL, STOP, CONT, USR1, USR2)"`
-	Until      string   `json:"until,omitempty" jsonschema:"wait: return when a line of output matches this regular expression"`
+	Keys       []string `json:"keys,omitempty" jsonschema:"send_keys: key names (Enter, C-c, Up) are pressed, anything else is typed"`
+	Literal    bool     `json:"literal,omitempty" jsonschema:"send_keys: type every key as text, key names included"`
+	Until      string   `json:"until,omitempty" jsonschema:"wait: return when a line of output matches this regular expression (the unfinished last line counts)"`
 	Idle       *float64 `json:"idle,omitempty" jsonschema:"wait: return when output has been silent this many seconds"`
-	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"wait: give up after this many seconds (default 30, at most 120)"`
-	Scrollback *int64   `json:"scrollback,omitempty" jsonschema:"capture: lines of history above the screen (default 0, at most 2000)"`
+	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"wait: give up after this many seconds (default and at most the call bound); poll: block up to this long for new output"`
+	Scrollback *count   `json:"scrollback,omitempty" jsonschema:"capture: lines of history above the screen (default 0, at most 2000)"`
 }
 
-// actions are process's actions, in the order the description gives them.
-var actions = []string{"list", "poll", "log", "status", "write", "send_keys", "capture", "kill", "pause", "resume", "clear", "remove", "wait"}
+// killInput is the arguments of kill_process.
+type killInput struct {
+	Action    string `json:"action,omitempty" jsonschema:"kill (default), clear or remove"`
+	SessionID string `json:"sessionId" jsonschema:"the job: id, unique id prefix or name"`
+	Signal    string `json:"signal,omitempty" jsonschema:"kill: send only this signal (INT, TERM, HUP, KILL, STOP, CONT, USR1, USR2)"`
+}
+
+// actionParams is an action and the parameters it takes.
+type actionParams struct {
+	name   string
+	params []string
+}
+
+// actions are process's actions and the parameters each takes, in the
+// order the description gives them.
+var actions = []actionParams{
+	{"wait", []string{"sessionId", "sessionIds", "all", "until", "idle", "timeout"}},
+	{"poll", []string{"sessionId", "timeout", "grep", "filter"}},
+	{"log", []string{"sessionId", "offset", "limit", "unit", "stream", "grep", "filter"}},
+	{"list", []string{"status", "limit"}},
+	{"status", []string{"sessionId"}},
+	{"write", []string{"sessionId", "data", "eof"}},
+	{"send_keys", []string{"sessionId", "keys", "literal"}},
+	{"capture", []string{"sessionId", "scrollback"}},
+	{"pause", []string{"sessionId"}},
+	{"resume", []string{"sessionId"}},
+}
+
+// killActions are kill_process's actions and their parameters.
+var killActions = []actionParams{
+	{"kill", []string{"sessionId", "signal"}},
+	{"clear", []string{"sessionId"}},
+	{"remove", []string{"sessionId"}},
+}
 
 // executeSchema is executeInput's schema as inferred; the handler checks
 // ranges (see processSchema).
@@ -181,12 +255,39 @@ func processSchema() *jsonschema.Schema {
 	}
 	simplify(s)
 	for _, a := range actions {
-		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a)
+		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
+	}
+	// kill, clear and remove are kill_process's; process takes them so
+	// that it can say so (the seeds' agents call process action=kill).
+	for _, a := range killActions {
+		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
 	}
 	s.Properties["unit"].Enum = []any{"lines", "bytes"}
 	s.Properties["stream"].Enum = []any{"stdout", "stderr", "pty"}
 	// No "minimum" on the numbers: the handlers say "offset must not be
 	// negative, got -1", which reads better than the validator's message.
+	return s
+}
+
+func killSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[killInput](nil)
+	if err != nil {
+		panic(fmt.Sprintf("kill_process schema: %v", err))
+	}
+	simplify(s)
+	s.Properties["action"].Enum = []any{"kill", "clear", "remove"}
+	return s
+}
+
+// outputSchema declares a tool's structured result: an object, with the
+// named string properties always present. The fields differ by action;
+// docs/json.md lists them.
+func outputSchema(required ...string) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+	for _, name := range required {
+		s.Properties[name] = &jsonschema.Schema{Type: "string"}
+	}
+	s.Required = required
 	return s
 }
 

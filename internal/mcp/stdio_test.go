@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -124,7 +125,7 @@ func TestStdioPollBackoff(t *testing.T) {
 			t.Fatalf("retry_in_ms while nothing changes = %v, want it to grow", got)
 		}
 	}
-	k := callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id})
+	k := callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id})
 	if k.Status != "killed" {
 		t.Errorf("kill: status %q, want killed", k.Status)
 	}
@@ -171,7 +172,7 @@ func TestStdioForeground(t *testing.T) {
 	if !strings.Contains(r.Note, "action=wait") {
 		t.Errorf("yield note %q does not say how to wait", r.Note)
 	}
-	callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": r.SessionID})
+	callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": r.SessionID})
 
 	// The timeout ends the job.
 	r = callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "sleep 60", "timeout": 0.5})
@@ -220,7 +221,7 @@ func TestStdioWriteEOF(t *testing.T) {
 		t.Fatalf("wait for eof: %+v", p)
 	}
 	callErr(t, cs, "process", map[string]any{"action": "write", "sessionId": id, "data": "x"}, "Session "+id+" stdin is not available")
-	callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id})
+	callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id})
 
 	done := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "true"})
 	callErr(t, cs, "process", map[string]any{"action": "write", "sessionId": done.SessionID, "data": "x"}, "Session "+done.SessionID+" is not running")
@@ -263,7 +264,7 @@ func TestStdioKillTree(t *testing.T) {
 		return len(pids) == 3
 	})
 
-	k := callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id})
+	k := callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id})
 	if k.Status != "killed" || len(k.Signalled) == 0 || len(k.Survivors) != 0 {
 		t.Fatalf("kill: %+v, want killed, pids signalled, no survivors", k)
 	}
@@ -274,10 +275,10 @@ func TestStdioKillTree(t *testing.T) {
 		t.Errorf("poll after kill: status %s", p.Status)
 	}
 	// Killing again is a no-op; a signal to a finished job is an error.
-	if k := callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id}); !k.AlreadyDone {
+	if k := callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id}); !k.AlreadyDone {
 		t.Errorf("second kill: %+v, want already_done", k)
 	}
-	callErr(t, cs, "process", map[string]any{"action": "kill", "sessionId": id, "signal": "INT"}, "Session "+id+" is not running")
+	callErr(t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id, "signal": "INT"}, "Session "+id+" is not running")
 }
 
 // gone reports whether pid has exited (a zombie counts: it has exited and
@@ -298,7 +299,7 @@ func TestStdioSignal(t *testing.T) {
 	if p := callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": id, "until": "ready", "timeout": 20}); p.WaitReason != "matched" {
 		t.Fatalf("wait for ready: %+v", p)
 	}
-	k := callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id, "signal": "INT"})
+	k := callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id, "signal": "INT"})
 	if len(k.Signalled) == 0 {
 		t.Fatalf("signal INT: %+v, want pids", k)
 	}
@@ -321,8 +322,8 @@ func TestStdioWait(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("wait until: %v %s", err, text(res))
 	}
-	if !strings.Contains(text(res), `"wait_reason":"matched"`) || !strings.Contains(text(res), `"match":"READY"`) {
-		t.Fatalf("wait until: %s", text(res))
+	if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"wait_reason":"matched"`) || !strings.Contains(string(sc), `"match":"READY"`) {
+		t.Fatalf("wait until: %s", sc)
 	}
 	if progress.Load() == 0 {
 		t.Errorf("a 2.5 s wait with a progress token sent no progress notification")
@@ -336,7 +337,7 @@ func TestStdioWait(t *testing.T) {
 	if p.WaitReason != "timeout" || p.Status != "running" {
 		t.Errorf("wait timeout: %+v", p)
 	}
-	callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id})
+	callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id})
 
 	// A timeout past the cap is capped, and says so.
 	id = start(t, cs, "sleep 0.3; echo bye", nil)
@@ -352,8 +353,11 @@ func TestStdioScopeIsolation(t *testing.T) {
 	a := e.serve(t, "agent-a", nil)
 	b := e.serve(t, "agent-b", nil)
 	id := start(t, a, "echo secret; sleep 60", map[string]any{"name": "server"})
-	for _, action := range []string{"poll", "log", "status", "kill", "remove", "wait", "clear"} {
+	for _, action := range []string{"poll", "log", "status", "wait"} {
 		callErr(t, b, "process", map[string]any{"action": action, "sessionId": id}, "Session "+id+" not found")
+	}
+	for _, action := range []string{"kill", "remove", "clear"} {
+		callErr(t, b, "kill_process", map[string]any{"action": action, "sessionId": id}, "Session "+id+" not found")
 	}
 	callErr(t, b, "process", map[string]any{"action": "poll", "sessionId": "server"}, "Session server not found")
 	if l := callOK[listResult](t, b, "process", map[string]any{"action": "list"}); len(l.Sessions) != 0 || l.Scope != "agent-b" {
@@ -368,16 +372,26 @@ func TestStdioScopeIsolation(t *testing.T) {
 	if idB == id {
 		t.Fatal("two scopes share a job")
 	}
-	callOK[killResult](t, a, "process", map[string]any{"action": "kill", "sessionId": "server"})
-	callOK[killResult](t, b, "process", map[string]any{"action": "kill", "sessionId": "server"})
+	callOK[killResult](t, a, "kill_process", map[string]any{"action": "kill", "sessionId": "server"})
+	callOK[killResult](t, b, "kill_process", map[string]any{"action": "kill", "sessionId": "server"})
 }
 
 func TestStdioErrors(t *testing.T) {
 	t.Parallel()
 	cs := newEnv(t).serve(t, "errors", nil)
-	for _, action := range []string{"poll", "log", "status", "write", "send_keys", "capture", "kill", "clear", "remove", "wait"} {
-		args := map[string]any{"action": action, "sessionId": "nosuchjob", "data": "x", "keys": []string{"Enter"}}
+	for _, action := range []string{"poll", "log", "status", "write", "send_keys", "capture", "wait"} {
+		args := map[string]any{"action": action, "sessionId": "nosuchjob"}
+		switch action {
+		case "write":
+			args["data"] = "x"
+		case "send_keys":
+			args["keys"] = []string{"Enter"}
+		}
 		callErr(t, cs, "process", args, "Session nosuchjob not found")
+	}
+	for _, action := range []string{"kill", "clear", "remove"} {
+		callErr(t, cs, "kill_process", map[string]any{"action": action, "sessionId": "nosuchjob"}, "Session nosuchjob not found")
+		callErr(t, cs, "process", map[string]any{"action": action, "sessionId": "nosuchjob"}, "kill_process action="+action)
 	}
 	callErr(t, cs, "process", map[string]any{"action": "explode", "sessionId": "x"}, "explode")
 	callErr(t, cs, "process", map[string]any{"action": "poll"}, "sessionId is required")
@@ -409,19 +423,19 @@ func TestStdioStatusClearRemove(t *testing.T) {
 	if st.Session.Label != "count" || st.Session.Status != "done" || len(st.History) < 2 {
 		t.Errorf("status: %+v", st)
 	}
-	callOK[clearResult](t, cs, "process", map[string]any{"action": "clear", "sessionId": id})
+	callOK[clearResult](t, cs, "kill_process", map[string]any{"action": "clear", "sessionId": id})
 	l := callOK[logResult](t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": 0})
 	if l.Output.Text != "" {
 		t.Errorf("log after clear: %q", l.Output.Text)
 	}
-	rm := callOK[killResult](t, cs, "process", map[string]any{"action": "remove", "sessionId": id})
+	rm := callOK[killResult](t, cs, "kill_process", map[string]any{"action": "remove", "sessionId": id})
 	if !rm.Removed {
 		t.Errorf("remove: %+v", rm)
 	}
 	callErr(t, cs, "process", map[string]any{"action": "poll", "sessionId": id}, "Session "+id+" not found")
 
 	running := start(t, cs, "sleep 60", nil)
-	if rm := callOK[killResult](t, cs, "process", map[string]any{"action": "remove", "sessionId": running}); len(rm.Signalled) == 0 {
+	if rm := callOK[killResult](t, cs, "kill_process", map[string]any{"action": "remove", "sessionId": running}); len(rm.Signalled) == 0 {
 		t.Errorf("remove of a running job: %+v, want it killed first", rm)
 	}
 	if l := callOK[listResult](t, cs, "process", map[string]any{"action": "list"}); len(l.Sessions) != 0 {
@@ -469,5 +483,5 @@ func TestStdioTmux(t *testing.T) {
 		c := callOK[captureResult](t, cs, "process", map[string]any{"action": "capture", "sessionId": id})
 		return strings.Contains(c.Screen, "hi bob")
 	})
-	callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id})
+	callOK[killResult](t, cs, "kill_process", map[string]any{"action": "kill", "sessionId": id})
 }

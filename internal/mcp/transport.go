@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,19 +33,20 @@ const maxFrame = 64 << 20
 // still in flight when its input ends, so `printf '…' | jobs mcp` would
 // otherwise lose them.
 type stdioTransport struct {
-	in      io.Reader
-	out     *lockedWriter
-	pr      *io.PipeReader
-	pending *pending
+	in       io.Reader
+	maxFrame int // maxFrame, smaller in tests
+	out      *lockedWriter
+	pr       *io.PipeReader
+	pending  *pending
 }
 
 // drainTimeout bounds how long the end of input waits for answers; the
-// longest call (wait) is bounded by maxWait.
-const drainTimeout = maxWait + 10*time.Second
+// longest call (wait) is bounded by maxBound.
+const drainTimeout = maxBound + 10*time.Second
 
 func newStdioTransport(in io.Reader, out io.Writer) *stdioTransport {
 	p := &pending{ids: make(map[string]bool)}
-	return &stdioTransport{in: in, out: &lockedWriter{w: out, pending: p}, pending: p}
+	return &stdioTransport{in: in, maxFrame: maxFrame, out: &lockedWriter{w: out, pending: p}, pending: p}
 }
 
 // Connect implements mcp.Transport. It starts the filter goroutine, which
@@ -69,14 +72,17 @@ func (t *stdioTransport) close() {
 func (t *stdioTransport) filter(pw *io.PipeWriter) {
 	br := bufio.NewReaderSize(t.in, 64<<10)
 	for {
-		line, tooLong, err := readLine(br, maxFrame)
+		line, tooLong, err := readLine(br, t.maxFrame)
 		if tooLong {
-			t.reply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: more than %d bytes (at most %d MiB per message)", maxFrame, maxFrame>>20))
+			// line holds the frame's first and last bytes: the id is
+			// usually at one end (the TypeScript SDK writes it last).
+			t.reply(oversizeID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: more than %d bytes (at most %s per message)", t.maxFrame, size(int64(t.maxFrame))))
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
 			if id, code, msg := check(frame); code != 0 {
 				t.reply(id, code, msg)
 			} else {
 				t.pending.add(frame)
+				t.pending.cancel(frame)
 				if _, werr := pw.Write(append(frame, '\n')); werr != nil {
 					return
 				}
@@ -95,22 +101,59 @@ func (t *stdioTransport) filter(pw *io.PipeWriter) {
 }
 
 // readLine reads one line of at most max bytes. A longer line is read to
-// its end and dropped, reporting tooLong.
-func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// its end and dropped, reporting tooLong; line then holds its first and
+// last idProbe bytes.
+func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	var tail []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > max {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
+		switch {
+		case !tooLong && len(line)+len(chunk) > limit:
+			tooLong = true
+			line = append(line, chunk...)
+			tail = append(tail, line[max(0, len(line)-idProbe):]...)
+			line = line[:min(len(line), idProbe)]
+		case tooLong:
+			tail = append(tail, chunk...)
+			tail = tail[max(0, len(tail)-idProbe):]
+		default:
+			line = append(line, chunk...)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
+		if tooLong {
+			line = append(append(line, '\n'), tail...)
+		}
 		return line, tooLong, err
 	}
+}
+
+// idProbe is how many bytes of each end of an oversize frame are kept to
+// find its id.
+const idProbe = 4096
+
+var (
+	idAtStart = regexp.MustCompile(`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?[0-9]{1,15}|"(?:[^"\\]|\\.){0,200}")\s*,`)
+	idAtEnd   = regexp.MustCompile(`,\s*"id"\s*:\s*(-?[0-9]{1,15}|"(?:[^"\\]|\\.){0,200}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$`)
+)
+
+// oversizeID reads the id of an oversize request from the ends kept by
+// readLine, or returns nil when it cannot be read safely.
+func oversizeID(ends []byte) any {
+	head, tail, _ := bytes.Cut(ends, []byte{'\n'})
+	m := idAtStart.FindSubmatch(head)
+	if m == nil {
+		m = idAtEnd.FindSubmatch(tail)
+	}
+	if m == nil {
+		return nil
+	}
+	var id any
+	if json.Unmarshal(m[1], &id) != nil {
+		return nil
+	}
+	return id
 }
 
 // check reports whether frame is a JSON-RPC message (or batch) the SDK can
@@ -132,19 +175,47 @@ func check(frame []byte) (id any, code int64, msg string) {
 		}
 		return nil, 0, ""
 	}
+	if hugeNumber.Match(frame) {
+		// The SDK decodes arguments into float64: a number past its
+		// range would come back as the decoder's account of Go types.
+		var v any
+		var te *json.UnmarshalTypeError
+		if err := json.Unmarshal(frame, &v); errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+			return readID(frame), jsonrpc.CodeInvalidParams, "invalid params: number too large: " + cut([]byte(strings.TrimPrefix(te.Value, "number ")))
+		}
+	}
 	if _, err := jsonrpc.DecodeMessage(frame); err != nil {
-		var probe struct {
-			ID any `json:"id"`
+		id = readID(frame)
+		msg := err.Error()
+		if strings.Contains(msg, "cannot unmarshal number") || strings.Contains(msg, "out of range") {
+			msg = "number too large"
 		}
-		if json.Unmarshal(frame, &probe) == nil {
-			switch probe.ID.(type) {
-			case string, float64:
-				id = probe.ID
-			}
-		}
-		return id, jsonrpc.CodeInvalidRequest, "invalid request: " + err.Error()
+		return id, jsonrpc.CodeInvalidRequest, "invalid request: " + msg
 	}
 	return nil, 0, ""
+}
+
+// hugeNumber finds what may be a number past float64's range: an exponent
+// of three digits or a run of 300 digits.
+var hugeNumber = regexp.MustCompile(`[0-9][eE]\+?[0-9]{3}|[0-9]{300}`)
+
+// readID returns a frame's id when it is a string or a number.
+func readID(frame []byte) any {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(frame, &probe) != nil {
+		return nil
+	}
+	var id any
+	if json.Unmarshal(probe.ID, &id) != nil {
+		return nil
+	}
+	switch id.(type) {
+	case string, float64:
+		return id
+	}
+	return nil
 }
 
 // reply writes a JSON-RPC error response directly to the client.
@@ -170,6 +241,11 @@ type lockedWriter struct {
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
+	if l.pending.cancelled(p) {
+		// The client cancelled the request: the spec says not to answer.
+		l.pending.answer(p)
+		return len(p), nil
+	}
 	l.mu.Lock()
 	n, err := l.w.Write(p)
 	l.mu.Unlock()
@@ -177,11 +253,65 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// pending tracks the ids of requests read but not yet answered.
+// pending tracks the ids of requests read but not yet answered, and those
+// of them the client cancelled.
 type pending struct {
-	mu   sync.Mutex
-	ids  map[string]bool
-	idle chan struct{} // closed when ids becomes empty while drain waits
+	mu       sync.Mutex
+	ids      map[string]bool
+	canceled map[string]bool
+	idle     chan struct{} // closed when ids becomes empty while drain waits
+}
+
+// cancel records the request a notifications/cancelled in frame names, if
+// that request is still unanswered.
+func (p *pending) cancel(frame []byte) {
+	p.each(frame, func(m jsonrpc.Message) {
+		r, ok := m.(*jsonrpc.Request)
+		if !ok || r.ID.IsValid() || r.Method != "notifications/cancelled" {
+			return
+		}
+		var params struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &params) != nil || params.RequestID == nil {
+			return
+		}
+		key := fmt.Sprint(params.RequestID)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.ids[key] {
+			if p.canceled == nil {
+				p.canceled = make(map[string]bool)
+			}
+			p.canceled[key] = true
+		}
+	})
+}
+
+// cancelled reports whether frame is the response to a cancelled request.
+func (p *pending) cancelled(frame []byte) bool {
+	p.mu.Lock()
+	none := len(p.canceled) == 0
+	p.mu.Unlock()
+	if none {
+		return false
+	}
+	m, err := jsonrpc.DecodeMessage(bytes.TrimSpace(frame))
+	if err != nil {
+		return false
+	}
+	r, ok := m.(*jsonrpc.Response)
+	if !ok {
+		return false
+	}
+	key := fmt.Sprint(r.ID.Raw())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.canceled[key] {
+		delete(p.canceled, key)
+		return true
+	}
+	return false
 }
 
 // add records the requests in frame (a message or a batch).

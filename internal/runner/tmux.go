@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/tmux"
 )
@@ -381,11 +382,12 @@ func recordTmuxEndHere(ctx context.Context, d *db.DB, j db.Job, logf func(string
 	return final, nil
 }
 
-// SendKeysDirect sends keys to a running tmux job's pane: tmux key names
-// (Enter, C-c, Up …), or with literal the text of keys typed as is. tmux
-// delivers them, so no supervisor is involved. Errors: ErrNotTmux,
-// ErrNotRunning (finished, or its session has gone), ErrNoTmux, ErrInvalid
-// for a string that is not a key name.
+// SendKeysDirect sends keys to a running tmux job's pane as tmux does:
+// each argument that is a key name (Enter, C-c, Up …) is pressed, any other
+// is typed; with literal the text of keys is typed as is. tmux delivers
+// them, so no supervisor is involved. Errors: ErrNotTmux, ErrNotRunning
+// (finished, or its session has gone), ErrNoTmux, ErrInvalid for an empty
+// key.
 func SendKeysDirect(j db.Job, keys []string, literal bool) error {
 	if err := sendKeys(j, keys, literal); err != nil {
 		return fmt.Errorf("send keys to job %s: %w", j.ID, err)
@@ -406,12 +408,33 @@ func sendKeys(j db.Job, keys []string, literal bool) error {
 	if literal {
 		return tmuxError(j, srv.SendLiteral(j.TmuxSession, strings.Join(keys, "")))
 	}
-	err := srv.SendKeys(j.TmuxSession, keys...)
-	if err != nil && !errors.Is(err, tmux.ErrNoSession) && !errors.Is(err, tmux.ErrNotInstalled) {
-		// A name tmux does not know is the caller's mistake.
-		return invalid(err)
+	// tmux's own rule: an argument that is a key name is pressed, any
+	// other is typed. Runs of key names go in one send-keys, so keys
+	// reach the pane in the order given.
+	for len(keys) > 0 {
+		if keys[0] == "" {
+			return invalid(errors.New("empty key: give a key name such as Enter or text to type"))
+		}
+		n := 0
+		for n < len(keys) && keys[n] != "" && parse.ValidateKey(keys[n]) == nil {
+			n++
+		}
+		var err error
+		if n > 0 {
+			err = srv.SendKeys(j.TmuxSession, keys[:n]...)
+		} else {
+			n = 1
+			err = srv.SendLiteral(j.TmuxSession, keys[0])
+		}
+		if err != nil && !errors.Is(err, tmux.ErrNoSession) && !errors.Is(err, tmux.ErrNotInstalled) {
+			return invalid(err)
+		}
+		if err != nil {
+			return tmuxError(j, err)
+		}
+		keys = keys[n:]
 	}
-	return tmuxError(j, err)
+	return nil
 }
 
 // Capture returns the screen of a tmux job's pane as clean text, with up

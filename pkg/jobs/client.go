@@ -405,7 +405,11 @@ func (c *Client) startRequest(spec Spec) (runner.StartRequest, error) {
 	command := spec.Command
 	argv := spec.Argv
 	if command != "" {
-		argv = []string{"/bin/sh", "-c", command}
+		sh, err := shellPath(spec.Shell)
+		if err != nil {
+			return req, fmt.Errorf("start: %w", err)
+		}
+		argv = []string{sh, "-c", command}
 	} else {
 		command = shellJoin(argv)
 	}
@@ -439,6 +443,30 @@ func (c *Client) startRequest(spec Spec) (runner.StartRequest, error) {
 		KeepTmux: spec.KeepTmux,
 	}
 	return req, nil
+}
+
+// shellPath resolves Spec.Shell to the absolute path recorded in the argv.
+func shellPath(name string) (string, error) {
+	if name == "" {
+		if p, err := exec.LookPath("bash"); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs, nil
+			}
+		}
+		return "/bin/sh", nil
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return "", fmt.Errorf("%w: a shell name cannot contain NUL", ErrInvalid)
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: shell \"%s\" not found", ErrInvalid, echo(name))
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: shell \"%s\": %v", ErrInvalid, echo(name), err)
+	}
+	return abs, nil
 }
 
 // pick maps the Spec convention (0 default, negative none) to storage (0

@@ -1,11 +1,13 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -235,6 +237,9 @@ func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollRe
 		return PollResult{}, err
 	}
 	n := o.chars()
+	if o.Newest && f.Grep == nil {
+		return c.readNewest(ctx, ref, j, n, o.Raw)
+	}
 	cur := j
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -275,6 +280,82 @@ func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollRe
 		p.NextOffset = end
 		out := outputFromPage(j.ID, p, text)
 		out.OmittedBefore = 0
+		v := c.view(cur)
+		v.ReadCursor = end
+		return PollResult{Job: v, Output: out, RetryIn: retryIn(v)}, nil
+	}
+}
+
+// readNewest is ReadNew with PollOptions.Newest: the newest n characters
+// of what is new, starting at a line when older new output is skipped, and
+// the cursor moved to the end of what it returns.
+func (c *Client) readNewest(ctx context.Context, ref string, j db.Job, n int64, raw bool) (PollResult, error) {
+	cur := j
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			var err error
+			if cur, err = c.db.FindJobByID(ctx, j.ID); err != nil {
+				return PollResult{}, publicErr(ref, err)
+			}
+		}
+		from := cur.ReadCursor
+		// Cleaning only shrinks text and a character is at most 4 bytes,
+		// so this window holds the newest n characters; a redrawn
+		// progress bar may need more, as tail reads it (see tail).
+		window := n * 4
+		if !raw {
+			window = max(n*4, 4096)
+		}
+		start := max(from, cur.OutputBytes-window)
+		p, err := logs.ReadRange(ctx, c.db, j.ID, start, window, logs.Filter{})
+		if err != nil {
+			return PollResult{}, err
+		}
+		data, end := p.Data, p.End
+		if !cur.Status.Terminal() || end < p.TotalBytes {
+			data, end = dropPartialRune(data, end)
+		}
+		skipped, skippedLines := p.Start-from, int64(0)
+		if skipped > 0 {
+			// Start at a whole line, unless the window is one line.
+			if i := bytes.IndexByte(data, '\n'); i >= 0 && i+1 < len(data) {
+				data = data[i+1:]
+				skipped += int64(i + 1)
+				skippedLines++
+			}
+		}
+		text := string(data)
+		if !raw {
+			text = textclean.Clean(data)
+		}
+		if int64(utf8.RuneCountInString(text)) > n {
+			kept, _ := textclean.TailChars(text, int(n))
+			if i := strings.IndexByte(kept, '\n'); i >= 0 && i+1 < len(kept) {
+				kept = kept[i+1:]
+			}
+			// Cleaned and raw sizes differ; the raw bytes skipped are
+			// estimated from the cleaned ones.
+			skipped += int64(len(text) - len(kept))
+			skippedLines += int64(strings.Count(text[:len(text)-len(kept)], "\n"))
+			text = kept
+		}
+		ok, err := c.db.AdvanceReadCursor(ctx, j.ID, from, max(end, from))
+		if err != nil {
+			return PollResult{}, err
+		}
+		if !ok && attempt < 10 {
+			continue
+		}
+		p.End, p.NextOffset = end, end
+		out := outputFromPage(j.ID, p, text)
+		out.OmittedBefore = 0
+		if skipped > 0 {
+			out.Skipped, out.SkippedFrom = skipped, from
+			out.Start = min(from+skipped, end)
+			out.FirstLine += skippedLines
+			out.Lines = int64(strings.Count(text, "\n"))
+			out.Truncated = true
+		}
 		v := c.view(cur)
 		v.ReadCursor = end
 		return PollResult{Job: v, Output: out, RetryIn: retryIn(v)}, nil

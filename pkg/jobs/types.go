@@ -72,9 +72,14 @@ const (
 
 // Spec describes a job to start. Zero values mean the documented defaults.
 type Spec struct {
-	// Command is a shell command line, run with /bin/sh -c. Exactly one
-	// of Command and Argv is set.
+	// Command is a shell command line, run with Shell -c. Exactly one of
+	// Command and Argv is set.
 	Command string `json:"command,omitempty"`
+	// Shell runs Command: a path or a program name looked up in PATH.
+	// Empty means bash when it is installed (agents write bash: [[ ]],
+	// pipefail, {1..3}), else /bin/sh. The shell is recorded in the job's
+	// Argv.
+	Shell string `json:"shell,omitempty"`
 	// Argv is a program and its arguments, run directly.
 	Argv []string `json:"argv,omitempty"`
 	// Name is an optional handle, unique among the scope's active jobs;
@@ -133,7 +138,8 @@ type Job struct {
 	// Command is the command as given: the shell command line, or the
 	// argv quoted for a shell.
 	Command string `json:"command"`
-	// Argv is what was executed: /bin/sh -c Command, or the argv itself.
+	// Argv is what was executed: the shell's path, -c and Command, or the
+	// argv itself.
 	Argv []string `json:"argv"`
 	// Cwd is the working directory.
 	Cwd string `json:"cwd"`
@@ -308,6 +314,10 @@ type Output struct {
 	CutLines int64 `json:"cut_lines,omitempty"`
 	// Truncated reports that a limit cut this read short.
 	Truncated bool `json:"truncated"`
+	// Skipped counts new bytes a ReadNew with PollOptions.Newest passed
+	// over to give the newest part; they start at SkippedFrom.
+	Skipped     int64 `json:"skipped,omitempty"`
+	SkippedFrom int64 `json:"skipped_from,omitempty"`
 }
 
 // PollResult is a job's state plus a cleaned piece of its output.
@@ -328,6 +338,11 @@ type PollOptions struct {
 	Grep string
 	// Raw returns bytes as they are instead of cleaned text.
 	Raw bool
+	// Newest makes ReadNew, when more is new than Tail characters, return
+	// the newest part, starting at a line, and skip the older rest
+	// (Output.Skipped counts it; the log keeps it). Without it ReadNew
+	// returns the oldest part and the next call continues there.
+	Newest bool
 }
 
 // KillResult says what a kill did.
@@ -356,6 +371,12 @@ type WaitOptions struct {
 	Until string
 	// Idle returns when no job has produced output for this long.
 	Idle time.Duration
+	// Input returns when a job is blocked reading its stdin (a prompt
+	// waits for an answer), within about half a second of it blocking.
+	Input bool
+	// NewOutput returns when a job has output its ReadNew cursor has not
+	// passed (a blocking poll).
+	NewOutput bool
 	// Progress, when set, is called about once a second while waiting.
 	Progress func([]Job)
 }
@@ -372,6 +393,12 @@ const (
 	WaitIdle WaitReason = "idle"
 	// WaitTimedOut means WaitOptions.Timeout passed first.
 	WaitTimedOut WaitReason = "timeout"
+	// WaitInput means a job is blocked reading its stdin
+	// (WaitOptions.Input).
+	WaitInput WaitReason = "input"
+	// WaitOutput means a job has output not yet read by ReadNew
+	// (WaitOptions.NewOutput).
+	WaitOutput WaitReason = "output"
 )
 
 // WaitResult says why Wait returned and the jobs' states then.
@@ -379,7 +406,7 @@ type WaitResult struct {
 	Reason WaitReason `json:"reason"`
 	// Jobs are the awaited jobs, in the order asked.
 	Jobs []Job `json:"jobs"`
-	// JobID is the job that ended the wait (Any, Until, Idle).
+	// JobID is the job that ended the wait (Any, Until, Idle, Input).
 	JobID string `json:"id,omitempty"`
 	// Match is the matching line for WaitMatched.
 	Match string `json:"match,omitempty"`

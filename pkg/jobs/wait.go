@@ -14,9 +14,11 @@ import (
 )
 
 // Wait blocks until the jobs finish (or one of them with o.Any), output of
-// one of them matches o.Until, all of them have been silent for o.Idle, or
-// o.Timeout passes. It sleeps while it waits: it wakes when the database
-// changes, and at least once a second.
+// one of them matches o.Until, all of them have been silent for o.Idle, one
+// of them waits for input (o.Input) or has unread output (o.NewOutput), or
+// o.Timeout passes. It sleeps while it
+// waits: it wakes when the database changes, and at least once a second
+// (twice with o.Input, which only the kernel can tell).
 func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitResult, error) {
 	if err := c.check(ctx); err != nil {
 		return WaitResult{}, err
@@ -51,6 +53,11 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 	w := newWatcher(c.db.Path)
 	defer w.Close()
 	scanned := make([]int64, len(ids)) // Until: offset of the next unscanned line
+	nap := time.Second
+	if o.Input {
+		nap = 250 * time.Millisecond
+	}
+	var inputSince time.Time
 	lastProgress := time.Now()
 	lastSweep := time.Now()
 	for {
@@ -62,13 +69,23 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 				return WaitResult{}, publicErr(refs[i], err)
 			}
 			rows[i] = j
-			jobs[i] = fromDB(j, time.Now())
+			if o.Input && j.Status == db.StatusRunning {
+				jobs[i] = c.viewFull(j, false)
+			} else {
+				jobs[i] = fromDB(j, time.Now())
+			}
 		}
 		res := WaitResult{Jobs: jobs}
 		if until != nil {
 			for i, j := range rows {
 				line, next, err := c.scanUntil(ctx, j, scanned[i], until)
 				if err != nil {
+					if ctx.Err() == context.DeadlineExceeded && o.Timeout > 0 {
+						// The bound passed inside a read: that is a
+						// timeout like any other, not a failed read.
+						res.Reason = WaitTimedOut
+						return res, nil
+					}
 					return res, err
 				}
 				scanned[i] = next
@@ -120,6 +137,35 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 				return res, nil
 			}
 		}
+		if o.NewOutput {
+			for _, j := range jobs {
+				if j.OutputBytes > j.ReadCursor {
+					res.Reason, res.JobID = WaitOutput, j.ID
+					return res, nil
+				}
+			}
+		}
+		if o.Input {
+			// A job is taken to wait for input once it has for
+			// inputSettle: the output it wrote just before blocking (the
+			// prompt, the answer Until looks for) has landed by then.
+			waiting := ""
+			for _, j := range jobs {
+				if j.WaitingForInput {
+					waiting = j.ID
+					break
+				}
+			}
+			switch {
+			case waiting == "":
+				inputSince = time.Time{}
+			case inputSince.IsZero():
+				inputSince = time.Now()
+			case time.Since(inputSince) >= inputSettle:
+				res.Reason, res.JobID = WaitInput, waiting
+				return res, nil
+			}
+		}
 		if o.Progress != nil && time.Since(lastProgress) >= time.Second {
 			o.Progress(jobs)
 			lastProgress = time.Now()
@@ -128,7 +174,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			_, _ = c.sweep(ctx)
 			lastSweep = time.Now()
 		}
-		if err := w.Wait(ctx, time.Second); err != nil {
+		if err := w.Wait(ctx, nap); err != nil {
 			if ctx.Err() == context.DeadlineExceeded && o.Timeout > 0 {
 				res.Reason = WaitTimedOut
 				for i, id := range ids {
@@ -143,9 +189,16 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 	}
 }
 
-// scanUntil looks for re in the complete lines of j's output from offset
-// from on. It returns the first matching line (empty if none) and the offset
-// to resume at. The final line without a newline counts once the job ends.
+// inputSettle is how long a job must have been blocked on stdin before
+// Wait says so: a few of the supervisor's output flushes.
+const inputSettle = 300 * time.Millisecond
+
+// scanUntil looks for re in the lines of j's output from offset from on.
+// It returns the first matching line (empty if none) and the offset to
+// resume at. A line is matched without its line ending (\n or the \r\n of a
+// terminal), so "$" anchors at its end. The last line without a newline
+// (a prompt waiting for an answer) is matched as it stands, and again once
+// it grows, since the offset to resume at stays at its start.
 func (c *Client) scanUntil(ctx context.Context, j db.Job, from int64, re *regexp.Regexp) (string, int64, error) {
 	for from < j.OutputBytes {
 		p, err := logs.ReadRange(ctx, c.db, j.ID, from, 1<<20, logs.Filter{})
@@ -156,35 +209,28 @@ func (c *Client) scanUntil(ctx context.Context, j db.Job, from int64, re *regexp
 		if len(data) == 0 {
 			return "", max(from, p.NextOffset), nil
 		}
-		base := p.Start
+		atEnd := p.End >= j.OutputBytes
 		last := bytes.LastIndexByte(data, '\n')
-		complete := data
-		if last < 0 {
-			complete = nil
-		} else {
-			complete = data[:last+1]
-		}
-		if j.Status.Terminal() && p.End >= j.OutputBytes {
-			complete = data
-		}
-		for len(complete) > 0 {
-			line := complete
-			if i := bytes.IndexByte(complete, '\n'); i >= 0 {
-				line = complete[:i]
-				complete = complete[i+1:]
+		for rest := data; len(rest) > 0; {
+			line := rest
+			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				line, rest = rest[:i], rest[i+1:]
+			} else if atEnd {
+				rest = nil // the pending partial line
 			} else {
-				complete = nil
+				break // cut by the page: read it whole next time
 			}
+			line = bytes.TrimRight(line, "\r")
 			if re.Match(line) {
-				return string(bytes.TrimRight(line, "\r")), 0, nil
+				return string(line), 0, nil
 			}
 		}
-		next := base + int64(last+1)
-		if j.Status.Terminal() && p.End >= j.OutputBytes {
+		next := p.Start + int64(last+1)
+		if j.Status.Terminal() && atEnd {
 			next = p.End
 		}
 		if next <= from {
-			// One line longer than the page and not finished yet: look
+			// One line longer than the page, or a partial line: look
 			// again when more has arrived.
 			return "", from, nil
 		}

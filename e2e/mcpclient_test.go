@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// scenarioBound is the call bound the scenarios run under
+// (JOBS_MCP_CALL_BOUND_MS), and scenarioBuild how long their failing build
+// runs: longer than the bound, as a 40 s build is longer than a client's
+// patience, so the build must cross a bound to finish. The default bound
+// (50 s) would make the test last minutes for the same structure.
+const (
+	scenarioBound = 8 * time.Second
+	scenarioBuild = 12
+)
+
+// scenarioResult is one line of e2e/mcpclient/scenarios.mjs.
+type scenarioResult struct {
+	Scenario        string         `json:"scenario"`
+	OK              bool           `json:"ok"`
+	Error           string         `json:"error"`
+	Calls           int            `json:"calls"`
+	Chars           int            `json:"chars"`
+	StructuredChars int            `json:"structured_chars"`
+	LongestCallMS   int64          `json:"longest_call_ms"`
+	ClientTimeouts  int            `json:"client_timeouts"`
+	Seconds         float64        `json:"seconds"`
+	ReadOnlyHonest  bool           `json:"readonly_not_destructive"`
+	Skipped         string         `json:"skipped"`
+	Output          int            `json:"output"`
+	WaitingForInput bool           `json:"waiting_for_input"`
+	PromptSeenMS    int64          `json:"prompt_seen_ms"`
+	PromptShown     bool           `json:"prompt_shown"`
+	Escaped         bool           `json:"escaped"`
+	Verbatim        bool           `json:"verbatim"`
+	WorstLagMS      int64          `json:"worst_lag_ms"`
+	LearnedLateMS   map[string]int `json:"learned_late_ms"`
+	PromptMatched   bool           `json:"prompt_matched"`
+}
+
+// TestMCPClientScenarios drives `jobs mcp` through the official TypeScript
+// SDK client (its default 60 s request timeout) in seven everyday
+// scenarios and holds each to the calls and characters an agent should
+// pay. With CI=true a missing node fails the test instead of skipping it.
+func TestMCPClientScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the scenarios take about 15 s")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not installed; the MCP client scenarios need it (CI=true)")
+		}
+		t.Skip("node is not installed")
+	}
+	dir, err := filepath.Abs("mcpclient")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installClient(t, dir)
+
+	w := newWorld(t)
+	// The REPL scenario's tmux session goes on a server of its own.
+	sock := filepath.Join(w.base, "tmux.sock")
+	w.extra = append(w.extra, "JOBS_TMUX_SOCKET="+sock)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "scenarios.mjs", jobsBin)
+	cmd.Dir = dir
+	cmd.Env = append(w.environ(),
+		"JOBS_MCP_CALL_BOUND_MS="+itoa(scenarioBound.Milliseconds()),
+		"BUILD_SECONDS="+itoa(scenarioBuild))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+
+	got := map[string]scenarioResult{}
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r scenarioResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Errorf("scenario line %q: %v", sc.Text(), err)
+			continue
+		}
+		got[r.Scenario] = r
+		t.Logf("%-10s calls %2d  chars %6d  structured %6d  longest call %5d ms  %.1f s", r.Scenario, r.Calls, r.Chars, r.StructuredChars, r.LongestCallMS, r.Seconds)
+	}
+	if runErr != nil {
+		t.Errorf("node scenarios.mjs: %v\nstderr: %s", runErr, tailOf(stderr.String(), 4000))
+	}
+
+	bound := scenarioBound.Milliseconds() + 2000
+	for name, r := range got {
+		if !r.OK {
+			t.Errorf("%s: %s", name, r.Error)
+		}
+		if r.ClientTimeouts > 0 {
+			t.Errorf("%s: %d call(s) ended in a client timeout", name, r.ClientTimeouts)
+		}
+		if r.LongestCallMS > bound {
+			t.Errorf("%s: a call took %d ms, past the bound of %s + 2 s", name, r.LongestCallMS, scenarioBound)
+		}
+		if r.Skipped == "" && !r.ReadOnlyHonest {
+			t.Errorf("%s: the process tool is annotated destructive", name)
+		}
+	}
+	want := func(name string, calls int, check func(r scenarioResult) string) {
+		t.Helper()
+		r, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("%s: no result", name)
+		case r.Skipped != "":
+			t.Logf("%s skipped: %s", name, r.Skipped)
+		case r.Calls > calls:
+			t.Errorf("%s: %d calls, want at most %d", name, r.Calls, calls)
+		default:
+			if msg := check(r); msg != "" {
+				t.Errorf("%s: %s", name, msg)
+			}
+		}
+	}
+	none := func(scenarioResult) string { return "" }
+	want("short", 1, func(r scenarioResult) string {
+		if r.Chars > 120 {
+			return "the result of a 5-byte output is " + itoa(int64(r.Chars)) + " characters, want at most 120"
+		}
+		return ""
+	})
+	want("build", 2, none)
+	want("devserver", 3, none)
+	want("prompt", 3, func(r scenarioResult) string {
+		if !r.WaitingForInput || !r.PromptShown {
+			return "execute_command did not return the prompt with waiting_for_input"
+		}
+		if r.PromptSeenMS > 2000 {
+			return "the prompt (after 0.5 s) was reported after " + itoa(r.PromptSeenMS) + " ms"
+		}
+		return ""
+	})
+	want("coloured", 1, func(r scenarioResult) string {
+		if r.Escaped || !r.Verbatim {
+			return "the output is not plain text (< > & escaped or missing)"
+		}
+		return ""
+	})
+	want("parallel", 6, func(r scenarioResult) string {
+		if r.WorstLagMS > 1000 {
+			return "an end was learned " + itoa(r.WorstLagMS) + " ms after it happened"
+		}
+		return ""
+	})
+	want("repl", 4, func(r scenarioResult) string {
+		if !r.PromptMatched {
+			return `wait until=">>> $" did not match the REPL's prompt`
+		}
+		return ""
+	})
+}
+
+// installClient installs the locked client packages when they are missing.
+func installClient(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err == nil {
+		return
+	}
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+	}
+}
+
+func itoa[T ~int | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }
+
+func tailOf(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package jobs_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+)
+
+// TestWaitUntilSeesThePrompt: Until matches the unfinished last line (a
+// prompt), and "$" anchors before a terminal's \r\n.
+func TestWaitUntilSeesThePrompt(t *testing.T) {
+	c := open(t, jobs.Options{})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: `printf 'one\r\ntwo\r\n'; printf '>>> '; read x`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ re, want string }{
+		{`^two$`, "two"},
+		{`>>> $`, ">>> "},
+	} {
+		r, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Until: tc.re, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Reason != jobs.WaitMatched || r.Match != tc.want {
+			t.Errorf("until %q: %s %q, want matched %q", tc.re, r.Reason, r.Match, tc.want)
+		}
+	}
+	// A timeout in the middle of the wait is a timeout, not an error.
+	r, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Until: "never", Timeout: 300 * time.Millisecond})
+	if err != nil || r.Reason != jobs.WaitTimedOut {
+		t.Errorf("until never: %v %v", r.Reason, err)
+	}
+	c.Kill(ctx, j.ID, 0)
+}
+
+// TestWaitInputAndNewOutput: Input ends a wait when the job blocks on
+// stdin, and not before; NewOutput ends it when unread output exists.
+func TestWaitInputAndNewOutput(t *testing.T) {
+	c := open(t, jobs.Options{})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: `sleep 0.5; printf 'name? '; read x; echo "hi $x"; sleep 30`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	r, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Input: true, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reason != jobs.WaitInput || r.JobID != j.ID || time.Since(t0) < 500*time.Millisecond {
+		t.Fatalf("wait input: %s %s after %s", r.Reason, r.JobID, time.Since(t0))
+	}
+	p, err := c.ReadNew(ctx, j.ID, jobs.PollOptions{Newest: true})
+	if err != nil || p.Output.Text != "name? " {
+		t.Fatalf("the prompt: %q %v", p.Output.Text, err)
+	}
+	if _, err := c.Write(ctx, j.ID, []byte("bob\n")); err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{NewOutput: true, Timeout: 20 * time.Second})
+	if err != nil || r.Reason != jobs.WaitOutput {
+		t.Fatalf("wait new output: %s %v", r.Reason, err)
+	}
+	c.Kill(ctx, j.ID, 0)
+}
+
+// TestReadNewNewest: with Newest, a read of more than the budget gives
+// the newest part from a line start and counts what it skipped; the cursor
+// moves to the end.
+func TestReadNewNewest(t *testing.T) {
+	c := open(t, jobs.Options{})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: `i=0; while [ $i -lt 2000 ]; do i=$((i+1)); echo "compiling unit $i"; done; echo READY`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Timeout: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.ReadNew(ctx, j.ID, jobs.PollOptions{Tail: 100, Newest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p.Output
+	if !strings.HasPrefix(o.Text, "compiling unit ") || !strings.HasSuffix(o.Text, "unit 2000\nREADY\n") || len(o.Text) > 100 {
+		t.Errorf("newest: %q", o.Text)
+	}
+	if o.SkippedFrom != 0 || o.Skipped+int64(len(o.Text)) != o.TotalBytes || o.Start != o.Skipped {
+		t.Errorf("skipped %d from %d, start %d, %d of %d bytes shown", o.Skipped, o.SkippedFrom, o.Start, len(o.Text), o.TotalBytes)
+	}
+	if p, _ := c.ReadNew(ctx, j.ID, jobs.PollOptions{Tail: 100, Newest: true}); p.Output.Text != "" {
+		t.Errorf("second read: %q", p.Output.Text)
+	}
+}
+
+// TestCommandLineRunsUnderBash: one command line runs under bash when it
+// is installed, or the shell asked for; the argv records it.
+func TestCommandLineRunsUnderBash(t *testing.T) {
+	c := open(t, jobs.Options{})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: `set -o pipefail; [[ a == a ]] && echo {1..3}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(j.Argv[0], "/bash") || j.Argv[1] != "-c" {
+		t.Errorf("argv = %q", j.Argv)
+	}
+	if _, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Timeout: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := c.Log(ctx, j.ID, jobs.Range{}); o.Text != "1 2 3\n" {
+		t.Errorf("bash syntax gave %q", o.Text)
+	}
+	j, err = c.Start(ctx, jobs.Spec{Command: "echo $0", Shell: "sh"})
+	if err != nil || !strings.HasSuffix(j.Argv[0], "/sh") {
+		t.Fatalf("shell sh: %v %q", err, j.Argv)
+	}
+	if _, err := c.Start(ctx, jobs.Spec{Command: "true", Shell: "no-such-shell"}); err == nil || !strings.Contains(err.Error(), "no-such-shell") {
+		t.Errorf("a missing shell: %v", err)
+	}
+}
