@@ -527,13 +527,13 @@ func TestUIKillButtonEndsTree(t *testing.T) {
 // and the timeline into docs/.
 func TestUITimelineAndScreenshots(t *testing.T) {
 	w := newWorld(t)
-	done := w.start("--name", "unit-tests", "--", "bash", "-c", `sleep 0.8; printf '\033[1mok\033[0m  pkg/db   0.41s\n\033[1mok\033[0m  pkg/logs 1.20s\n\033[32mPASS\033[0m\n'`)
-	failed := w.start("--name", "lint", "--", "bash", "-c", `sleep 0.4; echo 'main.go:12: unused variable x' >&2; exit 1`)
-	killed := w.start("--name", "dev-server", "--timeout", "60s", "--", "sleep", "60")
+	done := w.start("--cwd", "/tmp", "--name", "unit-tests", "--", "bash", "-c", `sleep 0.8; printf '\033[1mok\033[0m  pkg/db   0.41s\n\033[1mok\033[0m  pkg/logs 1.20s\n\033[32mPASS\033[0m\n'`)
+	failed := w.start("--cwd", "/tmp", "--name", "lint", "--", "bash", "-c", `sleep 0.4; echo 'main.go:12: unused variable x' >&2; exit 1`)
+	killed := w.start("--cwd", "/tmp", "--name", "dev-server", "--timeout", "60s", "--", "sleep", "60")
 	w.waitTerminal(done, 30*time.Second)
 	w.waitTerminal(failed, 30*time.Second)
 	w.ok("kill", killed)
-	build := w.start("--name", "build", "--timeout", "120s", "--", "bash", "-c",
+	build := w.start("--cwd", "/tmp", "--name", "build", "--timeout", "120s", "--", "bash", "-c",
 		`for i in $(seq 1 40); do printf '\033[36m[%2d/40]\033[0m compiling module_%02d.go\n' $i $i; done; printf '\033[33mwarning\033[0m: 2 deprecated calls\n'; sleep 60`)
 	w.waitOutput(build, "warning")
 	u := w.ui()
