@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests drive when it is missing: tmux, sqlite3, python3.
+# Installs what the tests drive when it is missing: tmux, sqlite3, python3,
+# and litestream (the replication test; installed with go install).
 set -euo pipefail
 need=()
 command -v tmux >/dev/null || need+=(tmux)
@@ -12,5 +13,19 @@ if ((${#need[@]})); then
 	else
 		echo "deps.sh: please install: ${need[*]}" >&2
 		exit 1
+	fi
+fi
+
+# Litestream replicates the database in the replication test (e2e). It is a
+# Go program: go install puts it in $(go env GOPATH)/bin, where the test
+# looks too. In CI a missing litestream fails the run; elsewhere the test
+# is skipped with the reason.
+litestream_version=v0.5.18
+if ! command -v litestream >/dev/null && [ ! -x "$(go env GOPATH)/bin/litestream" ]; then
+	if ! go install "github.com/benbjohnson/litestream/cmd/litestream@${litestream_version}"; then
+		echo "deps.sh: could not install litestream ${litestream_version}" >&2
+		if [ "${CI:-}" = true ]; then
+			exit 1
+		fi
 	fi
 fi

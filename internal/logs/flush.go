@@ -158,7 +158,7 @@ func (a *Appender) writerLocked(ctx context.Context) (*writer, error) {
 	}
 	// Checkpoints are the checkpointer's, while it runs (see there).
 	autockpt := "PRAGMA wal_autocheckpoint = 0"
-	if !a.isRunning() {
+	if !a.isRunning() && !a.o.NoCheckpoints {
 		autockpt = "PRAGMA wal_autocheckpoint = 1000"
 	}
 	if _, err := conn.ExecContext(ctx, autockpt); err != nil {
@@ -695,6 +695,10 @@ const (
 	walRestartFrames = 8192 // 32 MiB of 4 KiB pages
 )
 
+// errNoCheckpoints is what checkpoint returns when they are left to
+// another process (AppenderOptions.NoCheckpoints).
+var errNoCheckpoints = errors.New("checkpoints are left to another process")
+
 // checkpointer copies the WAL into the database file when woken.
 func (a *Appender) checkpointer() {
 	defer a.wg.Done()
@@ -721,6 +725,9 @@ func (a *Appender) checkpointer() {
 // meanwhile and the checkpoint copies every frame that no reader still
 // needs.
 func (a *Appender) checkpoint(ctx context.Context, conn *sql.Conn) error {
+	if a.o.NoCheckpoints {
+		return errNoCheckpoints
+	}
 	if !a.roomToCheckpoint() {
 		return ErrDiskFull // see room.go
 	}
