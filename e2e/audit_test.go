@@ -208,7 +208,12 @@ func TestReadOnlyMediaIsReadWithoutFlag(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	copyAsHost(t, w.dbPath(), filepath.Join(dir, "jobs.db"), "archive-host")
+	// This host's name: what opens it read-only is the mount alone.
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyAsHost(t, w.dbPath(), filepath.Join(dir, "jobs.db"), host)
 	ro := filepath.Join(w.base, "ro")
 	if err := os.Mkdir(ro, 0o700); err != nil {
 		t.Fatal(err)

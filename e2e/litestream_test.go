@@ -266,33 +266,47 @@ func (r *replication) close() error {
 	}
 }
 
-// snapshots counts the syncs litestream logged as full snapshots of the
-// database (debug "sync" lines with snap=true), past the first one, with
-// their reasons, and the TRUNCATE checkpoints it forced on a WAL past its
-// truncate-page-n.
-func (r *replication) snapshots() (n int, reasons []string, truncates int) {
+// logStats is what litestream's debug log tells of a run.
+type logStats struct {
+	snapshots   int      // full snapshots past the first (the replica's start)
+	reasons     []string // why it took them
+	checkpoints int      // its own checkpoints
+	busy        int      // of which SQLite answered busy (another checkpointer, or a writer)
+	truncates   int      // TRUNCATE checkpoints it forced on a WAL past truncate-page-n
+}
+
+// logStats reads litestream's log: syncs logged with snap=true are full
+// snapshots of the database; "checkpoint" lines carry wal_checkpoint's
+// result (busy, log, checkpointed).
+func (r *replication) logStats() logStats {
 	f, err := os.Open(r.log)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	defer f.Close()
+	var st logStats
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		l := sc.Text()
-		if strings.Contains(l, `msg="forcing truncate checkpoint"`) {
-			truncates++
-		}
-		if !strings.Contains(l, "msg=sync ") || !strings.Contains(l, "snap=true") {
-			continue
-		}
-		n++
-		if _, reason, ok := strings.Cut(l, "reason="); ok {
-			reasons = append(reasons, reason)
+		switch {
+		case strings.Contains(l, `msg="forcing truncate checkpoint"`):
+			st.truncates++
+		case strings.Contains(l, "msg=checkpoint "):
+			st.checkpoints++
+			if strings.Contains(l, "result=1,") {
+				st.busy++
+			}
+		case strings.Contains(l, "msg=sync ") && strings.Contains(l, "snap=true"):
+			st.snapshots++
+			if _, reason, ok := strings.Cut(l, "reason="); ok {
+				st.reasons = append(st.reasons, reason)
+			}
 		}
 	}
 	// The first sync is a snapshot (it gives no reason): the replica's start.
-	return max(n-1, 0), reasons, truncates
+	st.snapshots = max(st.snapshots-1, 0)
+	return st
 }
 
 // restore restores the replica into a new file at out.
@@ -398,7 +412,7 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 				t.Errorf("litestream: %v", err)
 			}
 			median, worst, landed := rep.lag()
-			snaps, reasons, truncates := rep.snapshots()
+			ls := rep.logStats()
 
 			restored := filepath.Join(t.TempDir(), "restored.db")
 			rep.restore(restored)
@@ -426,9 +440,57 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 			if fileSums(t, restored) != before {
 				t.Fatal("auditing the restored copy changed it")
 			}
-			t.Logf("FLEET-FIGURE checkpoints %s: %d MiB flood + 20 jobs in %v; replica lag median %v, max %v over %d replica files; %d snapshots after the first %v, %d forced TRUNCATE checkpoints; WAL peak %.1f MiB; restored copy identical, sha256 unchanged by list, status, log, events, gc",
+			t.Logf("FLEET-FIGURE checkpoints %s: %d MiB flood + 20 jobs in %v; replica lag median %v, max %v over %d replica files; %d snapshots after the first %v; litestream checkpoints %d (%d busy, %d forced TRUNCATE); WAL peak %.1f MiB; restored copy identical, sha256 unchanged by list, status, log, events, gc",
 				mode, size>>20, took.Round(time.Millisecond), median.Round(time.Millisecond), worst.Round(time.Millisecond), landed,
-				snaps, reasons, truncates, float64(rep.maxWAL)/(1<<20))
+				ls.snapshots, ls.reasons, ls.checkpoints, ls.busy, ls.truncates, float64(rep.maxWAL)/(1<<20))
 		})
 	}
+}
+
+// JOBS_CHECKPOINT=off leaves the WAL to another process: a supervisor
+// started with it copies none of a flood into the database file, where one
+// started without it does (its checkpointer copies every few MiB).
+func TestCheckpointOffLeavesTheWAL(t *testing.T) {
+	const size = 12 << 20
+	for _, mode := range []string{"on", "off"} {
+		t.Run("checkpoints-"+mode, func(t *testing.T) {
+			w := newWorld(t)
+			if mode == "off" {
+				w.extra = append(w.extra, "JOBS_CHECKPOINT=off")
+			}
+			id := w.start(helper("flood", strconv.Itoa(size))...)
+			w.ok("wait", id)
+			// The supervisor still runs (it idles before exiting): what
+			// the file holds now is what its checkpoints copied.
+			sup := w.supervisorPID()
+			fileSize := func() int64 {
+				fi, err := os.Stat(w.dbPath())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fi.Size()
+			}
+			if mode == "on" {
+				waitFor(t, 30*time.Second, "the checkpointer to copy the flood", func() bool { return fileSize() >= size/2 })
+			} else {
+				// Give the checkpointer the rounds it would have had.
+				w.ok("start", "--wait", "--", "true")
+				if got := fileSize(); got >= 1<<20 {
+					t.Errorf("with JOBS_CHECKPOINT=off the database file grew to %d bytes: jobs checkpointed", got)
+				}
+			}
+			if !procAlive(sup) {
+				t.Fatal("the supervisor exited during the test: its last close checkpoints, whatever the setting")
+			}
+			t.Logf("FLEET-FIGURE checkpoints %s: database file %d KiB after a %d MiB flood, WAL %d KiB", mode, fileSize()>>10, size>>20, fileSizeOf(w.dbPath()+"-wal")>>10)
+		})
+	}
+}
+
+func fileSizeOf(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
