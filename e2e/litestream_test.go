@@ -105,10 +105,6 @@ func startReplication(t *testing.T, bin, dir, dbPath string) *replication {
 	return r
 }
 
-func (r *replication) localL0() string {
-	return filepath.Join(filepath.Dir(r.dbPath), "."+filepath.Base(r.dbPath)+"-litestream", "ltx", "0")
-}
-
 func (r *replication) replicaL0() string { return filepath.Join(r.replica, "ltx", "0") }
 
 // maxTXID is the highest transaction id among the LTX files in dir (their
@@ -230,13 +226,26 @@ func (r *replication) lag() (median, worst time.Duration, n int) {
 	return lags[len(lags)/2], lags[len(lags)-1], len(lags)
 }
 
-// caughtUp waits until the replica holds every transaction litestream has
-// read, and the WAL holds nothing litestream has not read.
+// caughtUp waits until the replica holds the source's last commit as of
+// now: a replica file reaches its place in the WAL.
 func (r *replication) caughtUp(d time.Duration) {
 	r.t.Helper()
-	waitFor(r.t, d, "the replica to catch up", func() bool {
-		l := maxTXID(r.localL0())
-		return l > 0 && maxTXID(r.replicaL0()) >= l
+	c, ok := lastCommit(r.dbPath)
+	if !ok {
+		r.t.Fatal("no WAL index beside the database")
+	}
+	if c.frame == 0 {
+		return // the WAL started over: Litestream had it all first
+	}
+	waitFor(r.t, d, "the replica to catch up with the source", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, l := range r.landed {
+			if l.salt == c.salt && l.frame >= c.frame {
+				return true
+			}
+		}
+		return false
 	})
 }
 
