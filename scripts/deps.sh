@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests drive when it is missing: tmux, sqlite3, python3,
-# chromium (headless, for the browser tests of `jobs ui`) and the MCP client
-# scenarios' node packages. Without root, a missing chromium is only
+# chromium (headless, for the browser tests of `jobs ui`), the MCP client
+# scenarios' node packages and litestream (the replication test; installed
+# with go install). Without root, a missing chromium is only
 # reported: those tests then skip, except in CI.
 set -euo pipefail
 need=()
@@ -33,4 +34,18 @@ if command -v npm >/dev/null; then
 elif [ "${CI:-}" = true ]; then
 	echo "deps.sh: node and npm are needed for the MCP client scenarios" >&2
 	exit 1
+fi
+
+# Litestream replicates the database in the replication test (e2e). It is a
+# Go program: go install puts it in $(go env GOPATH)/bin, where the test
+# looks too. In CI a missing litestream fails the run; elsewhere the test
+# is skipped with the reason.
+litestream_version=v0.5.18
+if ! command -v litestream >/dev/null && [ ! -x "$(go env GOPATH)/bin/litestream" ]; then
+	if ! go install "github.com/benbjohnson/litestream/cmd/litestream@${litestream_version}"; then
+		echo "deps.sh: could not install litestream ${litestream_version}" >&2
+		if [ "${CI:-}" = true ]; then
+			exit 1
+		fi
+	fi
 fi

@@ -8,7 +8,7 @@ import (
 
 // globalFlags are the flags every verb accepts, with whether they take a
 // value. They are defined once, on the app.
-var globalFlags = map[string]bool{"db": true, "scope": true, "json": false}
+var globalFlags = map[string]bool{"db": true, "scope": true, "json": false, "read-only": false}
 
 // commandLine is a command line put in the order urfave/cli can parse:
 // global flags, verb, the verb's flags, "--", positional arguments.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -69,6 +70,10 @@ type runner struct {
 	stdout, stderr io.Writer
 	line           commandLine
 	c              *jobs.Client
+	// srcs are the databases read at once (several --db), opened holds
+	// their clients for close.
+	srcs   []*source
+	opened []*jobs.Client
 	// writeTimeout is jobs write's --timeout, for the client's options.
 	writeTimeout time.Duration
 }
@@ -86,14 +91,22 @@ func (r *runner) openClient(cc *ucli.Context, lazy bool) (*jobs.Client, error) {
 	if r.c != nil {
 		return r.c, nil
 	}
+	path, err := dbPath(cc)
+	if err != nil {
+		return nil, err
+	}
 	exe, _ := os.Executable()
+	// gc is the janitor of the host whose supervisors write the database:
+	// another host's database it leaves as it is, like a read.
 	c, err := jobs.Open(cc.Context, jobs.Options{
-		DB:           cc.String("db"),
+		DB:           path,
 		Scope:        cc.String("scope"),
 		Detached:     true,
 		Executable:   exe,
 		LazyOpen:     lazy,
 		WriteTimeout: r.writeTimeout,
+		ReadOnly:     cc.Bool("read-only"),
+		OnlyReads:    readVerbs[cc.Command.Name] || cc.Command.Name == "gc",
 	})
 	if err != nil {
 		return nil, err
@@ -103,8 +116,11 @@ func (r *runner) openClient(cc *ucli.Context, lazy bool) (*jobs.Client, error) {
 }
 
 func (r *runner) close() {
-	if r.c != nil {
+	if r.c != nil && !slices.Contains(r.opened, r.c) {
 		_ = r.c.Close()
+	}
+	for _, c := range r.opened {
+		_ = c.Close()
 	}
 }
 
@@ -192,6 +208,11 @@ func (r *runner) refAndClient(cc *ucli.Context) (string, *jobs.Client, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if multi(cc) && multiVerbs[cc.Command.Name] {
+		if _, err := r.sourceOf(cc, ref); err != nil {
+			return "", nil, err
+		}
+	}
 	c, err := r.client(cc)
 	return ref, c, err
 }
@@ -221,7 +242,7 @@ func (r *runner) app() *ucli.App {
 		Name:      "jobs",
 		Version:   version(),
 		Usage:     "run shell commands as durable background jobs",
-		UsageText: "jobs [--db PATH] [--scope NAME] [--json] VERB [flags] [args]",
+		UsageText: "jobs [--db PATH]… [--read-only] [--scope NAME] [--json] VERB [flags] [args]",
 		Description: "Jobs keeps every job's metadata, status history and output in one SQLite database.\n" +
 			"Start one with 'jobs start -- CMD…', read it with 'jobs poll ID' or 'jobs log ID'.\n" +
 			"Exit status: 0 ok; 1 error; 2 usage; wait and start --wait exit with the job's status\n" +
@@ -233,10 +254,15 @@ func (r *runner) app() *ucli.App {
 		ExitErrHandler:  func(*ucli.Context, error) {},
 		CommandNotFound: func(cc *ucli.Context, name string) {},
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "db", Usage: "database `PATH` (default $XDG_STATE_HOME/jobs/jobs.db)", EnvVars: []string{"JOBS_DB"}},
+			// Not EnvVars: JOBS_DB is one path, which a slice flag would
+			// split; DefaultDBPath reads it.
+			&ucli.StringSliceFlag{Name: "db", Usage: "database `PATH` (default $JOBS_DB, else $XDG_STATE_HOME/jobs/jobs.db); list, status, log and events take several, read-only"},
 			&ucli.StringFlag{Name: "scope", Usage: "scope `NAME`: the agent or conversation owning the jobs (default \"default\")", EnvVars: []string{"JOBS_SCOPE"}},
 			&ucli.BoolFlag{Name: "json", Usage: "print stable JSON (see docs/json.md)", DisableDefaultText: true},
+			&ucli.BoolFlag{Name: "read-only", Usage: "open the database read-only: nothing is written (an audit, a restored copy); verbs that write refuse", DisableDefaultText: true},
 		},
+		// A path may hold a comma; --status and --env split their own.
+		DisableSliceFlagSeparator: true,
 		OnUsageError: func(cc *ucli.Context, err error, _ bool) error {
 			return rewriteFlagError("", err)
 		},

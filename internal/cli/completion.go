@@ -392,7 +392,11 @@ func (cp *completion) openDB() *db.DB {
 		}
 		path = p
 	}
-	d, err := db.OpenReadOnly(path)
+	// A shell waits for the answer: a database that is not there, or not
+	// readable at once, completes nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	d, err := db.OpenReadOnly(ctx, path)
 	if err != nil {
 		return nil
 	}

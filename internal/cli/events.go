@@ -42,6 +42,9 @@ func (r *runner) events(cc *ucli.Context) error {
 	if cc.IsSet("job") && cc.String("job") == "" {
 		return usagef(verb, "empty --job")
 	}
+	if multi(cc) {
+		return r.eventsMulti(cc, o)
+	}
 	c, err := r.client(cc)
 	if err != nil {
 		return err

@@ -260,10 +260,10 @@ func TestGoldenList(t *testing.T) {
 	for i, j := range js {
 		items[i].Job = j
 	}
-	golden(t, "list.golden", formatList(items, goldenNow, painter{}, false, 30))
+	golden(t, "list.golden", formatList(items, goldenNow, painter{}, false, false, 30))
 	tail := "Local: http://localhost:5173/\nready in 300 ms\n"
 	items[0].Tail = &tail
-	golden(t, "list_tail_scopes.golden", formatList(items[:2], goldenNow, painter{}, true, 0))
+	golden(t, "list_tail_scopes.golden", formatList(items[:2], goldenNow, painter{}, true, false, 0))
 }
 
 func TestGoldenPoll(t *testing.T) {

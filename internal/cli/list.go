@@ -94,15 +94,38 @@ func (r *runner) list(cc *ucli.Context) error {
 	if err := nonNegative(verb, "tail", tail); err != nil {
 		return err
 	}
-	c, err := r.client(cc)
+	all := cc.Bool("all-scopes")
+	f := jobs.Filter{Statuses: statuses, AllScopes: all}
+	var items []listItem
+	if multi(cc) {
+		items, err = r.listMulti(cc, f, tail)
+	} else {
+		items, err = r.listOne(cc, f, tail)
+	}
 	if err != nil {
 		return err
 	}
-	ctx := cc.Context
-	all := cc.Bool("all-scopes")
-	js, err := c.List(ctx, jobs.Filter{Statuses: statuses, AllScopes: all})
+	if jsonOut(cc) {
+		return r.printJSON(items)
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(r.stdout, "no jobs")
+		return nil
+	}
+	fmt.Fprint(r.stdout, formatList(items, time.Now(), r.paint(), all, multi(cc), commandWidth(r.stdoutFile())))
+	return nil
+}
+
+// listOne is list over the one database.
+func (r *runner) listOne(cc *ucli.Context, f jobs.Filter, tail int64) ([]listItem, error) {
+	c, err := r.client(cc)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	ctx := cc.Context
+	js, err := c.List(ctx, f)
+	if err != nil {
+		return nil, err
 	}
 	items := make([]listItem, len(js))
 	for i, j := range js {
@@ -112,22 +135,14 @@ func (r *runner) list(cc *ucli.Context) error {
 			if j.Scope == c.Scope() {
 				out, err := c.Log(ctx, j.ID, jobs.Range{TailLines: tail, Clean: true})
 				if err != nil {
-					return err
+					return nil, err
 				}
 				text = out.Text
 			}
 			items[i].Tail = &text
 		}
 	}
-	if jsonOut(cc) {
-		return r.printJSON(items)
-	}
-	if len(items) == 0 {
-		fmt.Fprintln(r.stdout, "no jobs")
-		return nil
-	}
-	fmt.Fprint(r.stdout, formatList(items, time.Now(), r.paint(), all, commandWidth(r.stdoutFile())))
-	return nil
+	return items, nil
 }
 
 // commandWidth is how much of the command list shows: cut on a terminal,
@@ -140,12 +155,15 @@ func commandWidth(f *os.File) int {
 }
 
 // formatList renders the job table and, with tails, each job's last lines
-// indented under it.
-func formatList(items []listItem, now time.Time, pt painter, scopes bool, cmdWidth int) string {
+// indented under it. hosts adds the HOST column (several databases).
+func formatList(items []listItem, now time.Time, pt painter, scopes, hosts bool, cmdWidth int) string {
 	var t table
 	head := []string{"ID", "NAME", "STATUS", "PID", "RUNTIME", "OUTPUT", "LAST OUTPUT", "COMMAND"}
 	if scopes {
 		head = append([]string{"SCOPE"}, head...)
+	}
+	if hosts {
+		head = append([]string{"HOST"}, head...)
 	}
 	for i := range head {
 		head[i] = pt.dim(head[i])
@@ -168,6 +186,9 @@ func formatList(items []listItem, now time.Time, pt painter, scopes bool, cmdWid
 		}
 		if scopes {
 			row = append([]string{shown(j.Scope)}, row...)
+		}
+		if hosts {
+			row = append([]string{shown(j.Host)}, row...)
 		}
 		t.add(row...)
 	}

@@ -277,6 +277,14 @@ func (r *runner) log(cc *ucli.Context) error {
 	if all && (follow || jsonOut(cc) || rg.Limit > 0 || rg.FromLine > 0 || rg.TailLines > 0 || rg.Grep != "") {
 		return usagef("log", "--all prints raw bytes from --offset to the end: it cannot be combined with --limit, line selections, --grep, --follow or --json")
 	}
+	if multi(cc) {
+		if follow {
+			return usagef("log", "--follow reads one database: give one --db")
+		}
+		if _, err := r.sourceOf(cc, ref); err != nil {
+			return err
+		}
+	}
 	c, err := r.client(cc)
 	if err != nil {
 		return err

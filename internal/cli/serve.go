@@ -36,7 +36,10 @@ func (r *runner) superviseCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			db := cc.String("db")
+			db, err := dbPath(cc)
+			if err != nil {
+				return err
+			}
 			if db == "" {
 				db, err = defaultDBPath()
 				if err != nil {

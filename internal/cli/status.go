@@ -35,6 +35,13 @@ func (r *runner) status(cc *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	if multi(cc) {
+		for _, s := range r.srcs {
+			if s.c == c {
+				j.Host = s.hostOf(j)
+			}
+		}
+	}
 	evs, err := c.History(cc.Context, j.ID)
 	if err != nil {
 		return err
@@ -79,6 +86,7 @@ func formatStatus(j jobs.Job, evs []jobs.Event, now time.Time, pt painter) strin
 		add("pid", fmt.Sprintf("%d (group %d)", j.PID, j.PGID))
 	}
 	add("supervisor", shown(j.Supervisor))
+	add("host", shown(j.Host))
 	add("created", formatTime(now, j.CreatedAt))
 	if j.StartedAt != nil {
 		add("started", formatTime(now, *j.StartedAt))

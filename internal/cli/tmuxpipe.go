@@ -26,7 +26,7 @@ func (r *runner) tmuxPipeCommand() *ucli.Command {
 			if cc.Args().Present() {
 				return usagef("tmux-pipe", "too many arguments: %s", quoted(strings.Join(cc.Args().Slice(), " ")))
 			}
-			dbPath, job := cc.String("db"), cc.String("job")
+			dbPath, job := lastDB(cc), cc.String("job")
 			if dbPath == "" || job == "" {
 				return usagef("tmux-pipe", "missing --db PATH or --job ID")
 			}

@@ -40,6 +40,8 @@ type DB struct {
 
 	file os.FileInfo   // the file opened at Path, for CheckFile
 	side []os.FileInfo // its -wal and -shm, for LetGoOfSideFiles
+
+	readOnly bool // opened by OpenReadOnly
 }
 
 // DSN returns the connection string for path. Every pooled connection runs
@@ -121,7 +123,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 // Close copies it into the file it has open first, so that a database
 // moved away keeps everything written to it.
 func (d *DB) Close() error {
-	if d.file != nil && d.CheckFile() != nil {
+	if d.file != nil && !d.readOnly && d.CheckFile() != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
 		_, _ = d.ExecContext(ctx, `PRAGMA wal_checkpoint(FULL)`)
 		cancel()

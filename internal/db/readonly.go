@@ -5,67 +5,208 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 )
 
-// ErrNoDatabase is returned by OpenReadOnly when no database exists at the
-// path.
-var ErrNoDatabase = errors.New("no database")
+// ErrReadOnly is returned by a write through a database opened read-only.
+var ErrReadOnly = errors.New("database is open read-only")
 
-// OpenReadOnly opens an existing database for reading only. Unlike Open it
-// creates no file or directory and applies no migration, so a shell's
-// completion can ask it for names without leaving anything behind. Queries
-// wait at most a second for a lock: completion must answer at once or not
-// at all.
-func OpenReadOnly(path string) (*DB, error) {
+// OpenReadOnly opens the database at path for reading only: SQLite's
+// mode=ro, so that no statement can change the file, whoever runs it. It
+// is how an audit opens a database it must not change: a replica restored
+// from backup, another host's copy, a file on read-only media.
+//
+// It creates nothing, tightens no mode and runs no migration. It passes
+// the checks Open makes before SQLite sees the file (a symlink to a file
+// others can read, another user's file, a file that is not SQLite) and
+// refuses a schema other than the one this binary writes: a newer one
+// (ErrTooNew), or an older one, which only a read-write Open would bring
+// up to date.
+//
+// A database in WAL mode needs its -shm to be read: SQLite creates one
+// when the directory allows it and otherwise reads the -shm that is
+// there. When neither is possible (read-only media) and there is no WAL
+// to read, the file is opened immutable=1: nothing can change a file
+// nobody can write, so SQLite may skip locking.
+func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("open database: empty path")
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	st, err := os.Stat(abs)
-	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
-		return nil, fmt.Errorf("open database %s: %w", abs, ErrNoDatabase)
+	d, err := openReadOnly(abs)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkSchema(ctx); err != nil {
+		d.DB.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openReadOnly is OpenReadOnly without the check of the schema.
+func openReadOnly(abs string) (*DB, error) {
+	fi, err := checkFileReadOnly(abs)
+	if err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	q.Add("mode", "ro")
-	q.Add("_pragma", "busy_timeout(1000)")
-	q.Add("_pragma", "query_only(1)")
+	if immutable(abs) {
+		q.Add("immutable", "1")
+	}
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
-	sqldb := sql.OpenDB(&connector{dsn: dsn})
-	sqldb.SetMaxOpenConns(1)
-	return &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now}, nil
+	sqldb := sql.OpenDB(&connector{dsn: dsn, path: abs, file: fi})
+	return &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi, readOnly: true}, nil
 }
 
-// Ref is a job's id and name, for completion.
-type Ref struct {
-	ID   string `db:"id"`
-	Name string `db:"name"`
-}
+// ReadOnly reports whether d was opened with OpenReadOnly.
+func (d *DB) ReadOnly() bool { return d.readOnly }
 
-const refsQuery = `SELECT id, coalesce(name, '') AS name FROM jobs WHERE scope = ?
-ORDER BY created_at DESC, rowid DESC LIMIT ?`
-
-// Refs returns the ids and names of the scope's newest jobs, at most limit.
-func (d *DB) Refs(ctx context.Context, scope string, limit int) ([]Ref, error) {
-	var out []Ref
-	if err := d.SelectContext(ctx, &out, refsQuery, scope, limit); err != nil {
-		return nil, fmt.Errorf("find job ids: %w", cleanSQLiteError(err))
+// CanWrite reports whether this process could write the database at path
+// and the files SQLite keeps beside it. A read that finds it cannot opens
+// the file with OpenReadOnly instead of failing.
+func CanWrite(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
 	}
-	return out, nil
-}
-
-const scopesQuery = `SELECT DISTINCT scope FROM jobs ORDER BY scope LIMIT ?`
-
-// Scopes returns the scopes that have jobs, at most limit.
-func (d *DB) Scopes(ctx context.Context, limit int) ([]string, error) {
-	var out []string
-	if err := d.SelectContext(ctx, &out, scopesQuery, limit); err != nil {
-		return nil, fmt.Errorf("find scopes: %w", cleanSQLiteError(err))
+	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+		return true // Open creates it, or says why it cannot
 	}
-	return out, nil
+	return checkWritable(abs) == nil
 }
+
+// checkFileReadOnly is prepareFile for a read: the same refusals, and
+// nothing created or changed.
+func checkFileReadOnly(path string) (os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, unwrapPathError(err))
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("open database %s: is a directory", path)
+	}
+	if lfi, err := os.Lstat(path); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+		if err := checkPrivate(path, fi, "a symlink to a file"); err != nil {
+			return nil, err
+		}
+	} else if uid, ok := owner(fi); ok && uid != os.Geteuid() && os.Geteuid() != 0 {
+		return nil, fmt.Errorf("database file %s is owned by uid %d, not by us (uid %d): refusing it", path, uid, os.Geteuid())
+	}
+	for _, suffix := range sideSuffixes {
+		if sfi, err := os.Lstat(path + suffix); err == nil && sfi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("open database %s: %s is a symlink: refusing it", path, path+suffix)
+		}
+	}
+	if err := checkHeader(path, fi.Size()); err != nil {
+		return nil, err
+	}
+	if fi.Size() == 0 {
+		return nil, fmt.Errorf("open database %s: empty file, no jobs database", path)
+	}
+	return fi, nil
+}
+
+// immutable reports whether SQLite may treat the file as one that cannot
+// change: neither it nor its directory can be written (so no -shm can be
+// created and no writer can exist) and no WAL holds pages to read.
+func immutable(path string) bool {
+	if syscall.Access(path, accessW) == nil || syscall.Access(filepath.Dir(path), accessW) == nil {
+		return false
+	}
+	if _, err := os.Stat(path + "-shm"); err == nil {
+		return false // SQLite reads the WAL index there
+	}
+	fi, err := os.Stat(path + "-wal")
+	return errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0)
+}
+
+// checkSchema refuses a database whose schema is not the one this binary
+// writes: the queries are written for it, and bringing it there would be a
+// write.
+func (d *DB) checkSchema(ctx context.Context) error {
+	latest, ok := embeddedLatest()
+	if !ok {
+		return errors.New("read embedded migrations: none found")
+	}
+	v, err := d.SchemaVersion(ctx)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		return fmt.Errorf("open database %s: read schema version: %w", d.Path, err)
+	}
+	switch {
+	case v > latest:
+		return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", ErrTooNew, v, latest)
+	case v < latest:
+		return fmt.Errorf("open database %s read-only: its schema (%d) is older than this jobs' (%d); a read-write open would migrate it", d.Path, v, latest)
+	}
+	return nil
+}
+
+// Hosts returns the host each supervisor that wrote the database ran on,
+// by supervisor id, and the host of the newest one: the host of jobs and
+// events that no longer name their supervisor.
+func (d *DB) Hosts(ctx context.Context) (map[string]string, string, error) {
+	var rows []struct {
+		ID   string `db:"id"`
+		Host string `db:"host"`
+	}
+	if err := d.SelectContext(ctx, &rows, hostsQuery); err != nil {
+		return nil, "", fmt.Errorf("read supervisor hosts: %w", err)
+	}
+	m := make(map[string]string, len(rows))
+	newest := ""
+	for _, r := range rows {
+		m[r.ID] = r.Host
+		newest = r.Host
+	}
+	return m, newest, nil
+}
+
+const hostsQuery = `SELECT id, host FROM supervisors ORDER BY started_at, id`
+
+// Foreign reports whether every supervisor that wrote the database at
+// path ran on a host other than this one: another host's database, or a
+// copy of it. It reads the file read-only, whatever its schema. A missing
+// file, or one no supervisor wrote yet, is not foreign.
+func Foreign(ctx context.Context, path string) (bool, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false, fmt.Errorf("open database: %w", err)
+	}
+	if fi, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0) {
+		return false, nil
+	}
+	d, err := openReadOnly(abs)
+	if err != nil {
+		return false, err
+	}
+	defer d.DB.Close()
+	host, err := os.Hostname()
+	if err != nil {
+		return false, fmt.Errorf("read host name: %w", err)
+	}
+	var all, ours int
+	err = d.QueryRowxContext(ctx, foreignQuery, host).Scan(&all, &ours)
+	if err != nil {
+		return false, fmt.Errorf("read supervisor hosts: %w", asCorrupt(abs, err))
+	}
+	return all > 0 && ours == 0, nil
+}
+
+const foreignQuery = `SELECT count(*), coalesce(sum(host = ? OR host = ''), 0) FROM supervisors`

@@ -55,6 +55,11 @@ type AppenderOptions struct {
 	// RowEvery is how often a flush advances a trickling job's counters in
 	// its jobs row (DefaultRowEvery).
 	RowEvery time.Duration
+	// NoCheckpoints leaves checkpoints to another process: the appender
+	// never copies the WAL into the database file. Litestream, which
+	// replicates the database from its WAL, asks applications to leave
+	// checkpoints to it; without such a process the WAL only grows.
+	NoCheckpoints bool
 }
 
 func (o *AppenderOptions) setDefaults() {

@@ -180,7 +180,7 @@ func (a *Appender) writerLocked(ctx context.Context) (*writer, error) {
 	}
 	// Checkpoints are the checkpointer's, while it runs (see there).
 	autockpt := "PRAGMA wal_autocheckpoint = 0"
-	if !a.isRunning() {
+	if !a.isRunning() && !a.o.NoCheckpoints {
 		autockpt = "PRAGMA wal_autocheckpoint = 1000"
 	}
 	if _, err := conn.ExecContext(ctx, autockpt); err != nil {
@@ -787,6 +787,10 @@ const (
 	walRestartFrames = 8192 // 32 MiB of 4 KiB pages
 )
 
+// errNoCheckpoints is what checkpoint returns when they are left to
+// another process (AppenderOptions.NoCheckpoints).
+var errNoCheckpoints = errors.New("checkpoints are left to another process")
+
 // checkpointer copies the WAL into the database file when woken.
 func (a *Appender) checkpointer() {
 	defer a.wg.Done()
@@ -813,6 +817,9 @@ func (a *Appender) checkpointer() {
 // meanwhile and the checkpoint copies every frame that no reader still
 // needs.
 func (a *Appender) checkpoint(ctx context.Context, conn *sql.Conn) error {
+	if a.o.NoCheckpoints {
+		return errNoCheckpoints
+	}
 	a.ckptMu.Lock()
 	defer a.ckptMu.Unlock()
 	mode, err := a.checkpointMode(ctx, conn)
@@ -846,6 +853,9 @@ const restartWait = 100 * time.Millisecond
 // open transaction in the sqlite3 shell) it gives up after restartWait,
 // and the next transaction tries again.
 func (a *Appender) restartWAL(ctx context.Context, conn *sql.Conn) (err error) {
+	if a.o.NoCheckpoints {
+		return errNoCheckpoints
+	}
 	if _, err := a.checkpointMode(ctx, conn); err != nil {
 		return err // see room.go
 	}

@@ -310,7 +310,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	}
 
 	s.reaper = acquireReaper(s.cfg.Logf)
-	s.app = logs.NewAppender(s.db, logs.AppenderOptions{OnDropped: s.noteDropped})
+	s.app = logs.NewAppender(s.db, appenderOptions(s.noteDropped))
 	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
 	s.app.Open()
 

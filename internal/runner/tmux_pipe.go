@@ -86,7 +86,7 @@ func (p *tmuxPipe) run(ctx context.Context, in io.Reader) error {
 	if err != nil {
 		return err
 	}
-	app := logs.NewAppender(p.d, logs.AppenderOptions{OnDropped: p.noteDropped})
+	app := logs.NewAppender(p.d, appenderOptions(p.noteDropped))
 	app.Open()
 	defer app.Close()
 	if err := app.Track(p.id, job.MaxOutput); err != nil {

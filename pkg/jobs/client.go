@@ -50,6 +50,17 @@ type Options struct {
 	// opens it. Opening costs a connection and a read of the whole schema,
 	// about 2 ms of the 13 ms a warm `jobs start` took.
 	LazyOpen bool
+	// ReadOnly opens the database read-only (SQLite's mode=ro): nothing
+	// this client does can change the file. Reads then neither mark jobs
+	// of dead supervisors lost nor record accesses for TTLs, and every
+	// call that would write returns ErrReadOnly. The schema must be the
+	// one this version writes (a read-only open migrates nothing).
+	ReadOnly bool
+	// OnlyReads says the caller only reads (a front end's read verb). The
+	// database is then opened read-only when this process cannot write it,
+	// or when every supervisor that wrote it ran on another host: a read
+	// never changes another host's database, or a copy of one.
+	OnlyReads bool
 }
 
 // MaxScopeBytes, MaxNameBytes and MaxLabelBytes bound a scope, a job name
@@ -93,6 +104,8 @@ type Client struct {
 	opts Options
 	path string // absolute database path
 	db   *db.DB // nil until opened (LazyOpen); set under mu
+	// roWhy says why a read opened the database read-only by itself.
+	roWhy string
 
 	mu     sync.Mutex
 	closed bool
@@ -146,12 +159,15 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 	if opts.Detached && opts.LazyOpen {
 		return c, nil
 	}
-	d, err := db.Open(ctx, opts.DB)
-	if err != nil {
+	if err := c.openLocked(ctx); err != nil {
 		return nil, err
 	}
-	c.db = d
+	d := c.db
 	if !opts.Detached {
+		if d.ReadOnly() {
+			d.Close()
+			return nil, fmt.Errorf("open: %w: a client that supervises its own jobs writes", ErrReadOnly)
+		}
 		cfg := runner.Config{
 			DB:     d,
 			Kind:   "embedded",
@@ -229,13 +245,51 @@ func (c *Client) openLocked(ctx context.Context) error {
 	if c.db != nil {
 		return nil
 	}
-	d, err := db.Open(ctx, c.path)
+	d, why, err := openDB(ctx, c.path, c.opts)
 	if err != nil {
 		return err
 	}
-	c.db = d
+	c.db, c.roWhy = d, why
 	return nil
 }
+
+// openDB opens the database at path read-only or read-write, as opts ask
+// (see Options.ReadOnly and Options.OnlyReads). why says what made a read
+// open it read-only, for ErrReadOnly.
+func openDB(ctx context.Context, path string, opts Options) (d *db.DB, why string, err error) {
+	readOnly := opts.ReadOnly
+	if !readOnly && opts.OnlyReads {
+		if !db.CanWrite(path) {
+			readOnly, why = true, "this process cannot write it"
+		} else if foreign, err := db.Foreign(ctx, path); err != nil {
+			return nil, "", err
+		} else if foreign {
+			readOnly, why = true, "its supervisors ran on another host"
+		}
+	}
+	if readOnly {
+		d, err = db.OpenReadOnly(ctx, path)
+		return d, why, err
+	}
+	d, err = db.Open(ctx, path)
+	return d, "", err
+}
+
+// writable returns ErrReadOnly, naming the file, when the database is
+// open read-only. Every call that writes checks it first.
+func (c *Client) writable() error {
+	if (c.db != nil && c.db.ReadOnly()) || (c.db == nil && c.opts.ReadOnly) {
+		if c.roWhy != "" {
+			return fmt.Errorf("%w: %s (%s)", ErrReadOnly, c.path, c.roWhy)
+		}
+		return fmt.Errorf("%w: %s", ErrReadOnly, c.path)
+	}
+	return nil
+}
+
+// readOnly reports whether the database is open read-only; the caller has
+// checked the client (c.db is set).
+func (c *Client) readOnly() bool { return c.db.ReadOnly() }
 
 // usable is check without opening the database.
 func (c *Client) usable(ctx context.Context) error { return c.guard(ctx, false) }
@@ -324,6 +378,9 @@ func (c *Client) starter(ctx context.Context, fallback bool) (starter, error) {
 // start: Status failed with Reason).
 func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 	if err := c.usable(ctx); err != nil {
+		return Job{}, err
+	}
+	if err := c.writable(); err != nil {
 		return Job{}, err
 	}
 	req, err := c.startRequest(spec)

@@ -68,6 +68,9 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 	if err := c.check(ctx); err != nil {
 		return 0, err
 	}
+	if err := c.writable(); err != nil {
+		return 0, err
+	}
 	j, err := c.find(ctx, ref)
 	if err != nil {
 		return 0, err
@@ -108,6 +111,9 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 // job's processes that still run are ended too.
 func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (KillResult, error) {
 	if err := c.check(ctx); err != nil {
+		return KillResult{}, err
+	}
+	if err := c.writable(); err != nil {
 		return KillResult{}, err
 	}
 	j, err := c.find(ctx, ref)
@@ -191,6 +197,9 @@ func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult
 	if err := c.check(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.writable(); err != nil {
+		return nil, err
+	}
 	_, _ = c.sweep(ctx)
 	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []db.Status{db.StatusStarting, db.StatusRunning}})
 	if err != nil {
@@ -215,6 +224,9 @@ func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult
 // job's processes and returns the pids signalled.
 func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, error) {
 	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.writable(); err != nil {
 		return nil, err
 	}
 	s, err := proc.ParseSignal(sig)
@@ -270,6 +282,9 @@ func (c *Client) Clear(ctx context.Context, ref string) error {
 	if err := c.check(ctx); err != nil {
 		return err
 	}
+	if err := c.writable(); err != nil {
+		return err
+	}
 	j, err := c.find(ctx, ref)
 	if err != nil {
 		return err
@@ -280,6 +295,9 @@ func (c *Client) Clear(ctx context.Context, ref string) error {
 // Remove deletes a job, killing it first if it runs. Its events stay.
 func (c *Client) Remove(ctx context.Context, ref string) (KillResult, error) {
 	if err := c.check(ctx); err != nil {
+		return KillResult{}, err
+	}
+	if err := c.writable(); err != nil {
 		return KillResult{}, err
 	}
 	j, err := c.find(ctx, ref)
@@ -330,6 +348,9 @@ type GCResult struct {
 // on the whole database, not only the client's scope.
 func (c *Client) GC(ctx context.Context) (GCResult, error) {
 	if err := c.check(ctx); err != nil {
+		return GCResult{}, err
+	}
+	if err := c.writable(); err != nil {
 		return GCResult{}, err
 	}
 	r, err := runner.RunJanitor(ctx, c.db, 0)

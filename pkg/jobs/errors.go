@@ -54,6 +54,10 @@ var (
 	// is a *ReplacedError. Starting again reaches a supervisor of the file
 	// now at the path.
 	ErrReplaced = db.ErrReplaced
+	// ErrReadOnly means the call would write to a database opened
+	// read-only (Options.ReadOnly, or a read of a file this process cannot
+	// write or of another host's database).
+	ErrReadOnly = db.ErrReadOnly
 )
 
 // echo is how an error message repeats what the caller gave (an id, a

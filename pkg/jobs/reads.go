@@ -33,7 +33,7 @@ func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
 	if err != nil {
 		return db.Job{}, publicErr(ref, err)
 	}
-	if !j.Status.Terminal() {
+	if !j.Status.Terminal() && !c.readOnly() {
 		if n, _ := c.sweep(ctx); n > 0 {
 			if j2, err := c.db.FindJobByID(ctx, j.ID); err == nil {
 				j = j2
@@ -48,6 +48,11 @@ func (c *Client) view(j db.Job) Job { return c.viewFull(j, true) }
 
 func (c *Client) viewFull(j db.Job, full bool) Job {
 	out := fromDB(j, time.Now())
+	if c.readOnly() {
+		// The file may come from another host, or be a copy whose
+		// processes are not ours: this host's processes say nothing of it.
+		return out
+	}
 	if addLiveFacts(&out, j, full) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = c.db.MarkSurvivorsGone(ctx, j.ID)
@@ -166,7 +171,7 @@ const touchEvery = time.Second
 // floods (a poll every second of a job running `yes` took 200 ms now and
 // then).
 func (c *Client) touch(ctx context.Context, j db.Job) {
-	if !j.Status.Terminal() {
+	if !j.Status.Terminal() || c.readOnly() {
 		return
 	}
 	if age := c.db.Now().Sub(j.LastAccessAt); age >= 0 && age < touchEvery {
@@ -226,6 +231,9 @@ func retryIn(j Job) time.Duration {
 func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollResult, error) {
 	if err := c.check(ctx); err != nil {
 		return PollResult{}, err
+	}
+	if err := c.writable(); err != nil {
+		return PollResult{}, err // the read cursor is stored
 	}
 	j, err := c.find(ctx, ref)
 	if err != nil {
@@ -493,6 +501,9 @@ func pickTail(n int64) int64 {
 // Their on_exit hooks need a supervisor to run them once: ask ours, or the
 // default one (starting it if needed), when any is waiting.
 func (c *Client) sweep(ctx context.Context) (int, error) {
+	if c.readOnly() {
+		return 0, nil // a read-only audit records nothing it notices
+	}
 	n, err := runner.SweepLost(ctx, c.db)
 	if n > 0 {
 		c.kickHooks(ctx)
@@ -515,4 +526,16 @@ func (c *Client) kickHooks(ctx context.Context) {
 			_ = conn.RunPendingHooks(ctx)
 		}
 	}
+}
+
+// Hosts tells where the database's jobs ran: the host of each supervisor
+// that wrote it, by supervisor id (Job.Supervisor), and the host of the
+// newest one, which is the database's own host for events and for jobs
+// whose supervisor is not recorded. One database serves one host; an
+// audit of several hosts reads each one's database.
+func (c *Client) Hosts(ctx context.Context) (map[string]string, string, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, "", err
+	}
+	return c.db.Hosts(ctx)
 }

@@ -32,6 +32,9 @@ func (c *Client) tmuxJob(ctx context.Context, ref string, live bool) (db.Job, er
 // text as typed when literal is set. tmux itself delivers them, so this
 // works whether or not the job's supervisor is alive.
 func (c *Client) SendKeys(ctx context.Context, ref string, keys []string, literal bool) error {
+	if c.opts.ReadOnly {
+		return fmt.Errorf("%w: %s", ErrReadOnly, c.path)
+	}
 	j, err := c.tmuxJob(ctx, ref, true)
 	if err != nil {
 		return err

@@ -163,6 +163,9 @@ type Job struct {
 	PGID int `json:"pgid,omitempty"`
 	// Supervisor is the id of the supervisor that owns the job.
 	Supervisor string `json:"supervisor,omitempty"`
+	// Host is the host its supervisor ran on. Reads set it when they
+	// read several databases at once (see Client.Hosts).
+	Host string `json:"host,omitempty"`
 	// Stdin is pipe, closed, or null (/dev/null).
 	Stdin string `json:"stdin"`
 	// OnExit is the command run when the job ends.
@@ -233,6 +236,9 @@ type Event struct {
 	To   Status `json:"to,omitempty"`
 	// Detail is a JSON object: pid, exit code, reason, bytes …
 	Detail json.RawMessage `json:"detail,omitempty"`
+	// Host is the host of the database the event was read from, set when
+	// several databases are read at once (see Client.Hosts).
+	Host string `json:"host,omitempty"`
 }
 
 // Filter selects jobs for List.
