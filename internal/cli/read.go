@@ -84,7 +84,7 @@ func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string
 	j := p.Job
 	var b strings.Builder
 	head := []string{pt.bold(j.ID), pt.status(j.Status, statusText(j))}
-	if j.PID > 0 && !j.Status.Terminal() {
+	if j.PID > 0 && !j.Status.Terminal() && !j.MainExited {
 		head = append(head, fmt.Sprintf("pid %d", j.PID))
 	}
 	head = append(head, formatDuration(j.Runtime))

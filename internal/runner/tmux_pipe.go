@@ -365,6 +365,12 @@ func finishTmux(ctx context.Context, d *db.DB, j db.Job, end tmuxEnd, logf func(
 	if end.dead && end.code >= 0 {
 		code := end.code
 		t.ExitCode = &code
+		if stop != "" && code > 128 && code <= 128+64 {
+			// The pane's shell reports the signal that ended the job as
+			// 128+n; a stop we sent is that signal, and a pipe job killed
+			// alike records it: the same kill reads the same way.
+			t.Signal = proc.SignalName(syscall.Signal(code - 128))
+		}
 	}
 	switch {
 	case stop == db.StatusTimedOut:

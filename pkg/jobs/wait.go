@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/textclean"
 )
 
 // Wait blocks until the jobs finish (or one of them with o.Any), output of
@@ -198,6 +199,17 @@ func (c *Client) scanUntil(ctx context.Context, j db.Job, from int64, re *regexp
 // characters). It returns when the job has finished and all its output is
 // written, or when ctx ends.
 func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) error {
+	if r.Clean {
+		// The pages arrive cut anywhere, an escape sequence or a redrawn
+		// line across two of them: one cleaner sees all the bytes in
+		// order, and only finished lines are passed on until the end.
+		cw := &cleanWriter{w: w}
+		r.Clean = false
+		if err := c.Follow(ctx, ref, r, cw); err != nil {
+			return err
+		}
+		return cw.Close()
+	}
 	first, err := c.Log(ctx, ref, r)
 	if err != nil {
 		return err
@@ -304,4 +316,24 @@ func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, er
 			}
 		}
 	}
+}
+
+// cleanWriter cleans the bytes written to it and writes the finished lines
+// to w; Close writes the line still being written.
+type cleanWriter struct {
+	w io.Writer
+	c textclean.Cleaner
+}
+
+func (cw *cleanWriter) Write(p []byte) (int, error) {
+	cw.c.Write(p)
+	if _, err := io.WriteString(cw.w, cw.c.TakeLines()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (cw *cleanWriter) Close() error {
+	_, err := io.WriteString(cw.w, cw.c.String())
+	return err
 }

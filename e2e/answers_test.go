@@ -1,0 +1,188 @@
+package e2e
+
+// Wrong answers outside the busy paths: each test runs the built binary as
+// a user would and checks that the answer is right.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() {
+	// paint-then-wait FILE: prints a coloured line, waits for FILE to
+	// exist, prints another coloured line and a redrawn one, exits.
+	helperModes["paint-then-wait"] = func(args []string) error {
+		fmt.Print("\x1b[31mfirst\x1b[0m\n")
+		for {
+			if _, err := os.Stat(args[0]); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		fmt.Print("\x1b[32msecond\x1b[0m\nabc\rX\x1b[K\n")
+		return nil
+	}
+}
+
+// TestFollowCleanCleansEveryPage: `log -f --clean` cleans what arrives
+// after the first page too.
+func TestFollowCleanCleansEveryPage(t *testing.T) {
+	w := newWorld(t)
+	gate := w.base + "/gate"
+	id := w.start(helper("paint-then-wait", gate)...)
+	waitFor(t, 10*time.Second, "the first line", func() bool {
+		return strings.Contains(w.ok("log", id), "first")
+	})
+	c := w.cmd("log", "-f", "--clean", id)
+	var out lockedBuffer
+	c.Stdout = &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the follower to print the first page", func() bool {
+		return strings.Contains(out.String(), "first")
+	})
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("log -f: %v", err)
+	}
+	if got, want := out.String(), "first\nsecond\nX\n"; got != want {
+		t.Errorf("log -f --clean printed %q, want %q", got, want)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("log -f --clean: %d escape bytes after the first page", strings.Count(out.String(), "\x1b")))
+}
+
+// TestWriteEOFJobEndsAfterData: `write ID DATA --eof` succeeds when the
+// job ends as soon as it has taken the data, before the close arrives.
+func TestWriteEOFJobEndsAfterData(t *testing.T) {
+	w := newWorld(t)
+	const runs = 5
+	for i := 0; i < runs; i++ {
+		id := w.start("head -c 3")
+		r := w.jobs("--json", "write", id, "hi\n", "--eof")
+		if r.code != 0 {
+			t.Fatalf("run %d: %v", i, r)
+		}
+		var res struct {
+			Bytes int  `json:"bytes"`
+			EOF   bool `json:"eof"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, r.stdout)
+		}
+		if res.Bytes != 3 || !res.EOF {
+			t.Fatalf("run %d: wrote %d bytes, eof %v; want 3 and true", i, res.Bytes, res.EOF)
+		}
+		w.ok("wait", id)
+		if got := w.ok("log", id); got != "hi\n" {
+			t.Fatalf("run %d: the job read %q, want %q", i, got, "hi\n")
+		}
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d of %d writes with --eof to a job that ends on its input exited 0", runs, runs))
+}
+
+// TestKillReadsTheSameInTmuxAndPipeMode: one kill, one wording.
+func TestKillReadsTheSameInTmuxAndPipeMode(t *testing.T) {
+	w, _ := tmuxWorld(t)
+	var texts []string
+	for _, mode := range [][]string{nil, {"--tmux"}} {
+		id := w.start(append(mode, "echo ready; sleep 60")...)
+		waitFor(t, 10*time.Second, "the job to start", func() bool {
+			return strings.Contains(w.ok("log", id), "ready")
+		})
+		w.ok("kill", id)
+		j, _ := w.status(id)
+		if j.Status != "killed" || j.Signal != "TERM" {
+			t.Errorf("%v: status %s signal %q, want killed by TERM", mode, j.Status, j.Signal)
+		}
+		texts = append(texts, statusLine(t, w, id))
+	}
+	if texts[0] != texts[1] || !strings.Contains(texts[0], "killed (signal TERM)") {
+		t.Errorf("status reads %q in pipe mode and %q in tmux mode, want both \"killed (signal TERM)\"", texts[0], texts[1])
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("pipe: %q, tmux: %q", texts[0], texts[1]))
+}
+
+// statusLine is the status line of `jobs status ID`.
+func statusLine(t *testing.T, w *world, id string) string {
+	t.Helper()
+	for _, l := range strings.Split(w.ok("status", id), "\n") {
+		if strings.HasPrefix(l, "status ") {
+			return strings.TrimSpace(strings.TrimPrefix(l, "status"))
+		}
+	}
+	t.Fatalf("no status line for %s", id)
+	return ""
+}
+
+// TestMainExitedSaidInText: a job whose main process exited while a child
+// holds its output says so in list, status and poll, not only in JSON.
+func TestMainExitedSaidInText(t *testing.T) {
+	w := newWorld(t)
+	id := w.start("sleep 30 & echo started")
+	var j struct {
+		Job struct {
+			PID         int  `json:"pid"`
+			Descendants int  `json:"descendants"`
+			MainExited  bool `json:"main_exited"`
+		} `json:"job"`
+	}
+	waitFor(t, 10*time.Second, "the main process to exit", func() bool {
+		if err := json.Unmarshal([]byte(w.ok("--json", "poll", id)), &j); err != nil {
+			t.Fatal(err)
+		}
+		return j.Job.PID > 0 && !procAlive(j.Job.PID) || j.Job.MainExited
+	})
+	if !j.Job.MainExited || j.Job.Descendants != 1 {
+		t.Errorf("poll --json: main_exited %v, descendants %d; want true and 1", j.Job.MainExited, j.Job.Descendants)
+	}
+	const want = "running (main process exited, 1 process left)"
+	pid := fmt.Sprint(j.Job.PID)
+	for _, args := range [][]string{{"list"}, {"status", id}, {"poll", id}} {
+		out := w.ok(args...)
+		if !strings.Contains(out, want) {
+			t.Errorf("jobs %s does not say %q:\n%s", strings.Join(args, " "), want, out)
+		}
+		shown := strings.Contains(out, " "+pid+" ")
+		if args[0] == "status" {
+			shown = !strings.Contains(out, pid+", exited") && !strings.Contains(out, "), exited")
+		}
+		if shown {
+			t.Errorf("jobs %s shows the exited pid %s as the job's running pid:\n%s", strings.Join(args, " "), pid, out)
+		}
+	}
+	w.ok("kill", id)
+	t.Logf("MATRIX-FIGURE %s", "status reads \""+want+"\" in list, status and poll")
+}
+
+// TestHookOutputKept: an exit hook's own output is stored in its event.
+func TestHookOutputKept(t *testing.T) {
+	w := newWorld(t)
+	id := w.start("--on-exit", `echo "hook saw $JOBS_STATUS"; echo "to stderr" >&2`, "true")
+	w.ok("wait", id)
+	var detail map[string]any
+	waitFor(t, 10*time.Second, "the hook's event", func() bool {
+		_, events := w.status(id)
+		for _, e := range events {
+			if e.Kind != "hook" {
+				continue
+			}
+			var d map[string]any
+			if err := json.Unmarshal(e.Detail, &d); err == nil && d["state"] == "finished" {
+				detail = d
+				return true
+			}
+		}
+		return false
+	})
+	if got, want := detail["output"], "hook saw done\nto stderr"; got != want {
+		t.Errorf("hook event output = %q, want %q (detail %v)", got, want, detail)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("hook event detail output %q", detail["output"]))
+}
