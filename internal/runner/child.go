@@ -99,8 +99,9 @@ func (s *Supervisor) run(c *child, timeout time.Duration) {
 	var pumps sync.WaitGroup
 	var drain pipeDrain
 	pumps.Add(2)
-	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain) }()
-	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain) }()
+	pair := new(pipePair) // keeps stdout and stderr in order
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain, pair, 0) }()
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
 	waited := make(chan error, 1)
 	go func() {
 		awaitExit(pid)

@@ -695,7 +695,7 @@ func TestOnExitHook(t *testing.T) {
 	} {
 		job := start(t, s, StartRequest{Job: db.NewJob{Command: "true", OnExit: tt.hook}})
 		d := hookEvent(job.ID)
-		if d["ok"] != false || !strings.Contains(fmt.Sprint(d["stderr"], d["error"]), tt.want) {
+		if d["ok"] != false || !strings.Contains(fmt.Sprint(d["output"], d["error"]), tt.want) {
 			t.Errorf("hook %q event = %v, want failure with %q", tt.hook, d, tt.want)
 		}
 		if got, _ := s.db.FindJobByID(ctx, job.ID); got.Status != db.StatusDone {

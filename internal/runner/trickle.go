@@ -97,10 +97,7 @@ func (t *trickler) run() {
 
 // read reads tp once and reports whether the trickler keeps it.
 func (tp *tricklePipe) read(buf []byte, now time.Time) bool {
-	n, err := tp.p.read(buf)
-	if n > 0 {
-		tp.emit(buf[:n])
-	}
+	n, err := tp.p.readEmit(buf, tp.emit)
 	if err != nil {
 		return false // EOF or worse: the pump sees it again and ends
 	}
