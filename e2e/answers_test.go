@@ -294,3 +294,56 @@ func TestCombinedReadKeepsOrder(t *testing.T) {
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d of %d stdout/stderr lines written %s apart read out of order (log, log --from-line, log -f, poll, MCP)", worst, 2*pairs, gap))
 }
+
+// argvHolding returns the processes whose command line contains s.
+func argvHolding(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), s) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// TestEnvValueNeverInArgv: an --env value reaches the job's environment
+// and no process's command line, in pipe and tmux mode.
+func TestEnvValueNeverInArgv(t *testing.T) {
+	w, _ := tmuxWorld(t)
+	secret := fmt.Sprintf("sekrit-%d-%d", os.Getpid(), time.Now().UnixNano())
+	scanned, found := 0, 0
+	for _, mode := range [][]string{nil, {"--tmux"}} {
+		args := append(append([]string{"--env", "API_KEY=" + secret}, mode...), `echo "len=${#API_KEY}"; sleep 60`)
+		id := w.start(args...)
+		waitFor(t, 10*time.Second, "the job to print", func() bool { return strings.Contains(w.ok("log", id), "len=") })
+		if got, want := strings.TrimSpace(w.ok("log", id)), fmt.Sprintf("len=%d", len(secret)); got != want {
+			t.Errorf("%v: the job saw %q, want %q", mode, got, want)
+		}
+		ps := argvHolding(secret)
+		found += len(ps)
+		if len(ps) > 0 {
+			t.Errorf("%v: the --env value is in the command line of: %s", mode, strings.Join(ps, "; "))
+		}
+		scanned++
+		w.ok("kill", id)
+	}
+	// --env KEY passes this environment's value, so that it is not on
+	// the jobs command line either.
+	c := w.cmd("start", "--env", "API_KEY", `echo "len=${#API_KEY}"`)
+	c.Env = append(c.Env, "API_KEY="+secret)
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("start --env API_KEY: %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	w.ok("wait", id)
+	if got, want := strings.TrimSpace(w.ok("log", id)), fmt.Sprintf("len=%d", len(secret)); got != want {
+		t.Errorf("--env KEY: the job saw %q, want %q", got, want)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("--env value found in %d process command lines (pipe and tmux mode, %d scans of /proc/*/cmdline while the job ran)", found, scanned))
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -49,12 +50,6 @@ const tmuxSessionPrefix = "jobs-"
 // status once the pane's processes are gone. The helper notices a dead pane
 // within tmuxPollInterval; the rest is slack for a loaded machine.
 const tmuxKillWait = 5 * time.Second
-
-// tmuxCommandBudget is how many bytes of arguments a new-session command
-// may use. The tmux client refuses a command longer than one message (16
-// KiB in tmux 3.x, "command too long"); the budget leaves room for the
-// fixed arguments.
-const tmuxCommandBudget = 15 << 10
 
 // tmuxServer is the server tmux jobs run on.
 func tmuxServer() tmux.Server {
@@ -143,11 +138,14 @@ func (s *Supervisor) startTmux(ctx context.Context, req StartRequest, nj db.NewJ
 		argv = []string{shell, "-c", `exec "$0"`, argv[0]}
 	}
 	pipe := tmuxPipeCommand(exe, s.db.Path, job.ID, srv.Socket)
-	fixed := len(pipe) + len(job.Cwd) + len(name)
-	for _, a := range argv {
-		fixed += len(a) + 1
+	// The environment goes through a file, not tmux's argv (tmux_exec.go).
+	envFile, err := writeEnvFile(s.runtimeDir, tmuxEnv(env, job.EnvNames, math.MaxInt))
+	if err != nil {
+		return s.failTmux(ctx, job, err.Error())
 	}
-	if err := srv.NewSession(ctx, name, job.Cwd, tmuxEnv(env, job.EnvNames, tmuxCommandBudget-fixed), argv, 0, 0, tmux.WithPipe(pipe)); err != nil {
+	argv = append([]string{exe, "tmux-exec", "--env-file", envFile, "--"}, argv...)
+	if err := srv.NewSession(ctx, name, job.Cwd, nil, argv, 0, 0, tmux.WithPipe(pipe)); err != nil {
+		os.Remove(envFile)
 		return s.failTmux(ctx, job, err.Error())
 	}
 	pid, err := srv.PanePID(name)
@@ -222,7 +220,8 @@ func tmuxPipeCommand(exe, dbPath, jobID, socket string) string {
 		EnvTmuxSocket, shellQuote(socket), shellQuote(exe), shellQuote(dbPath), shellQuote(jobID))
 }
 
-// tmuxEnv picks the job environment entries new-session passes with -e.
+// tmuxEnv picks the job environment entries the pane gets (through
+// tmux-exec's file).
 //
 // TERM, TMUX and TMUX_PANE are left out: in the pane, TERM must describe
 // tmux's terminal, which tmux sets, and TMUX would point programs in the
