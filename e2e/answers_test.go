@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -346,4 +348,42 @@ func TestEnvValueNeverInArgv(t *testing.T) {
 		t.Errorf("--env KEY: the job saw %q, want %q", got, want)
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("--env value found in %d process command lines (pipe and tmux mode, %d scans of /proc/*/cmdline while the job ran)", found, scanned))
+}
+
+// TestTmuxSocketRecordedWithJob: a tmux job stays on the tmux server it
+// started on, and capture, attach and kill find it there from a shell
+// whose JOBS_TMUX_SOCKET differs.
+func TestTmuxSocketRecordedWithJob(t *testing.T) {
+	w, sock := tmuxWorld(t) // every command of w has JOBS_TMUX_SOCKET=sock
+	id := w.start("--tmux", "echo marker-on-private; sleep 60")
+	waitFor(t, 10*time.Second, "the job's output", func() bool { return strings.Contains(w.ok("log", id), "marker-on-private") })
+	if err := exec.Command("tmux", "-L", sock, "has-session", "-t", "=jobs-"+id).Run(); err != nil {
+		t.Fatalf("the job's session is not on its server %s: %v", sock, err)
+	}
+	// Another shell: no JOBS_TMUX_SOCKET (tmux's default server).
+	other := *w
+	other.extra = slices.DeleteFunc(slices.Clone(w.extra), func(kv string) bool { return strings.HasPrefix(kv, "JOBS_TMUX_SOCKET=") })
+	found := 0
+	if r := other.jobs("capture", id); r.code != 0 || !strings.Contains(r.stdout, "marker-on-private") {
+		t.Errorf("capture from another shell: %v", r)
+	} else {
+		found++
+	}
+	if r := other.jobs("--json", "attach", id); r.code != 0 || !strings.Contains(r.stdout, sock) {
+		t.Errorf("attach from another shell does not name the job's server %s: %v", sock, r)
+	} else {
+		found++
+	}
+	if r := other.jobs("kill", id); r.code != 0 {
+		t.Errorf("kill from another shell: %v", r)
+	}
+	if j, _ := w.status(id); j.Status != "killed" {
+		t.Errorf("after kill from another shell the job is %s, want killed", j.Status)
+	} else {
+		found++
+	}
+	if exec.Command("tmux", "-L", sock, "has-session", "-t", "=jobs-"+id).Run() == nil {
+		t.Errorf("the job's session still runs on %s after the kill", sock)
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d of 3 (capture, attach, kill) from a shell without JOBS_TMUX_SOCKET reached the job's recorded server", found))
 }

@@ -56,6 +56,15 @@ func tmuxServer() tmux.Server {
 	return tmux.Server{Socket: os.Getenv(EnvTmuxSocket)}
 }
 
+// tmuxServerOf is the tmux server job j runs on: the one recorded with
+// it, or $JOBS_TMUX_SOCKET for a job recorded before the server was kept.
+func tmuxServerOf(j db.Job) tmux.Server {
+	if j.TmuxSocketSet {
+		return tmux.Server{Socket: j.TmuxSocket}
+	}
+	return tmuxServer()
+}
+
 // TmuxSessionName returns the tmux session of the job with this id.
 func TmuxSessionName(jobID string) string { return tmuxSessionPrefix + jobID }
 
@@ -87,10 +96,16 @@ func tmuxError(j db.Job, err error) error {
 // found, tmux refusing) is returned failed with a nil error; a missing
 // tmux is ErrNoTmux and creates no job.
 func (s *Supervisor) startTmux(ctx context.Context, req StartRequest, nj db.NewJob, argv, env []string) (db.Job, error) {
+	// The caller's JOBS_TMUX_SOCKET, else ours; recorded with the job,
+	// so that every later step finds the same server.
 	srv := tmuxServer()
+	if i := slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, EnvTmuxSocket+"=") }); i >= 0 {
+		srv.Socket = envValue(env, EnvTmuxSocket)
+	}
 	if err := srv.Available(); err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", &noTmuxError{err})
 	}
+	nj.TmuxSocket = srv.Socket
 	exe, err := s.executable()
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
@@ -276,7 +291,7 @@ func tmuxJobAlive(j db.Job) bool {
 	if j.TmuxSession == "" {
 		return false
 	}
-	ok, err := tmuxServer().HasSession(j.TmuxSession)
+	ok, err := tmuxServerOf(j).HasSession(j.TmuxSession)
 	if errors.Is(err, tmux.ErrNotInstalled) {
 		return false
 	}
@@ -362,7 +377,7 @@ func awaitTmuxEnd(ctx context.Context, d *db.DB, job db.Job, logf func(string, .
 // it records the job's end from what tmux says and closes the session
 // (unless kept). The output the helper did not capture is lost.
 func recordTmuxEndHere(ctx context.Context, d *db.DB, j db.Job, logf func(string, ...any)) (db.Job, error) {
-	srv := tmuxServer()
+	srv := tmuxServerOf(j)
 	end, err := readTmuxEnd(srv, j)
 	if err != nil {
 		return j, err
@@ -401,7 +416,7 @@ func sendKeys(j db.Job, keys []string, literal bool) error {
 	case len(keys) == 0:
 		return invalid(errors.New("no keys given"))
 	}
-	srv := tmuxServer()
+	srv := tmuxServerOf(j)
 	if literal {
 		return tmuxError(j, srv.SendLiteral(j.TmuxSession, strings.Join(keys, "")))
 	}
@@ -421,7 +436,7 @@ func Capture(j db.Job, scrollback int) (string, error) {
 	if j.Mode != "tmux" {
 		return "", fmt.Errorf("capture job %s: %w", j.ID, ErrNotTmux)
 	}
-	out, err := tmuxServer().Capture(j.TmuxSession, scrollback)
+	out, err := tmuxServerOf(j).Capture(j.TmuxSession, scrollback)
 	if errors.Is(err, tmux.ErrNoSession) && j.Status.Terminal() {
 		return "", fmt.Errorf("capture job %s: it is %s and its tmux session is closed (start it with --keep-tmux to keep it): %w", j.ID, j.Status, ErrNotRunning)
 	}
@@ -439,7 +454,7 @@ func AttachArgv(j db.Job) []string {
 	if j.Mode != "tmux" || j.TmuxSession == "" {
 		return nil
 	}
-	return tmuxServer().AttachArgv(j.TmuxSession)
+	return tmuxServerOf(j).AttachArgv(j.TmuxSession)
 }
 
 // killTmux is Kill for a tmux job, which any supervisor can do.
@@ -457,7 +472,7 @@ func writeTmux(j db.Job, data []byte, eof bool) error {
 	if j.Status.Terminal() {
 		return fmt.Errorf("write job %s: %w", j.ID, ErrNotRunning)
 	}
-	srv := tmuxServer()
+	srv := tmuxServerOf(j)
 	if len(data) > 0 {
 		if err := srv.SendLiteral(j.TmuxSession, string(data)); err != nil {
 			return fmt.Errorf("write job %s: %w", j.ID, tmuxError(j, err))

@@ -54,8 +54,8 @@ const (
 // (unless the job keeps it) and runs the job's on-exit command. Resource
 // usage is not known for tmux jobs: tmux, not us, waits for the process.
 //
-// The tmux server to talk to is $JOBS_TMUX_SOCKET, which the pipe command
-// sets.
+// The tmux server to talk to is the one recorded with the job ($JOBS_TMUX_SOCKET,
+// which the pipe command sets, for a job recorded before it was kept).
 func RunTmuxPipe(ctx context.Context, dbPath, jobID string, in io.Reader) error {
 	d, err := db.Open(ctx, dbPath)
 	if err != nil {
@@ -86,6 +86,7 @@ func (p *tmuxPipe) run(ctx context.Context, in io.Reader) error {
 	if err != nil {
 		return err
 	}
+	p.srv = tmuxServerOf(job)
 	app := logs.NewAppender(p.d, logs.AppenderOptions{OnDropped: p.noteDropped})
 	app.Open()
 	defer app.Close()
