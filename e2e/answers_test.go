@@ -387,3 +387,61 @@ func TestTmuxSocketRecordedWithJob(t *testing.T) {
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d of 3 (capture, attach, kill) from a shell without JOBS_TMUX_SOCKET reached the job's recorded server", found))
 }
+
+// cpuTicks is the user+system CPU time of pid in clock ticks (1/100 s).
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+	k, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+	return u + k
+}
+
+// TestWaitSleepsThroughAnotherJobsFlood: a wait on a quiet job wakes when
+// a status changes, not on every write of another job's output.
+func TestWaitSleepsThroughAnotherJobsFlood(t *testing.T) {
+	w := newWorld(t)
+	window := time.Duration(envInt64("JOBS_E2E_WAIT_WINDOW_MS", 6000)) * time.Millisecond
+	quiet := w.start("sleep 600")
+	flood := w.start(append([]string{"--max-output", "4MiB"}, helper("flood", strconv.FormatInt(1<<40, 10))...)...)
+	defer w.jobs("kill", flood)
+	waiter := w.cmd("wait", quiet)
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- waiter.Wait() }()
+	// Past the first second, in which a wait looks every few milliseconds
+	// (a job that ends at once is seen at once).
+	time.Sleep(1500 * time.Millisecond) // let the wait settle into its long sleep
+	before, out0 := cpuTicks(t, waiter.Process.Pid), w.poll(flood).OutputBytes
+	t0 := time.Now()
+	time.Sleep(window) // the measured stretch: the wait's CPU over it
+	used, wall, out1 := cpuTicks(t, waiter.Process.Pid)-before, time.Since(t0), w.poll(flood).OutputBytes
+	if out1 <= out0 {
+		t.Fatalf("the flood did not write during the window (%d → %d bytes)", out0, out1)
+	}
+	perMinute := time.Duration(float64(used*10*int64(time.Millisecond)) * float64(time.Minute) / float64(wall))
+	// 0.1 s a minute is the goal; the bound allows for a loaded machine.
+	if perMinute > 600*time.Millisecond {
+		t.Errorf("jobs wait on a quiet job used %d ms of CPU in %v while another job wrote %d MB: %v a minute", used*10, wall.Round(time.Millisecond), (out1-out0)>>20, perMinute)
+	}
+	w.ok("kill", quiet)
+	select {
+	case err := <-done:
+		if err != nil {
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+				t.Fatalf("wait: %v", err)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		waiter.Process.Kill()
+		t.Fatal("wait did not return after its job was killed")
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("jobs wait on a quiet job: %d ms CPU in %v (%v a minute) while another job wrote %d MiB", used*10, wall.Round(time.Millisecond), perMinute.Round(time.Millisecond), (out1-out0)>>20))
+}

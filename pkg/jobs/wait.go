@@ -14,6 +14,11 @@ import (
 	"github.com/agentjobs/jobs/internal/textclean"
 )
 
+// statusLook is how often a wait that only an end can end looks at its
+// jobs without being woken: the bound on noticing a job whose supervisor
+// died without recording its end.
+const statusLook = 5 * time.Second
+
 // Wait blocks until the jobs finish (or one of them with o.Any), output of
 // one of them matches o.Until, all of them have been silent for o.Idle, or
 // o.Timeout passes. It sleeps while it waits: it wakes when the database
@@ -51,6 +56,16 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 	}
 	w := newWatcher(c.db.Path)
 	defer w.Close()
+	// Only an end can end a plain wait: it wakes when a status changes,
+	// and, to notice a supervisor that died without recording its jobs'
+	// end, every statusLook.
+	look := time.Second
+	if until == nil && o.Idle == 0 {
+		w.watchStatus()
+		if o.Progress == nil {
+			look = statusLook
+		}
+	}
 	scanned := make([]int64, len(ids)) // Until: offset of the next unscanned line
 	lastProgress := time.Now()
 	lastSweep := time.Now()
@@ -129,7 +144,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			_, _ = c.sweep(ctx)
 			lastSweep = time.Now()
 		}
-		if err := w.Wait(ctx, time.Second); err != nil {
+		if err := w.Wait(ctx, look); err != nil {
 			if ctx.Err() == context.DeadlineExceeded && o.Timeout > 0 {
 				res.Reason = WaitTimedOut
 				for i, id := range ids {
