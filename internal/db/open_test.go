@@ -42,12 +42,6 @@ func migrationVersions(t *testing.T) []int64 {
 	return vs
 }
 
-func latestVersion(t *testing.T) int64 {
-	t.Helper()
-	vs := migrationVersions(t)
-	return vs[len(vs)-1]
-}
-
 // TestOpenMigratesFromEveryVersion builds a database at every earlier schema
 // version (0 is a goose table with only its zero row, as goose leaves an
 // empty database) and checks that Open brings it to the newest.

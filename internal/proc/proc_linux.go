@@ -62,9 +62,8 @@ func Inspect(pid int) (Info, error) {
 
 // readSmall reads a small /proc file into buf with three system calls.
 // os.ReadFile spends five (it stats the file to size its buffer and reads
-// until EOF) plus an os.File's bookkeeping; a process scan does this for
-// every process on the machine, and it measured 1.9 ms against 1.1 ms for
-// 80 processes.
+// until EOF) plus an os.File's bookkeeping, and a process scan does this
+// for every process on the machine.
 func readSmall(path string, buf []byte) ([]byte, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {

@@ -16,11 +16,9 @@ import (
 //
 // A pipe in Go's netpoller costs a wakeup of the poller for every write the
 // child makes, whether or not a goroutine waits for it: the poller is
-// edge-triggered and each write is an edge. With 100 jobs printing 100
-// lines a second, that was 10,000 wakeups and context switches a second,
-// most of the supervisor's CPU (in a profile of that workload: pump,
-// netpoll and the scheduler above the appender's flushes; perf: 12,600
-// context switches a second).
+// edge-triggered and each write is an edge. With many jobs printing many
+// lines a second, those wakeups and context switches were most of the
+// supervisor's CPU.
 //
 // So a pump keeps its pipe out of the netpoller while the child is
 // writing. It reads without blocking, and after each read pauses for as long

@@ -20,11 +20,10 @@ import (
 // dead supervisor) are still noticed.
 //
 // Why not inotify from the start: releasing an inotify watch waits for a
-// grace period in the kernel (fsnotify's SRCU), 6-20 ms on the machines
-// measured, whether the watch is closed or its process exits with it. A
-// `jobs start --wait` of a job that ends in 2 ms took 25 ms, 15 of them in
-// that release. Short waits now never watch; long ones pay it once, at the
-// end of a wait of a second or more.
+// grace period in the kernel (fsnotify's SRCU), whether the watch is
+// closed or its process exits with it, which is most of a `jobs start
+// --wait` of a job that ends at once. Short waits never watch; long ones
+// pay it once, at the end of a wait of a second or more.
 type watcher struct {
 	dir, base string
 	fd        int           // the inotify instance once armed, else -1
