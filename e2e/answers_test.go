@@ -445,3 +445,49 @@ func TestWaitSleepsThroughAnotherJobsFlood(t *testing.T) {
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("jobs wait on a quiet job: %d ms CPU in %v (%v a minute) while another job wrote %d MiB", used*10, wall.Round(time.Millisecond), perMinute.Round(time.Millisecond), (out1-out0)>>20))
 }
+
+// TestStreamLinesCountThatStream: a line selection with --stream counts
+// the lines of that stream (from 1 in the CLI and its JSON, from 0 as an
+// MCP offset), in every front end.
+func TestStreamLinesCountThatStream(t *testing.T) {
+	w := newWorld(t)
+	id := w.start(helper("alternate", "10", "1ms")...)
+	w.ok("wait", id)
+	right := 0
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--stream", "stdout", "--from-line", "5", "--lines", "3"}, "o5\no6\no7\n"},
+		{[]string{"--stream", "stderr", "--from-line", "1", "--lines", "2"}, "e1\ne2\n"},
+		{[]string{"--stream", "stderr", "--from-line", "9"}, "e9\ne10\n"},
+		{[]string{"--stream", "stdout", "--from-line", "2", "--lines", "4", "--grep", "o[34]"}, "o3\no4\n"},
+	} {
+		if r := w.jobs(append([]string{"log"}, append(c.args, id)...)...); r.code != 0 || r.stdout != c.want {
+			t.Errorf("%v; want stdout %q", r, c.want)
+		} else {
+			right++
+		}
+	}
+	var page struct {
+		FirstLine  int64  `json:"first_line"`
+		Lines      int64  `json:"lines"`
+		TotalLines int64  `json:"total_lines"`
+		Text       string `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(w.ok("--json", "log", "--stream", "stdout", "--from-line", "5", "--lines", "3", id)), &page); err != nil {
+		t.Fatal(err)
+	}
+	if page.FirstLine != 5 || page.Lines != 3 || page.TotalLines != 10 || page.Text != "o5\no6\no7\n" {
+		t.Errorf("log --json --stream stdout --from-line 5 --lines 3: %+v, want first_line 5, lines 3, total_lines 10", page)
+	} else {
+		right++
+	}
+	text, isErr := mcpCall(t, w.mcp(), "process", map[string]any{"action": "log", "sessionId": id, "stream": "stdout", "offset": 4, "limit": 3})
+	if isErr || !strings.Contains(text, `"text":"o5\no6\no7\n"`) {
+		t.Errorf("mcp log stream=stdout offset=4 limit=3: %s", text)
+	} else {
+		right++
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d of 6 stream-filtered line reads (4 log, JSON, MCP) returned that stream's lines", right))
+}

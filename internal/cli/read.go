@@ -152,7 +152,7 @@ func (r *runner) logCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.Int64Flag{Name: "offset", Usage: "start at absolute byte `OFFSET`"},
 			&ucli.Int64Flag{Name: "limit", Usage: "read at most `N` bytes (default 64 KiB, at most 16 MiB)"},
-			&ucli.Int64Flag{Name: "from-line", Usage: "start at line `N` (from 1)"},
+			&ucli.Int64Flag{Name: "from-line", Usage: "start at line `N` (from 1; of --stream alone when given)"},
 			&ucli.Int64Flag{Name: "lines", Usage: "read `N` lines"},
 			&ucli.Int64Flag{Name: "tail", Usage: "read the last `N` lines"},
 			&ucli.StringFlag{Name: "stream", Usage: "only `STREAM`: stdout or stderr"},

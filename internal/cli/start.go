@@ -101,7 +101,7 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 		if !strings.Contains(e, "=") {
 			v, ok := os.LookupEnv(e)
 			if !ok {
-				return req, usagef(verb, "--env %s: %s is not set here (give KEY=VALUE, or KEY to pass this environment's value)", quoted(e), quoted(e))
+				return req, usagef(verb, "--env %s: not set in this environment (give NAME=value, or NAME to pass this environment's value)", quoted(e))
 			}
 			spec.Env[i] = e + "=" + v
 		}
