@@ -491,3 +491,52 @@ func TestStreamLinesCountThatStream(t *testing.T) {
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d of 6 stream-filtered line reads (4 log, JSON, MCP) returned that stream's lines", right))
 }
+
+func init() {
+	// touch-mib N: holds N MiB, every page written, then exits.
+	helperModes["touch-mib"] = func(args []string) error {
+		n, _ := strconv.Atoi(args[0])
+		b := make([]byte, n<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Println(len(b) >> 20)
+		return nil
+	}
+}
+
+// maxRSS returns max_rss_kb of a finished job as its JSON gives it.
+func maxRSS(t *testing.T, w *world, id string) int64 {
+	t.Helper()
+	var s struct {
+		Job struct {
+			MaxRSSKB int64 `json:"max_rss_kb"`
+		} `json:"job"`
+	}
+	if err := json.Unmarshal([]byte(w.ok("--json", "status", id)), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Job.MaxRSSKB
+}
+
+// TestMaxRSSIsTheJobs: a job's max RSS is never the supervisor's memory,
+// which the kernel counts into a child spawned with vfork; a job that uses
+// more than the supervisor shows its own peak.
+func TestMaxRSSIsTheJobs(t *testing.T) {
+	w := newWorld(t)
+	small := w.start("true")
+	w.ok("wait", small)
+	big := w.start(helper("touch-mib", "256")...)
+	w.ok("wait", big)
+	sup, bigKB := maxRSS(t, w, small), maxRSS(t, w, big)
+	if sup != 0 {
+		t.Errorf("max rss of `true` reads %d KiB: the supervisor's memory, not the job's (want 0, unknown)", sup)
+	}
+	if bigKB < 256<<10 {
+		t.Errorf("max rss of a job that touched 256 MiB reads %d KiB", bigKB)
+	}
+	if strings.Contains(w.ok("status", small), "max rss") {
+		t.Errorf("status of `true` shows a max rss")
+	}
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("max rss: `true` %d KiB (not known, was the supervisor's), a job touching 256 MiB %d KiB", sup, bigKB))
+}

@@ -124,7 +124,7 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 			if u := t.Usage; u != nil {
 				user = sql.NullInt64{Int64: u.UserCPU.Milliseconds(), Valid: true}
 				sys = sql.NullInt64{Int64: u.SysCPU.Milliseconds(), Valid: true}
-				rss = sql.NullInt64{Int64: u.MaxRSSKB, Valid: true}
+				rss = sql.NullInt64{Int64: u.MaxRSSKB, Valid: u.MaxRSSKB > 0} // 0: not known
 			}
 			var dur sql.NullInt64
 			if t.Runtime > 0 {

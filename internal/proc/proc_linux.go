@@ -259,3 +259,26 @@ func signalProcess(pid int, start int64, sig syscall.Signal) (bool, error) {
 	}
 	return true, nil
 }
+
+// SpawnerPeakKB is this process's peak resident set size (VmHWM), in KiB;
+// 0 when unknown.
+//
+// A child's ru_maxrss counts the memory of the process it was spawned
+// from: Go starts children with vfork (CLONE_VM), so at the child's exec
+// the kernel records the mm it leaves, ours, as the child's peak so far
+// (exec_mmap: setmax_mm_hiwater_rss). A child whose reported peak is not
+// above this value, read once the child has exec'd, may have used any
+// amount up to it: its own peak is not known.
+func SpawnerPeakKB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
