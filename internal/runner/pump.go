@@ -149,7 +149,9 @@ func (d *pipeDrain) leave(f *os.File) {
 // pipe's writes of that interval are read, and a combined read then shows
 // them out of order. So the reads of both pipes, each with the appender's
 // Write of what it read, happen under one lock, and each read of a pipe
-// first takes what the other holds: what waited there was written before.
+// first takes what the other holds, unless the other's pump waits in the
+// netpoller and so reads it as it comes: what waited there was written
+// before.
 // And at most one of the two pumps paces its reads at a time; the other
 // reads each write as it comes, in the netpoller, so that whenever both
 // streams are busy every write of one is read, with the other's before
@@ -160,7 +162,7 @@ type pipePair struct {
 	pipes [2]*pipe        // by side; nil until joined and after closing
 	emits [2]func([]byte) // by side
 	pacer *pipe           // the pipe whose pump may pace its reads
-	buf   []byte          // for reading the other pipe
+	buf   []byte          // for reading the other pipe, made on first use
 }
 
 // pipe is the read end of a child's pipe outside the netpoller:
@@ -169,6 +171,9 @@ type pipe struct {
 	fd   int
 	pair *pipePair // nil: read alone
 	side int       // its index in pair
+	// polled: its pump waits in the netpoller, which wakes it as data
+	// comes, so the other pump need not look (guarded by pair.mu).
+	polled bool
 }
 
 // join makes p one of pair's two pipes; emit takes what is read from it.
@@ -177,9 +182,6 @@ func (p *pipe) join(pair *pipePair, side int, emit func([]byte)) {
 	defer pair.mu.Unlock()
 	p.pair, p.side = pair, side
 	pair.pipes[side], pair.emits[side] = p, emit
-	if pair.buf == nil {
-		pair.buf = make([]byte, 64<<10)
-	}
 }
 
 // readEmit reads what p holds without waiting, as read does, and passes
@@ -189,7 +191,10 @@ func (p *pipe) readEmit(buf []byte, emit func([]byte)) (int, error) {
 	if pp := p.pair; pp != nil {
 		pp.mu.Lock()
 		defer pp.mu.Unlock()
-		if o := pp.pipes[1-p.side]; o != nil {
+		if o := pp.pipes[1-p.side]; o != nil && !o.polled {
+			if pp.buf == nil {
+				pp.buf = make([]byte, 64<<10) // only jobs writing both streams
+			}
 			// Bounded: a flood on the other pipe is its own pump's.
 			for range 4 {
 				n, err := o.read(pp.buf)
@@ -305,6 +310,8 @@ func (p *pipe) wait(buf []byte, drain *pipeDrain, emit func([]byte)) (int, error
 	}
 	drain.enter(f)
 	defer drain.leave(f)
+	p.setPolled(true)
+	defer p.setPolled(false)
 	var n int
 	var rerr error
 	err = rc.Read(func(uintptr) bool {
@@ -315,6 +322,15 @@ func (p *pipe) wait(buf []byte, drain *pipeDrain, emit func([]byte)) (int, error
 		return n, err // the drain deadline
 	}
 	return n, rerr
+}
+
+// setPolled records whether p's pump waits in the netpoller.
+func (p *pipe) setPolled(on bool) {
+	if pp := p.pair; pp != nil {
+		pp.mu.Lock()
+		defer pp.mu.Unlock()
+		p.polled = on
+	}
 }
 
 // sweep reads what the pipe still holds, for at most finalSweep.
