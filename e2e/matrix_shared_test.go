@@ -346,7 +346,9 @@ func TestB21SupervisorFrozen(t *testing.T) {
 			r := w.jobs(args...)
 			slowest = max(slowest, time.Since(began))
 			reads++
-			if r.code != 0 || r.stderr != "" {
+			// A log read notes on stderr what it left out ("[… more after
+			// this …]") once anything was stored; only a complaint counts.
+			if note := strings.HasPrefix(r.stderr, "[") && strings.Count(r.stderr, "\n") == 1; r.code != 0 || r.stderr != "" && !(args[0] == "log" && note) {
 				t.Errorf("while the supervisor is stopped: %v", r)
 			}
 			if len(args) > 1 && args[1] == "poll" && !strings.Contains(r.stdout, `"status": "running"`) {

@@ -1,12 +1,13 @@
 package e2e
 
-// Shared pieces of the reliability matrix rows (RELIABILITY.md): the helper
+// Shared pieces of the reliability matrix rows (the README's "Reliability
+// and security" table): the helper
 // modes that load a supervisor, the checks of what it stored, and the
 // readings of its process in procfs. Each row test logs its result as a
 // "MATRIX-FIGURE" line, which scripts/matrix.sh collects.
 //
 // Size knobs: JOBS_E2E_SCALE divides the load rows' sizes (default 8 under
-// -race, 2 for A1, 1 otherwise; 1 gives the sizes RELIABILITY.md states).
+// -race, 2 for A1, 1 otherwise; 1 gives the sizes the matrix states).
 
 import (
 	"bytes"

@@ -575,19 +575,6 @@ func TestUITimelineAndScreenshots(t *testing.T) {
 	t.Logf("timeline: %d bars coloured by status; jobs per day: %d outcome segments", bars, segments)
 }
 
-// cpuTicks is the user and system CPU time of pid, in clock ticks.
-func cpuTicks(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s
-}
-
 // TestUIReadsWithoutSupervisor: with no supervisor running, the pages and
 // their event streams read the database, start no supervisor, and while
 // nothing changes send nothing new and cost the ui process little.

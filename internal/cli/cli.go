@@ -313,5 +313,6 @@ func (r *runner) commands() []*ucli.Command {
 		r.completionCommand(),
 		r.superviseCommand(),
 		r.tmuxPipeCommand(), // hidden: tmux runs it for tmux jobs (tmuxpipe.go)
+		r.tmuxExecCommand(), // hidden: a tmux job's pane starts with it (tmuxpipe.go)
 	}
 }

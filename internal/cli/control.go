@@ -98,7 +98,10 @@ func (r *runner) write(cc *ucli.Context) error {
 	}
 	closed := false
 	if eof {
-		if err := c.CloseStdin(ctx, ref); err != nil {
+		err := c.CloseStdin(ctx, ref)
+		// A job that ends once it has taken all the data (head -c N) may
+		// be gone by the close: its stdin is closed, as asked.
+		if err != nil && !(errors.Is(err, jobs.ErrNotRunning) && werr == nil && len(a) == 2) {
 			return errors.Join(werr, err)
 		}
 		closed = true

@@ -150,6 +150,9 @@ func statusText(j jobs.Job) string {
 	if j.WaitingForInput {
 		extra = append(extra, "waiting for input")
 	}
+	if j.MainExited && !j.Status.Terminal() {
+		extra = append(extra, "main process exited, "+plural(int64(j.Descendants), "process left", "processes left"))
+	}
 	if j.Descendants > 0 && j.Status.Terminal() {
 		extra = append(extra, plural(int64(j.Descendants), "process alive", "processes alive"))
 	}

@@ -173,7 +173,7 @@ func formatList(items []listItem, now time.Time, pt painter, scopes, hosts bool,
 	for _, it := range items {
 		j := it.Job
 		pid := "-"
-		if j.PID > 0 && !j.Status.Terminal() {
+		if j.PID > 0 && !j.Status.Terminal() && !j.MainExited {
 			pid = fmt.Sprint(j.PID)
 		}
 		last := "-"

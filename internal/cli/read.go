@@ -85,7 +85,7 @@ func formatPoll(p jobs.PollResult, now time.Time, pt painter, isNew bool) string
 	j := p.Job
 	var b strings.Builder
 	head := []string{pt.bold(j.ID), pt.status(j.Status, statusText(j))}
-	if j.PID > 0 && !j.Status.Terminal() {
+	if j.PID > 0 && !j.Status.Terminal() && !j.MainExited {
 		head = append(head, fmt.Sprintf("pid %d", j.PID))
 	}
 	head = append(head, formatDuration(j.Runtime))
@@ -175,7 +175,7 @@ func (r *runner) logCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.Int64Flag{Name: "offset", Usage: "start at absolute byte `OFFSET`"},
 			&ucli.Int64Flag{Name: "limit", Usage: "read at most `N` bytes (default 64 KiB, at most 16 MiB)"},
-			&ucli.Int64Flag{Name: "from-line", Usage: "start at line `N` (from 1)"},
+			&ucli.Int64Flag{Name: "from-line", Usage: "start at line `N` (from 1; of --stream alone when given)"},
 			&ucli.Int64Flag{Name: "lines", Usage: "read `N` lines"},
 			&ucli.Int64Flag{Name: "tail", Usage: "read the last `N` lines"},
 			&ucli.StringFlag{Name: "stream", Usage: "only `STREAM`: stdout or stderr"},

@@ -29,7 +29,7 @@ func (r *runner) startCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "name", Usage: "a `NAME` unique among the scope's active jobs; works wherever an id does"},
 			&ucli.BoolFlag{Name: "replace", Usage: "end the running job with the same --name first"},
 			&ucli.StringFlag{Name: "cwd", Usage: "working `DIR` (default: the current directory)"},
-			&ucli.StringSliceFlag{Name: "env", Usage: "add `KEY=VALUE` to the environment (repeatable; only the names are stored)", KeepSpace: true},
+			&ucli.StringSliceFlag{Name: "env", Usage: "add `KEY=VALUE` to the environment, or KEY with its value here (repeatable; only the names are stored)", KeepSpace: true},
 			&ucli.StringFlag{Name: "label", Usage: "free `TEXT` shown by list"},
 			&ucli.StringFlag{Name: "timeout", Usage: "maximum runtime `DUR`, 0 for none (default 30m)"},
 			&ucli.StringFlag{Name: "ttl", Usage: "keep the finished job `DUR` after its last access, 0 for ever (default 30m or $PI_BASH_JOB_TTL_MS)"},
@@ -105,6 +105,17 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 	}
 	spec.Label = cc.String("label")
 	spec.Env = cc.StringSlice("env")
+	for i, e := range spec.Env {
+		// --env KEY takes KEY's value from this environment, so that a
+		// secret need not be on any command line, this one included.
+		if !strings.Contains(e, "=") {
+			v, ok := os.LookupEnv(e)
+			if !ok {
+				return req, usagef(verb, "--env %s: not set in this environment (give NAME=value, or NAME to pass this environment's value)", quoted(e))
+			}
+			spec.Env[i] = e + "=" + v
+		}
+	}
 	if err := checkEnv(verb, spec.Env); err != nil {
 		return req, err
 	}

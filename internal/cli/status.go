@@ -83,7 +83,11 @@ func formatStatus(j jobs.Job, evs []jobs.Event, now time.Time, pt painter) strin
 	add("tmux", shown(j.TmuxSession))
 	add("stdin", j.Stdin)
 	if j.PID > 0 {
-		add("pid", fmt.Sprintf("%d (group %d)", j.PID, j.PGID))
+		pid := fmt.Sprintf("%d (group %d)", j.PID, j.PGID)
+		if j.MainExited && !j.Status.Terminal() {
+			pid += ", exited"
+		}
+		add("pid", pid)
 	}
 	add("supervisor", shown(j.Supervisor))
 	add("host", shown(j.Host))

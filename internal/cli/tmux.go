@@ -132,7 +132,7 @@ func (r *runner) attachCommand() *ucli.Command {
 			if err != nil {
 				return fmt.Errorf("attach: %s not found in PATH", argv[0])
 			}
-			argv, env := attachFromHere(argv, os.Getenv("TMUX"), os.Getenv("JOBS_TMUX_SOCKET"), os.Environ())
+			argv, env := attachFromHere(argv, os.Getenv("TMUX"), attachSocket(argv), os.Environ())
 			r.close()
 			return syscall.Exec(path, argv, env)
 		},
@@ -143,6 +143,17 @@ func (r *runner) attachCommand() *ucli.Command {
 type attachResult struct {
 	Ref  string   `json:"ref"`
 	Argv []string `json:"argv"`
+}
+
+// attachSocket is the server the attach command names (-L NAME or -S
+// PATH, the one recorded with the job), "" for tmux's default.
+func attachSocket(argv []string) string {
+	for i := 1; i+1 < len(argv); i++ {
+		if argv[i] == "-L" || argv[i] == "-S" {
+			return argv[i+1]
+		}
+	}
+	return ""
 }
 
 // attachFromHere adapts tmux's attach command to where it runs. Inside a

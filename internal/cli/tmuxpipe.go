@@ -37,3 +37,25 @@ func (r *runner) tmuxPipeCommand() *ucli.Command {
 		},
 	}
 }
+
+// tmuxExecCommand is the hidden verb a tmux job's pane starts with: it
+// takes the job's environment from a file rather than from tmux's command
+// line, which every user can read (see supervisor.TmuxExec).
+func (r *runner) tmuxExecCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "tmux-exec",
+		Usage:     "start a tmux job's command (run by tmux)",
+		ArgsUsage: "-- ARGV",
+		Hidden:    true,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "env-file", Usage: "read the environment from `FILE` and remove it"},
+		},
+		Action: func(cc *ucli.Context) error {
+			file, argv := cc.String("env-file"), cc.Args().Slice()
+			if file == "" || len(argv) == 0 {
+				return usagef("tmux-exec", "missing --env-file FILE or the command")
+			}
+			return supervisor.TmuxExec(file, argv)
+		},
+	}
+}

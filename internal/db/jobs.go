@@ -28,6 +28,11 @@ type Job struct {
 
 	Mode        string // "pipe" or "tmux"
 	TmuxSession string
+	// TmuxSocket is the tmux server of a tmux job (JOBS_TMUX_SOCKET when
+	// it started; "" is tmux's default); TmuxSocketSet is false for jobs
+	// recorded before it was kept.
+	TmuxSocket    string
+	TmuxSocketSet bool
 
 	Status   Status
 	ExitCode *int   // nil until the job ends with an exit status
@@ -81,6 +86,7 @@ type NewJob struct {
 	Cwd                             string
 	EnvNames                        []string
 	Mode, TmuxSession               string
+	TmuxSocket                      string // tmux jobs: the server's socket, "" for the default
 	SupervisorID                    string
 	Stdin                           string
 	Color                           bool
@@ -112,7 +118,7 @@ const jobColumns = `id, scope, name, label, command, argv, cwd, env_names, mode,
 	status, exit_code, signal, reason, pid, pgid, pid_start, supervisor_id, stdin, color, on_exit,
 	created_at, started_at, ended_at, last_access_at, timeout_ms, ttl_ms, max_output,
 	output_bytes, output_lines, evicted_bytes, dropped_bytes, last_output_at, read_cursor,
-	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms, survivors_gone, boot_id, end_ticks`
+	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms, survivors_gone, boot_id, end_ticks, tmux_socket`
 
 // jobRow is a jobs row as stored.
 type jobRow struct {
@@ -156,6 +162,7 @@ type jobRow struct {
 	DurationMS    sql.NullInt64  `db:"duration_ms"`
 	SurvivorsGone bool           `db:"survivors_gone"`
 	BootID        sql.NullString `db:"boot_id"`
+	TmuxSocket    sql.NullString `db:"tmux_socket"`
 	EndTicks      sql.NullInt64  `db:"end_ticks"`
 }
 
@@ -194,6 +201,8 @@ func (r *jobRow) job() (Job, error) {
 		Duration:      time.Duration(r.DurationMS.Int64) * time.Millisecond,
 		SurvivorsGone: r.SurvivorsGone,
 		BootID:        r.BootID.String,
+		TmuxSocket:    r.TmuxSocket.String,
+		TmuxSocketSet: r.TmuxSocket.Valid,
 		EndTicks:      r.EndTicks.Int64,
 	}
 	if r.ExitCode.Valid {
@@ -344,9 +353,9 @@ func (d *DB) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 
 const (
 	insertJobQuery = `INSERT INTO jobs (id, scope, name, label, command, argv, cwd, env_names,
-	mode, tmux_session, status, supervisor_id, stdin, color, on_exit, created_at, last_access_at,
+	mode, tmux_session, tmux_socket, status, supervisor_id, stdin, color, on_exit, created_at, last_access_at,
 	timeout_ms, ttl_ms, max_output)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	RETURNING ` + jobColumns
 	activeNameQuery = `SELECT id FROM jobs
 	WHERE scope = ? AND name = ? AND status IN ('starting', 'running')`
@@ -403,7 +412,7 @@ func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
 		}
 		job, err = getJob(ctx, tx, insertJobQuery,
 			n.ID, n.Scope, nullString(n.Name), n.Label, n.Command, string(argv), n.Cwd, string(envNames),
-			n.Mode, nullString(n.TmuxSession), nullString(n.SupervisorID), n.Stdin, n.Color, n.OnExit,
+			n.Mode, nullString(n.TmuxSession), tmuxSocket(n), nullString(n.SupervisorID), n.Stdin, n.Color, n.OnExit,
 			now, now, millis(n.Timeout), millis(n.TTL), n.MaxOutput,
 		)
 		if err != nil {
@@ -712,4 +721,9 @@ func (d *DB) execOne(ctx context.Context, query string, args ...any) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// tmuxSocket is the tmux_socket of a new job: NULL unless it runs in tmux.
+func tmuxSocket(n NewJob) sql.NullString {
+	return sql.NullString{String: n.TmuxSocket, Valid: n.Mode == "tmux"}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,19 +20,26 @@ import (
 	"github.com/agentjobs/jobs/migrations"
 )
 
-func latestVersion(t *testing.T) int64 {
+// migrationVersions returns the versions of the migrations, in order
+// (their numbers need not be consecutive).
+func migrationVersions(t *testing.T) []int64 {
 	t.Helper()
 	entries, err := migrations.FS.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n int64
+	var vs []int64
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".sql") {
-			n++
+		if num, _, ok := strings.Cut(e.Name(), "_"); ok && strings.HasSuffix(e.Name(), ".sql") {
+			v, err := strconv.ParseInt(num, 10, 64)
+			if err != nil {
+				t.Fatalf("migration %s: %v", e.Name(), err)
+			}
+			vs = append(vs, v)
 		}
 	}
-	return n
+	slices.Sort(vs)
+	return vs
 }
 
 // TestOpenMigratesFromEveryVersion builds a database at every earlier schema
@@ -39,8 +48,9 @@ func latestVersion(t *testing.T) int64 {
 func TestOpenMigratesFromEveryVersion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	latest := latestVersion(t)
-	for v := int64(0); v < latest; v++ {
+	vs := migrationVersions(t)
+	latest := vs[len(vs)-1]
+	for _, v := range append([]int64{0}, vs[:len(vs)-1]...) {
 		path := filepath.Join(t.TempDir(), "jobs.db")
 		raw, err := sql.Open("sqlite", DSN(path))
 		if err != nil {

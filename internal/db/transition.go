@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -122,7 +124,7 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 			if u := t.Usage; u != nil {
 				user = sql.NullInt64{Int64: u.UserCPU.Milliseconds(), Valid: true}
 				sys = sql.NullInt64{Int64: u.SysCPU.Milliseconds(), Valid: true}
-				rss = sql.NullInt64{Int64: u.MaxRSSKB, Valid: true}
+				rss = sql.NullInt64{Int64: u.MaxRSSKB, Valid: u.MaxRSSKB > 0} // 0: not known
 			}
 			var dur sql.NullInt64
 			if t.Runtime > 0 {
@@ -156,7 +158,31 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 	if err != nil {
 		return Job{}, fmt.Errorf("transition job %s: %w", id, err)
 	}
+	d.touchStatusMark()
 	return job, nil
+}
+
+// StatusMarkSuffix names the file beside the database (its path plus this
+// suffix) whose modification time moves after every committed status
+// change. A process waiting for jobs to end watches it rather than the
+// WAL, which every write of output moves: a wait on a quiet job then
+// sleeps through another job's flood.
+const StatusMarkSuffix = "-status"
+
+// touchStatusMark moves the status mark's time, creating the file (0600)
+// when it is missing. It is a hint: waiters also look on a timer, so a
+// failure (a read-only directory) only delays them.
+func (d *DB) touchStatusMark() {
+	if d.Path == "" || d.Path == ":memory:" {
+		return
+	}
+	path := d.Path + StatusMarkSuffix
+	now := time.Now()
+	if err := os.Chtimes(path, now, now); errors.Is(err, fs.ErrNotExist) {
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+			f.Close()
+		}
+	}
 }
 
 // transitionDetail is the event detail of a move: the caller's Detail plus

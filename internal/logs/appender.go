@@ -174,12 +174,11 @@ type tailRow struct {
 // A job that prints a few lines between two flushes would otherwise add a
 // small row each flush, and each row two index entries keyed by job: with
 // many such jobs, every flush touched a leaf page of each index per job
-// (100 jobs: ~300 WAL writes a flush). Growing the row changes no index
-// entry, and the rows being grown sit together at the end of the table:
-// BenchmarkTrickle100Jobs went from 4.3-4.8 to 2.5-2.8 ms of CPU a flush
-// (1 KiB measured best against 512 B, 2, 4 and 8 KiB). Readers see no
-// difference: a chunk's offset and first line do not change, and its data
-// only grows at the end.
+// (three WAL writes a job a flush). Growing the row changes no index
+// entry, and the rows being grown sit together at the end of the table
+// (BenchmarkTrickle100Jobs measures it; 1 KiB did best of the sizes
+// tried). Readers see no difference: a chunk's offset and first line do
+// not change, and its data only grows at the end.
 const GrowChunk = 1024
 
 // DefaultRowEvery is how often a flush advances a trickling job's counters

@@ -86,15 +86,13 @@ func values(n, width int) string {
 // writerCacheKiB is the page cache of the appender's connection: a flood's
 // transaction (at most MaxPendingBytes, 8 MiB, by default) fits in it
 // whole. With SQLite's default 2 MiB, a transaction spilled its pages to
-// the WAL half way and wrote some of them twice; with the 16 MiB
-// transactions of before, x_raw_sqlite of BenchmarkAppend256MiB was
-// 0.72-0.81, and with 8 MiB ones and this cache 0.83 (checkpoints inline;
-// 1.07-1.13 with the checkpointer), for 8 MiB less of pending output and
-// so about the same memory.
+// the WAL half way and wrote some of them twice. Smaller transactions with
+// this cache write as fast as the larger ones did, for less pending output
+// and so about the same memory.
 const writerCacheKiB = 10 << 10
 
 // maxTxSpan bounds how long a transaction goes on taking batches under a
-// flood (4 × the flush interval of 50 ms it was first tuned with).
+// flood (four flush intervals of the grid it was first tuned with).
 const maxTxSpan = 200 * time.Millisecond
 
 // writer is the appender's own connection with its prepared statements,
@@ -772,8 +770,7 @@ func isConstraint(err error) bool {
 // walRestartFrames in the WAL, or as many pages of output were committed,
 // the flusher checkpoints itself before its next transaction, copying only
 // what the checkpointer has not: the WAL then starts over, and stays under
-// about walRestartFrames plus a checkpointer's round (40 MiB measured under
-// a flood, against 20 MiB with SQLite's own checkpoints).
+// about walRestartFrames plus a checkpointer's round.
 // BenchmarkAppend256MiB, x_raw_sqlite: 0.83 checkpointing inline, 1.07-1.13
 // with the checkpointer; the capture of 1 GiB end to end (bench/run.sh):
 // 0.64-0.73 of raw SQLite before, 0.84-0.93 after.

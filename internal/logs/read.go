@@ -478,8 +478,8 @@ func ReadRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64,
 // ReadLines reads n lines of the job's output starting at line from (both
 // 0-based; line k follows the k-th newline). n == 0 reads to the end. The
 // bytes returned are bounded by MaxLimit (DefaultLimit when n == 0); a read
-// cut by that bound ends mid-line and says Truncated. Line numbers are those
-// of the combined output even with f.Stream. A line that begins in an
+// cut by that bound ends mid-line and says Truncated. With f.Stream, line
+// numbers count that stream's lines (see readStreamLines). A line that begins in an
 // evicted gap starts the page at the first stored byte after it (FirstLine
 // says which line that is).
 func ReadLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Filter) (Page, error) {
@@ -488,6 +488,9 @@ func ReadLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Fil
 	}
 	if f.Stream != "" && !f.Stream.Valid() {
 		return Page{}, fmt.Errorf("read output lines: invalid stream %q", f.Stream)
+	}
+	if f.Stream != "" {
+		return readStreamLines(ctx, d, jobID, from, n, f)
 	}
 	r, err := beginRead(ctx, d, jobID)
 	if err != nil {

@@ -127,10 +127,19 @@ func TestOversizedFrame(t *testing.T) {
 	r.initialize()
 	huge := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"process","arguments":{"action":"write","sessionId":"x","data":"` +
 		strings.Repeat("a", maxFrame) + `"}}}`
-	go r.send(huge)
+	// Sent from another goroutine, as the server answers before it has
+	// read the whole frame; the test's goroutine reports the failure.
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(r.in, huge+"\n")
+		sent <- err
+	}()
 	m := r.recv()
 	if e, _ := m["error"].(map[string]any); e == nil || !strings.Contains(e["message"].(string), "too large") {
 		t.Fatalf("oversized frame: %v", m)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("send oversized frame: %v", err)
 	}
 	r.send(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
 	if m := r.recv(); m["id"] != 6.0 || m["result"] == nil {

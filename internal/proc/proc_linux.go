@@ -62,9 +62,8 @@ func Inspect(pid int) (Info, error) {
 
 // readSmall reads a small /proc file into buf with three system calls.
 // os.ReadFile spends five (it stats the file to size its buffer and reads
-// until EOF) plus an os.File's bookkeeping; a process scan does this for
-// every process on the machine, and it measured 1.9 ms against 1.1 ms for
-// 80 processes.
+// until EOF) plus an os.File's bookkeeping, and a process scan does this
+// for every process on the machine.
 func readSmall(path string, buf []byte) ([]byte, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -259,4 +258,27 @@ func signalProcess(pid int, start int64, sig syscall.Signal) (bool, error) {
 		return false, fmt.Errorf("signal process %d: %w", pid, err)
 	}
 	return true, nil
+}
+
+// SpawnerPeakKB is this process's peak resident set size (VmHWM), in KiB;
+// 0 when unknown.
+//
+// A child's ru_maxrss counts the memory of the process it was spawned
+// from: Go starts children with vfork (CLONE_VM), so at the child's exec
+// the kernel records the mm it leaves, ours, as the child's peak so far
+// (exec_mmap: setmax_mm_hiwater_rss). A child whose reported peak is not
+// above this value, read once the child has exec'd, may have used any
+// amount up to it: its own peak is not known.
+func SpawnerPeakKB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

@@ -47,6 +47,9 @@ type child struct {
 	reason   string
 	final    db.Job
 	spawned  time.Time // when the runner goroutine took the process over
+	// spawnerPeakKB is the supervisor's peak RSS once the child had
+	// exec'd: the child's reported peak includes it (proc.SpawnerPeakKB).
+	spawnerPeakKB int64
 }
 
 func newChild(id string, baseEnv []string) *child {
@@ -99,8 +102,9 @@ func (s *Supervisor) run(c *child, timeout time.Duration) {
 	var pumps sync.WaitGroup
 	var drain pipeDrain
 	pumps.Add(2)
-	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain) }()
-	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain) }()
+	pair := new(pipePair) // keeps stdout and stderr in order
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain, pair, 0) }()
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
 	waited := make(chan error, 1)
 	go func() {
 		awaitExit(pid)
@@ -162,7 +166,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 	c.mu.Lock()
 	started := c.job.Status == db.StatusRunning
 	scope := c.job.Scope
-	spawned := c.spawned
+	spawned, spawnerPeak := c.spawned, c.spawnerPeakKB
 	c.mu.Unlock()
 
 	var t db.Transition
@@ -170,6 +174,11 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 		code, sig := exitStatus(ps)
 		t.ExitCode, t.Signal = &code, sig
 		u := proc.UsageOf(ps)
+		if u.MaxRSSKB <= spawnerPeak {
+			// Not above what the kernel took over from us at the
+			// exec: the job's own peak is somewhere below, unknown.
+			u.MaxRSSKB = 0
+		}
 		t.Usage = &db.Usage{UserCPU: u.UserCPU, SysCPU: u.SysCPU, MaxRSSKB: u.MaxRSSKB}
 	}
 	switch {

@@ -92,8 +92,11 @@ func (s *Supervisor) runHook(job db.Job, baseEnv []string) {
 	if checkCwd(job.Cwd) != "" {
 		cmd.Dir = "/"
 	}
-	var stderr tailBuffer
-	cmd.Stderr = &stderr
+	// The hook's own output (stdout and stderr, in order, its last
+	// tailBufferMax bytes) goes into its event, so that a hook that
+	// prints why it did nothing can be read afterwards.
+	var out tailBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A hook that backgrounds something holding stderr must not keep us.
@@ -124,10 +127,13 @@ func (s *Supervisor) runHook(job db.Job, baseEnv []string) {
 			detail["timed_out"] = true
 			detail["error"] = "killed after " + s.cfg.HookTimeout.String()
 		}
-		if t := strings.TrimSpace(stderr.String()); t != "" {
-			detail["stderr"] = t
-		}
 		s.logf("on-exit hook of job %s: %v", job.ID, err)
+	}
+	if t := strings.TrimSpace(out.String()); t != "" {
+		detail["output"] = t
+	}
+	if out.cut > 0 {
+		detail["output_cut_bytes"] = out.cut
 	}
 	raw, _ := json.Marshal(detail)
 	ectx, ecancel := context.WithTimeout(context.WithoutCancel(s.ctx), finalWriteTimeout)
@@ -177,14 +183,19 @@ func (s *Supervisor) outputTail(ctx context.Context, jobID string) string {
 	return text
 }
 
-// tailBuffer keeps the last bytes written to it.
-type tailBuffer struct{ b []byte }
+// tailBuffer keeps the last bytes written to it and counts the ones it
+// let go.
+type tailBuffer struct {
+	b   []byte
+	cut int64
+}
 
 const tailBufferMax = 2000
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.b = append(t.b, p...)
 	if len(t.b) > tailBufferMax {
+		t.cut += int64(len(t.b) - tailBufferMax)
 		t.b = append(t.b[:0], t.b[len(t.b)-tailBufferMax:]...)
 	}
 	return len(p), nil

@@ -16,11 +16,9 @@ import (
 //
 // A pipe in Go's netpoller costs a wakeup of the poller for every write the
 // child makes, whether or not a goroutine waits for it: the poller is
-// edge-triggered and each write is an edge. With 100 jobs printing 100
-// lines a second, that was 10,000 wakeups and context switches a second,
-// most of the supervisor's CPU (in a profile of that workload: pump,
-// netpoll and the scheduler above the appender's flushes; perf: 12,600
-// context switches a second).
+// edge-triggered and each write is an edge. With many jobs printing many
+// lines a second, those wakeups and context switches were most of the
+// supervisor's CPU.
 //
 // So a pump keeps its pipe out of the netpoller while the child is
 // writing. It reads without blocking, and after each read pauses for as long
@@ -144,9 +142,103 @@ func (d *pipeDrain) leave(f *os.File) {
 	delete(d.waiting, f)
 }
 
+// pipePair keeps the order of a job's stdout and stderr. Two pumps that
+// each read their pipe in their own time cannot tell which of two writes,
+// one on each pipe, came first: a pump that paces its reads (see above)
+// holds what its child wrote for up to a flush interval, while the other
+// pipe's writes of that interval are read, and a combined read then shows
+// them out of order. So the reads of both pipes, each with the appender's
+// Write of what it read, happen under one lock, and each read of a pipe
+// first takes what the other holds, unless the other's pump waits in the
+// netpoller and so reads it as it comes: what waited there was written
+// before.
+// And at most one of the two pumps paces its reads at a time; the other
+// reads each write as it comes, in the netpoller, so that whenever both
+// streams are busy every write of one is read, with the other's before
+// it, as it comes. A job that writes to one stream only (most) keeps its
+// paced reads: its quiet pipe waits in the netpoller and never paces.
+type pipePair struct {
+	mu    sync.Mutex
+	pipes [2]*pipe        // by side; nil until joined and after closing
+	emits [2]func([]byte) // by side
+	pacer *pipe           // the pipe whose pump may pace its reads
+	buf   []byte          // for reading the other pipe, made on first use
+}
+
 // pipe is the read end of a child's pipe outside the netpoller:
 // non-blocking and close-on-exec.
-type pipe struct{ fd int }
+type pipe struct {
+	fd   int
+	pair *pipePair // nil: read alone
+	side int       // its index in pair
+	// polled: its pump waits in the netpoller, which wakes it as data
+	// comes, so the other pump need not look (guarded by pair.mu).
+	polled bool
+}
+
+// join makes p one of pair's two pipes; emit takes what is read from it.
+func (p *pipe) join(pair *pipePair, side int, emit func([]byte)) {
+	pair.mu.Lock()
+	defer pair.mu.Unlock()
+	p.pair, p.side = pair, side
+	pair.pipes[side], pair.emits[side] = p, emit
+}
+
+// readEmit reads what p holds without waiting, as read does, and passes
+// it to emit; when p is one of a pair, what the other pipe holds is read
+// and passed on first.
+func (p *pipe) readEmit(buf []byte, emit func([]byte)) (int, error) {
+	if pp := p.pair; pp != nil {
+		pp.mu.Lock()
+		defer pp.mu.Unlock()
+		if o := pp.pipes[1-p.side]; o != nil && !o.polled {
+			if pp.buf == nil {
+				pp.buf = make([]byte, 64<<10) // only jobs writing both streams
+			}
+			// Bounded: a flood on the other pipe is its own pump's.
+			for range 4 {
+				n, err := o.read(pp.buf)
+				if n > 0 {
+					pp.emits[o.side](pp.buf[:n])
+				}
+				if n < len(pp.buf) || err != nil {
+					break
+				}
+			}
+		}
+	}
+	n, err := p.read(buf)
+	if n > 0 {
+		emit(buf[:n])
+	}
+	return n, err
+}
+
+// pace reports whether p's pump may pace its reads: it is not one of a
+// pair, or the other pump does not pace.
+func (p *pipe) pace() bool {
+	pp := p.pair
+	if pp == nil {
+		return true
+	}
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.pacer == nil {
+		pp.pacer = p
+	}
+	return pp.pacer == p
+}
+
+// unpace lets the other pump of p's pair pace.
+func (p *pipe) unpace() {
+	if pp := p.pair; pp != nil {
+		pp.mu.Lock()
+		defer pp.mu.Unlock()
+		if pp.pacer == p {
+			pp.pacer = nil
+		}
+	}
+}
 
 // newPipe takes r out of the netpoller: it duplicates the descriptor and
 // closes r, which unregisters it.
@@ -171,7 +263,17 @@ func newPipe(r *os.File) (*pipe, error) {
 	return &pipe{fd: fd}, nil
 }
 
-func (p *pipe) close() { unix.Close(p.fd) }
+func (p *pipe) close() {
+	if pp := p.pair; pp != nil {
+		pp.mu.Lock()
+		defer pp.mu.Unlock()
+		pp.pipes[p.side] = nil
+		if pp.pacer == p {
+			pp.pacer = nil
+		}
+	}
+	unix.Close(p.fd)
+}
 
 // read reads what the pipe holds without waiting: 0 and no error when it
 // is empty, io.EOF when every writer has closed it.
@@ -192,30 +294,50 @@ func (p *pipe) read(buf []byte) (int, error) {
 	}
 }
 
-// wait reads, waiting in the netpoller for data, EOF or the drain
-// deadline, through a duplicate of the descriptor registered for this wait
-// alone.
-func (p *pipe) wait(buf []byte, drain *pipeDrain) (int, error) {
+// wait reads as readEmit does, waiting in the netpoller for data, EOF or
+// the drain deadline, through a duplicate of the descriptor registered for
+// this wait alone.
+func (p *pipe) wait(buf []byte, drain *pipeDrain, emit func([]byte)) (int, error) {
 	fd, err := unix.FcntlInt(uintptr(p.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return 0, err
 	}
 	f := os.NewFile(uintptr(fd), "pipe") // non-blocking, so pollable
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
 	drain.enter(f)
-	n, err := f.Read(buf)
-	drain.leave(f)
-	f.Close()
-	return n, err
+	defer drain.leave(f)
+	p.setPolled(true)
+	defer p.setPolled(false)
+	var n int
+	var rerr error
+	err = rc.Read(func(uintptr) bool {
+		n, rerr = p.readEmit(buf, emit)
+		return n > 0 || rerr != nil
+	})
+	if err != nil {
+		return n, err // the drain deadline
+	}
+	return n, rerr
+}
+
+// setPolled records whether p's pump waits in the netpoller.
+func (p *pipe) setPolled(on bool) {
+	if pp := p.pair; pp != nil {
+		pp.mu.Lock()
+		defer pp.mu.Unlock()
+		p.polled = on
+	}
 }
 
 // sweep reads what the pipe still holds, for at most finalSweep.
 func (p *pipe) sweep(buf []byte, emit func([]byte)) {
 	end := timeNow().Add(finalSweep)
 	for timeNow().Before(end) {
-		n, err := p.read(buf)
-		if n > 0 {
-			emit(buf[:n])
-		}
+		n, err := p.readEmit(buf, emit)
 		if n == 0 || err != nil {
 			return
 		}
@@ -230,7 +352,7 @@ func (p *pipe) sweep(buf []byte, emit func([]byte)) {
 //
 // Reads go straight into a 64 KiB buffer (a pipe's whole capacity, the
 // size of a chunk row), which the appender copies into its chunk.
-func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *pipeDrain) {
+func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *pipeDrain, pair *pipePair, side int) {
 	buf := make([]byte, 64<<10)
 	emit := func(p []byte) {
 		if err := s.app.Write(jobID, stream, p); err != nil {
@@ -244,6 +366,9 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 		s.pumpFile(r, buf, emit, drain)
 		return
 	}
+	if pair != nil {
+		p.join(pair, side, emit)
+	}
 	defer p.close()
 
 	waiting := true // in the netpoller: how a pipe starts, quiet
@@ -253,12 +378,9 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 	for {
 		var n int
 		if waiting {
-			n, err = p.wait(buf, drain)
+			n, err = p.wait(buf, drain, emit)
 		} else {
-			n, err = p.read(buf)
-		}
-		if n > 0 {
-			emit(buf[:n])
+			n, err = p.readEmit(buf, emit)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			p.sweep(buf, emit)
@@ -277,7 +399,14 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 		switch {
 		case n > 0:
 			waiting, empty = false, 0
-			if pause = readPause(n, now.Sub(last)); pause > 0 {
+			if pause = readPause(n, now.Sub(last)); pause > 0 && !p.pace() {
+				// The other stream's pump paces: this one reads each
+				// write as it comes (see pipePair).
+				waiting, trickle = true, false
+				last = now
+				continue
+			}
+			if pause > 0 {
 				wait := s.trickleWait(now)
 				if pause >= wait+s.app.FlushInterval() && deadline.IsZero() {
 					// Too slow to fill half the pipe by the flush after
@@ -294,6 +423,7 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 			pause = s.trickleWait(now)
 		default:
 			// Nothing came in: the job is quiet, or its flood paused.
+			p.unpace()
 			waiting, trickle = true, false
 			last = now
 			continue

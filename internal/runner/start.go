@@ -285,9 +285,10 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 	}
 	pid := cmd.Process.Pid
 	start, _ := proc.StartTime(pid)
+	spawnerPeak := proc.SpawnerPeakKB() // after the exec (see finish)
 	c.mu.Lock()
 	c.cmd, c.stdout, c.stderr, c.stdin = cmd, outR, errR, stdinW
-	c.pid, c.pidStart = pid, start
+	c.pid, c.pidStart, c.spawnerPeakKB = pid, start, spawnerPeak
 	c.mu.Unlock()
 	go s.run(c, job.Timeout)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -51,15 +52,18 @@ const tmuxSessionPrefix = "jobs-"
 // within tmuxPollInterval; the rest is slack for a loaded machine.
 const tmuxKillWait = 5 * time.Second
 
-// tmuxCommandBudget is how many bytes of arguments a new-session command
-// may use. The tmux client refuses a command longer than one message (16
-// KiB in tmux 3.x, "command too long"); the budget leaves room for the
-// fixed arguments.
-const tmuxCommandBudget = 15 << 10
-
 // tmuxServer is the server tmux jobs run on.
 func tmuxServer() tmux.Server {
 	return tmux.Server{Socket: os.Getenv(EnvTmuxSocket)}
+}
+
+// tmuxServerOf is the tmux server job j runs on: the one recorded with
+// it, or $JOBS_TMUX_SOCKET for a job recorded before the server was kept.
+func tmuxServerOf(j db.Job) tmux.Server {
+	if j.TmuxSocketSet {
+		return tmux.Server{Socket: j.TmuxSocket}
+	}
+	return tmuxServer()
 }
 
 // TmuxSessionName returns the tmux session of the job with this id.
@@ -93,10 +97,16 @@ func tmuxError(j db.Job, err error) error {
 // found, tmux refusing) is returned failed with a nil error; a missing
 // tmux is ErrNoTmux and creates no job.
 func (s *Supervisor) startTmux(ctx context.Context, req StartRequest, nj db.NewJob, argv, env []string) (db.Job, error) {
+	// The caller's JOBS_TMUX_SOCKET, else ours; recorded with the job,
+	// so that every later step finds the same server.
 	srv := tmuxServer()
+	if i := slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, EnvTmuxSocket+"=") }); i >= 0 {
+		srv.Socket = envValue(env, EnvTmuxSocket)
+	}
 	if err := srv.Available(); err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", &noTmuxError{err})
 	}
+	nj.TmuxSocket = srv.Socket
 	exe, err := s.executable()
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
@@ -144,11 +154,14 @@ func (s *Supervisor) startTmux(ctx context.Context, req StartRequest, nj db.NewJ
 		argv = []string{shell, "-c", `exec "$0"`, argv[0]}
 	}
 	pipe := tmuxPipeCommand(exe, s.db.Path, job.ID, srv.Socket)
-	fixed := len(pipe) + len(job.Cwd) + len(name)
-	for _, a := range argv {
-		fixed += len(a) + 1
+	// The environment goes through a file, not tmux's argv (tmux_exec.go).
+	envFile, err := writeEnvFile(s.runtimeDir, tmuxEnv(env, job.EnvNames, math.MaxInt))
+	if err != nil {
+		return s.failTmux(ctx, job, err.Error())
 	}
-	if err := srv.NewSession(ctx, name, job.Cwd, tmuxEnv(env, job.EnvNames, tmuxCommandBudget-fixed), argv, 0, 0, tmux.WithPipe(pipe)); err != nil {
+	argv = append([]string{exe, "tmux-exec", "--env-file", envFile, "--"}, argv...)
+	if err := srv.NewSession(ctx, name, job.Cwd, nil, argv, 0, 0, tmux.WithPipe(pipe)); err != nil {
+		os.Remove(envFile)
 		return s.failTmux(ctx, job, err.Error())
 	}
 	pid, err := srv.PanePID(name)
@@ -223,7 +236,8 @@ func tmuxPipeCommand(exe, dbPath, jobID, socket string) string {
 		EnvTmuxSocket, shellQuote(socket), shellQuote(exe), shellQuote(dbPath), shellQuote(jobID))
 }
 
-// tmuxEnv picks the job environment entries new-session passes with -e.
+// tmuxEnv picks the job environment entries the pane gets (through
+// tmux-exec's file).
 //
 // TERM, TMUX and TMUX_PANE are left out: in the pane, TERM must describe
 // tmux's terminal, which tmux sets, and TMUX would point programs in the
@@ -278,7 +292,7 @@ func tmuxJobAlive(j db.Job) bool {
 	if j.TmuxSession == "" {
 		return false
 	}
-	ok, err := tmuxServer().HasSession(j.TmuxSession)
+	ok, err := tmuxServerOf(j).HasSession(j.TmuxSession)
 	if errors.Is(err, tmux.ErrNotInstalled) {
 		return false
 	}
@@ -364,7 +378,7 @@ func awaitTmuxEnd(ctx context.Context, d *db.DB, job db.Job, logf func(string, .
 // it records the job's end from what tmux says and closes the session
 // (unless kept). The output the helper did not capture is lost.
 func recordTmuxEndHere(ctx context.Context, d *db.DB, j db.Job, logf func(string, ...any)) (db.Job, error) {
-	srv := tmuxServer()
+	srv := tmuxServerOf(j)
 	end, err := readTmuxEnd(srv, j)
 	if err != nil {
 		return j, err
@@ -404,7 +418,7 @@ func sendKeys(j db.Job, keys []string, literal bool) error {
 	case len(keys) == 0:
 		return invalid(errors.New("no keys given"))
 	}
-	srv := tmuxServer()
+	srv := tmuxServerOf(j)
 	if literal {
 		return tmuxError(j, srv.SendLiteral(j.TmuxSession, strings.Join(keys, "")))
 	}
@@ -445,7 +459,7 @@ func Capture(j db.Job, scrollback int) (string, error) {
 	if j.Mode != "tmux" {
 		return "", fmt.Errorf("capture job %s: %w", j.ID, ErrNotTmux)
 	}
-	out, err := tmuxServer().Capture(j.TmuxSession, scrollback)
+	out, err := tmuxServerOf(j).Capture(j.TmuxSession, scrollback)
 	if errors.Is(err, tmux.ErrNoSession) && j.Status.Terminal() {
 		return "", fmt.Errorf("capture job %s: it is %s and its tmux session is closed (start it with --keep-tmux to keep it): %w", j.ID, j.Status, ErrNotRunning)
 	}
@@ -463,7 +477,7 @@ func AttachArgv(j db.Job) []string {
 	if j.Mode != "tmux" || j.TmuxSession == "" {
 		return nil
 	}
-	return tmuxServer().AttachArgv(j.TmuxSession)
+	return tmuxServerOf(j).AttachArgv(j.TmuxSession)
 }
 
 // killTmux is Kill for a tmux job, which any supervisor can do.
@@ -481,7 +495,7 @@ func writeTmux(j db.Job, data []byte, eof bool) error {
 	if j.Status.Terminal() {
 		return fmt.Errorf("write job %s: %w", j.ID, ErrNotRunning)
 	}
-	srv := tmuxServer()
+	srv := tmuxServerOf(j)
 	if len(data) > 0 {
 		if err := srv.SendLiteral(j.TmuxSession, string(data)); err != nil {
 			return fmt.Errorf("write job %s: %w", j.ID, tmuxError(j, err))

@@ -54,8 +54,8 @@ const (
 // (unless the job keeps it) and runs the job's on-exit command. Resource
 // usage is not known for tmux jobs: tmux, not us, waits for the process.
 //
-// The tmux server to talk to is $JOBS_TMUX_SOCKET, which the pipe command
-// sets.
+// The tmux server to talk to is the one recorded with the job ($JOBS_TMUX_SOCKET,
+// which the pipe command sets, for a job recorded before it was kept).
 func RunTmuxPipe(ctx context.Context, dbPath, jobID string, in io.Reader) error {
 	d, err := db.Open(ctx, dbPath)
 	if err != nil {
@@ -86,6 +86,7 @@ func (p *tmuxPipe) run(ctx context.Context, in io.Reader) error {
 	if err != nil {
 		return err
 	}
+	p.srv = tmuxServerOf(job)
 	app := logs.NewAppender(p.d, appenderOptions(p.noteDropped))
 	app.Open()
 	defer app.Close()
@@ -365,6 +366,12 @@ func finishTmux(ctx context.Context, d *db.DB, j db.Job, end tmuxEnd, logf func(
 	if end.dead && end.code >= 0 {
 		code := end.code
 		t.ExitCode = &code
+		if stop != "" && code > 128 && code <= 128+64 {
+			// The pane's shell reports the signal that ended the job as
+			// 128+n; a stop we sent is that signal, and a pipe job killed
+			// alike records it: the same kill reads the same way.
+			t.Signal = proc.SignalName(syscall.Signal(code - 128))
+		}
 	}
 	switch {
 	case stop == db.StatusTimedOut:

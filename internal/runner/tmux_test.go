@@ -23,8 +23,8 @@ import (
 	"github.com/agentjobs/jobs/internal/tmux"
 )
 
-// The test binary is also the tmux-pipe helper that tmux starts for every
-// tmux job (a supervisor's Executable defaults to os.Executable()), and a
+// The test binary is also the tmux-pipe and tmux-exec helpers that tmux
+// starts for every tmux job (a supervisor's Executable defaults to os.Executable()), and a
 // supervisor in its own process for the kill -9 test. The dispatch runs in
 // init, before TestMain, so that it needs no hook in TestMain.
 func init() {
@@ -36,6 +36,13 @@ func init() {
 		os.Exit(tmuxPipeMain(os.Args[2:]))
 	case "tmux-supervisor":
 		os.Exit(tmuxSupervisorMain(os.Args[2:]))
+	case "tmux-exec": // tmux-exec --env-file FILE -- ARGV…
+		if len(os.Args) < 6 || os.Args[2] != "--env-file" || os.Args[4] != "--" {
+			fmt.Fprintln(os.Stderr, "usage: tmux-exec --env-file FILE -- ARGV…")
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, TmuxExec(os.Args[3], os.Args[5:]))
+		os.Exit(127)
 	}
 }
 

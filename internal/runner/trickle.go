@@ -9,10 +9,9 @@ import (
 // in one pass readLead before each of the appender's flushes.
 //
 // A pump that paced its own reads woke on a timer of its own before every
-// flush: with 100 jobs printing a line every 10 ms, 1,100 goroutine
-// wake-ups a second, each a timer, a read and a pass of the scheduler, for
-// a few bytes each (in a profile of that workload, the pumps and the
-// scheduler were a third of the supervisor's CPU). A pump whose child
+// flush: with many trickling jobs, many goroutine wake-ups a second, each
+// a timer, a read and a pass of the scheduler, for a few bytes each. A
+// pump whose child
 // writes too slowly to fill half its pipe between two flushes hands the pipe
 // to the trickler and sleeps until it comes back: when the pipe stayed
 // empty idleTicks times, the child speeds up, the pipe ends or fails, or the
@@ -97,10 +96,7 @@ func (t *trickler) run() {
 
 // read reads tp once and reports whether the trickler keeps it.
 func (tp *tricklePipe) read(buf []byte, now time.Time) bool {
-	n, err := tp.p.read(buf)
-	if n > 0 {
-		tp.emit(buf[:n])
-	}
+	n, err := tp.p.readEmit(buf, tp.emit)
 	if err != nil {
 		return false // EOF or worse: the pump sees it again and ends
 	}

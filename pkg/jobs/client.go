@@ -48,7 +48,7 @@ type Options struct {
 	// call that needs it, and Open then reports no database error: that
 	// call does. A Start that a running detached supervisor answers never
 	// opens it. Opening costs a connection and a read of the whole schema,
-	// about 2 ms of the 13 ms a warm `jobs start` took.
+	// a large part of a warm `jobs start`.
 	LazyOpen bool
 	// ReadOnly opens the database read-only (SQLite's mode=ro): nothing
 	// this client does can change the file. Reads then neither mark jobs

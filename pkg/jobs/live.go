@@ -39,6 +39,7 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 			out.WaitingForInput = proc.WaitingForInput(j.PID, stdinInode(j.PID), t)
 		}
 		if !mainAlive {
+			out.MainExited = true
 			out.Descendants, out.Stopped = proc.Census(t)
 		}
 	case j.Status.Terminal() && j.SurvivorsGone:

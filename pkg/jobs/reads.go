@@ -24,7 +24,7 @@ const MaxGrepLine = logs.MaxGrepLine
 
 // find resolves ref in the client's scope. When the job looks alive it
 // first checks that its supervisor is: a dead one's jobs become lost here,
-// as DESIGN says whoever notices marks them.
+// as whoever notices must (see sweep).
 func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
 	if ref == "" {
 		return db.Job{}, fmt.Errorf("%w: missing job id", ErrInvalid)

@@ -213,6 +213,10 @@ type Job struct {
 	// group and processes carrying its JOBS_ID, proven the job's), once
 	// the main process has exited or the job is lost.
 	Descendants int `json:"descendants"`
+	// MainExited reports that the main process of a running job has
+	// exited while other processes of the job (Descendants of them) hold
+	// its output open: the job ends when they close it. Live jobs only.
+	MainExited bool `json:"main_exited"`
 	// Stopped reports that the job's processes are stopped (SIGSTOP, Pause)
 	// as the kernel sees them (state T): the main process while it runs,
 	// else every process still alive. The status stays what it was.

@@ -11,7 +11,13 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/textclean"
 )
+
+// statusLook is how often a wait that only an end can end looks at its
+// jobs without being woken: the bound on noticing a job whose supervisor
+// died without recording its end.
+const statusLook = 5 * time.Second
 
 // Wait blocks until the jobs finish (or one of them with o.Any), output of
 // one of them matches o.Until, all of them have been silent for o.Idle, one
@@ -52,11 +58,22 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 	}
 	w := newWatcher(c.db.Path)
 	defer w.Close()
-	scanned := make([]int64, len(ids)) // Until: offset of the next unscanned line
-	nap := time.Second
-	if o.Input {
-		nap = 250 * time.Millisecond
+	// Only an end can end a plain wait: it wakes when a status changes,
+	// and, to notice a supervisor that died without recording its jobs'
+	// end, every statusLook.
+	// New output and a job blocking on its stdin change no status: those
+	// waits watch every write, and look at the jobs' processes often.
+	look := time.Second
+	if until == nil && o.Idle == 0 && !o.NewOutput && !o.Input {
+		w.watchStatus()
+		if o.Progress == nil {
+			look = statusLook
+		}
 	}
+	if o.Input {
+		look = 250 * time.Millisecond
+	}
+	scanned := make([]int64, len(ids)) // Until: offset of the next unscanned line
 	var inputSince time.Time
 	lastProgress := time.Now()
 	lastSweep := time.Now()
@@ -174,7 +191,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			_, _ = c.sweep(ctx)
 			lastSweep = time.Now()
 		}
-		if err := w.Wait(ctx, nap); err != nil {
+		if err := w.Wait(ctx, look); err != nil {
 			if ctx.Err() == context.DeadlineExceeded && o.Timeout > 0 {
 				res.Reason = WaitTimedOut
 				for i, id := range ids {
@@ -244,6 +261,17 @@ func (c *Client) scanUntil(ctx context.Context, j db.Job, from int64, re *regexp
 // characters). It returns when the job has finished and all its output is
 // written, or when ctx ends.
 func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) error {
+	if r.Clean {
+		// The pages arrive cut anywhere, an escape sequence or a redrawn
+		// line across two of them: one cleaner sees all the bytes in
+		// order, and only finished lines are passed on until the end.
+		cw := &cleanWriter{w: w}
+		r.Clean = false
+		if err := c.Follow(ctx, ref, r, cw); err != nil {
+			return err
+		}
+		return cw.Close()
+	}
 	first, err := c.Log(ctx, ref, r)
 	if err != nil {
 		return err
@@ -350,4 +378,24 @@ func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, er
 			}
 		}
 	}
+}
+
+// cleanWriter cleans the bytes written to it and writes the finished lines
+// to w; Close writes the line still being written.
+type cleanWriter struct {
+	w io.Writer
+	c textclean.Cleaner
+}
+
+func (cw *cleanWriter) Write(p []byte) (int, error) {
+	cw.c.Write(p)
+	if _, err := io.WriteString(cw.w, cw.c.TakeLines()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (cw *cleanWriter) Close() error {
+	_, err := io.WriteString(cw.w, cw.c.String())
+	return err
 }

@@ -2,11 +2,14 @@ package jobs
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentjobs/jobs/internal/db"
 )
 
 // watcher sleeps until the database changes. For its first second of
@@ -17,17 +20,22 @@ import (
 // dead supervisor) are still noticed.
 //
 // Why not inotify from the start: releasing an inotify watch waits for a
-// grace period in the kernel (fsnotify's SRCU), 6-20 ms on the machines
-// measured, whether the watch is closed or its process exits with it. A
-// `jobs start --wait` of a job that ends in 2 ms took 25 ms, 15 of them in
-// that release. Short waits now never watch; long ones pay it once, at the
-// end of a wait of a second or more.
+// grace period in the kernel (fsnotify's SRCU), whether the watch is
+// closed or its process exits with it, which is most of a `jobs start
+// --wait` of a job that ends at once. Short waits never watch; long ones
+// pay it once, at the end of a wait of a second or more.
 type watcher struct {
 	dir, base string
 	fd        int           // the inotify instance once armed, else -1
 	failed    bool          // inotify is not available: sleep in slices
 	waited    time.Duration // time spent in quick slices
+	status    bool          // wake for status changes only (watchStatus)
 }
+
+// watchStatus makes w wake only when a job's status may have changed (the
+// database's status mark moved, see db.StatusMarkSuffix), not on every
+// write: a wait for jobs to end sleeps through another job's output.
+func (w *watcher) watchStatus() { w.status = true }
 
 const (
 	// quickFor is how long a watcher sleeps in quick slices before it
@@ -53,7 +61,20 @@ func (w *watcher) arm() bool {
 	if err != nil {
 		return false
 	}
-	if _, err := unix.InotifyAddWatch(fd, w.dir, unix.IN_MODIFY|unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {
+	if w.status {
+		// The mark alone, not the directory: the directory's events
+		// come with every write to the WAL, and reading them is the
+		// cost this avoids. The mark is made if no status changed yet.
+		mark := filepath.Join(w.dir, w.base+db.StatusMarkSuffix)
+		if f, err := os.OpenFile(mark, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+			f.Close()
+		}
+		if _, err := unix.InotifyAddWatch(fd, mark, unix.IN_ATTRIB|unix.IN_MODIFY|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF); err == nil {
+			w.fd = fd
+			return true
+		}
+	}
+	if _, err := unix.InotifyAddWatch(fd, w.dir, unix.IN_MODIFY|unix.IN_ATTRIB|unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {
 		unix.Close(fd)
 		return false
 	}
@@ -126,7 +147,7 @@ func (w *watcher) Wait(ctx context.Context, d time.Duration) error {
 				ev := (*unix.InotifyEvent)(unsafePointer(&buf[off]))
 				nameLen := int(ev.Len)
 				name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+nameLen]), "\x00")
-				if strings.HasPrefix(name, w.base) {
+				if w.status || strings.HasPrefix(name, w.base) {
 					changed = true
 				}
 				off += unix.SizeofInotifyEvent + nameLen
