@@ -272,8 +272,22 @@ func TestOversizeFrameKeepsItsID(t *testing.T) {
 		{`{"method":"tools/call","params":{"name":"process","arguments":{"action":"write","sessionId":"x","data":"` + big + `"}},"jsonrpc":"2.0","id":"last"}`, "last"},
 		{`{"method":"tools/call","params":{"data":"` + big + `"}}`, nil},
 	} {
-		go r.send(tc.line)
+		// The frame is written while the answer is read: the pipe holds
+		// nothing, and the server answers before it has read the rest.
+		sent := make(chan error, 1)
+		go func(line string) {
+			_, err := io.WriteString(r.in, line+"\n")
+			sent <- err
+		}(tc.line)
 		m := r.recv()
+		select {
+		case err := <-sent:
+			if err != nil {
+				t.Fatalf("send an oversize frame: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the server stopped reading an oversize frame")
+		}
 		if e, _ := m["error"].(map[string]any); e == nil || !strings.Contains(e["message"].(string), "too large") || m["id"] != tc.id {
 			t.Errorf("oversize frame: %v, want id %v", m, tc.id)
 		}
