@@ -103,8 +103,23 @@ type Filter struct {
 	AllScopes    bool
 	Statuses     []Status
 	SupervisorID string
-	Name         string
-	Limit        int // 0 = no limit
+	Name         string // exactly this name
+	// CreatedSince keeps the jobs created at or after it.
+	CreatedSince time.Time
+	// NameContains, LabelContains and CommandContains keep the jobs whose
+	// name, label or command contains the text (LIKE, so ASCII letters
+	// match either case; % and _ are matched as themselves).
+	NameContains, LabelContains, CommandContains string
+	// After continues a listing: only jobs older than this position.
+	After *Position
+	Limit int // 0 = no limit
+}
+
+// Position is a job's place in a listing, newest first: its creation time
+// and rowid. A listing continues after the last job it returned.
+type Position struct {
+	CreatedAt string // as stored
+	Rowid     int64
 }
 
 // jobColumns lists the jobs columns in jobRow order.
@@ -577,13 +592,87 @@ func (d *DB) FindJobByID(ctx context.Context, id string) (Job, error) {
 	return j, nil
 }
 
-const findJobsQuery = `SELECT ` + jobColumns + ` FROM jobs WHERE 1 = 1`
+const (
+	findJobsQuery  = `SELECT rowid, ` + jobColumns + ` FROM jobs`
+	countJobsQuery = `SELECT count(*) FROM jobs`
+	// A scope's listing walks jobs_scope_created newest first and stops
+	// at its limit. Left to itself, the planner may prefer jobs_status for
+	// a status filter, then sort every job of those statuses; that is right
+	// only when the statuses are the active ones, which are few.
+	byScopeIndex  = ` INDEXED BY jobs_scope_created`
+	byStatusIndex = ` INDEXED BY jobs_status`
+)
+
+// listRow is a jobs row with its rowid, for positions.
+type listRow struct {
+	Rowid int64 `db:"rowid"`
+	jobRow
+}
 
 // FindJobs lists the jobs that f selects, newest first.
 func (d *DB) FindJobs(ctx context.Context, f Filter) ([]Job, error) {
+	jobs, _, err := d.FindJobsPage(ctx, f)
+	return jobs, err
+}
+
+// FindJobsPage lists the jobs that f selects, newest first, and the
+// position of the last one (nil when none), from which a listing goes on
+// with Filter.After.
+func (d *DB) FindJobsPage(ctx context.Context, f Filter) ([]Job, *Position, error) {
+	where, args := f.where()
+	query := findJobsQuery + where + ` ORDER BY created_at DESC, rowid DESC`
+	if f.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	var rows []listRow
+	if err := sqlx.SelectContext(ctx, d, &rows, query, args...); err != nil {
+		return nil, nil, fmt.Errorf("find jobs: %w", err)
+	}
+	jobs := make([]Job, 0, len(rows))
+	for i := range rows {
+		j, err := rows[i].job()
+		if err != nil {
+			return nil, nil, fmt.Errorf("find jobs: %w", err)
+		}
+		if err := liveOutput(ctx, d, &j); err != nil {
+			return nil, nil, fmt.Errorf("find jobs: %w", err)
+		}
+		jobs = append(jobs, j)
+	}
+	if len(rows) == 0 {
+		return jobs, nil, nil
+	}
+	last := rows[len(rows)-1]
+	return jobs, &Position{CreatedAt: last.CreatedAt, Rowid: last.Rowid}, nil
+}
+
+// CountJobs counts the jobs that f selects, ignoring its Limit.
+func (d *DB) CountJobs(ctx context.Context, f Filter) (int, error) {
+	where, args := f.where()
+	var n int
+	if err := d.GetContext(ctx, &n, countJobsQuery+where, args...); err != nil {
+		return 0, fmt.Errorf("count jobs: %w", err)
+	}
+	return n, nil
+}
+
+// where renders f as an INDEXED BY clause and a WHERE clause with their
+// arguments.
+func (f Filter) where() (string, []any) {
 	var b strings.Builder
 	var args []any
-	b.WriteString(findJobsQuery)
+	activeOnly := len(f.Statuses) > 0
+	for _, s := range f.Statuses {
+		activeOnly = activeOnly && !s.Terminal()
+	}
+	switch {
+	case activeOnly:
+		b.WriteString(byStatusIndex)
+	case !f.AllScopes:
+		b.WriteString(byScopeIndex)
+	}
+	b.WriteString(` WHERE 1 = 1`)
 	if !f.AllScopes {
 		b.WriteString(` AND scope = ?`)
 		args = append(args, f.Scope)
@@ -602,16 +691,29 @@ func (d *DB) FindJobs(ctx context.Context, f Filter) ([]Job, error) {
 		b.WriteString(` AND name = ?`)
 		args = append(args, f.Name)
 	}
-	b.WriteString(` ORDER BY created_at DESC, rowid DESC`)
-	if f.Limit > 0 {
-		b.WriteString(` LIMIT ?`)
-		args = append(args, f.Limit)
+	if !f.CreatedSince.IsZero() {
+		b.WriteString(` AND created_at >= ?`)
+		args = append(args, FormatTime(f.CreatedSince))
 	}
-	jobs, err := queryJobs(ctx, d, b.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("find jobs: %w", err)
+	for _, c := range []struct{ col, text string }{
+		{"name", f.NameContains}, {"label", f.LabelContains}, {"command", f.CommandContains},
+	} {
+		if c.text != "" {
+			b.WriteString(` AND ` + c.col + ` LIKE ? ESCAPE '\'`)
+			args = append(args, "%"+escapeLike(c.text)+"%")
+		}
 	}
-	return jobs, nil
+	if f.After != nil {
+		// created_at bounds the index range; rowid orders equal times.
+		b.WriteString(` AND created_at <= ? AND (created_at < ? OR rowid < ?)`)
+		args = append(args, f.After.CreatedAt, f.After.CreatedAt, f.After.Rowid)
+	}
+	return b.String(), args
+}
+
+// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 const setStdinQuery = `UPDATE jobs SET stdin = ? WHERE id = ?`
