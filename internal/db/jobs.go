@@ -647,11 +647,17 @@ func (d *DB) FindJobsPage(ctx context.Context, f Filter) ([]Job, *Position, erro
 	return jobs, &Position{CreatedAt: last.CreatedAt, Rowid: last.Rowid}, nil
 }
 
-// CountJobs counts the jobs that f selects, ignoring its Limit.
+// CountJobs counts the jobs that f selects, up to f.Limit when it is set:
+// a count costs as much as the rows it counts.
 func (d *DB) CountJobs(ctx context.Context, f Filter) (int, error) {
 	where, args := f.where()
+	query := countJobsQuery + where
+	if f.Limit > 0 {
+		query = `SELECT count(*) FROM (SELECT 1 FROM jobs` + where + ` LIMIT ?)`
+		args = append(args, f.Limit)
+	}
 	var n int
-	if err := d.GetContext(ctx, &n, countJobsQuery+where, args...); err != nil {
+	if err := d.GetContext(ctx, &n, query, args...); err != nil {
 		return 0, fmt.Errorf("count jobs: %w", err)
 	}
 	return n, nil

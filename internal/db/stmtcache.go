@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"sync"
+	"sync/atomic"
 
 	"modernc.org/sqlite"
 )
@@ -132,7 +133,32 @@ func (c *cachingConn) release(s *cachedStmt) {
 	c.mu.Unlock()
 }
 
+// tracer, when set, is told the text of every statement a connection runs
+// or prepares.
+var tracer atomic.Pointer[func(query string)]
+
+// TraceQueries calls fn with the text of every statement that connections
+// of any DB run or prepare from now until stop is called: a test can
+// collect the queries that verbs run and check how SQLite plans them.
+// fn may be called from several goroutines at once.
+func TraceQueries(fn func(query string)) (stop func()) {
+	tracer.Store(&fn)
+	return func() { tracer.CompareAndSwap(&fn, nil) }
+}
+
+func trace(query string) {
+	if fn := tracer.Load(); fn != nil {
+		(*fn)(query)
+	}
+}
+
+func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	trace(query)
+	return c.sqliteConn.PrepareContext(ctx, query)
+}
+
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	trace(query)
 	s := c.acquire(ctx, query)
 	if s == nil {
 		return c.sqliteConn.ExecContext(ctx, query, args)
@@ -142,6 +168,7 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 }
 
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	trace(query)
 	s := c.acquire(ctx, query)
 	if s == nil {
 		return c.sqliteConn.QueryContext(ctx, query, args)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ const maxHistory = 50
 
 func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in processInput) (*sdk.CallToolResult, any, error) {
 	if in.Action == "list" {
-		return s.list(ctx)
+		return s.list(ctx, in)
 	}
 	known := false
 	for _, a := range actions {
@@ -60,19 +61,61 @@ func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in proce
 type listResult struct {
 	Scope    string    `json:"scope"`
 	Sessions []jobView `json:"sessions"`
-	More     bool      `json:"more,omitempty"`
-	Note     string    `json:"note,omitempty"`
+	// More counts the sessions after this page (at least that many with
+	// MoreAtLeast); NextCursor continues the listing.
+	More        int    `json:"more,omitempty"`
+	MoreAtLeast bool   `json:"more_at_least,omitempty"`
+	NextCursor  string `json:"next_cursor,omitempty"`
+	Note        string `json:"note,omitempty"`
 }
 
-func (s *server) list(ctx context.Context) (*sdk.CallToolResult, any, error) {
-	js, err := s.c.List(ctx, jobs.Filter{Limit: maxListJobs + 1})
+// listFilter reads list's arguments.
+func listFilter(in processInput) (jobs.Filter, error) {
+	f := jobs.Filter{Limit: defaultListJobs, Name: in.Name, Label: in.Label, Command: in.Command, Cursor: in.Cursor}
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > maxListJobs {
+			return f, argError("limit must be 1 to %d for action=list, got %d", maxListJobs, *in.Limit)
+		}
+		f.Limit = int(*in.Limit)
+	}
+	if in.Since != nil {
+		if *in.Since <= 0 || math.IsNaN(*in.Since) || math.IsInf(*in.Since, 0) {
+			return f, argError("since must be a positive number of seconds, got %v", *in.Since)
+		}
+		f.Since = time.Now().Add(-time.Duration(*in.Since * float64(time.Second)))
+	}
+	for _, st := range in.Status {
+		switch st = strings.ToLower(strings.TrimSpace(st)); st {
+		case "active":
+			f.Statuses = append(f.Statuses, jobs.StatusStarting, jobs.StatusRunning)
+		case "finished":
+			f.Statuses = append(f.Statuses, jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost)
+		case "starting", "running", "done", "failed", "killed", "timed_out", "lost":
+			f.Statuses = append(f.Statuses, jobs.Status(st))
+		default:
+			return f, argError("unknown status %q: use running, done, failed, killed, timed_out, lost, starting, active or finished", st)
+		}
+	}
+	return f, nil
+}
+
+func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult, any, error) {
+	f, err := listFilter(in)
 	if err != nil {
 		return nil, nil, err
 	}
-	r := listResult{Scope: s.c.Scope(), Sessions: []jobView{}}
-	if len(js) > maxListJobs {
-		js, r.More = js[:maxListJobs], true
-		r.Note = fmt.Sprintf("only the newest %d sessions are listed; remove finished ones with action=remove", maxListJobs)
+	page, err := s.c.ListPage(ctx, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	js := page.Jobs
+	r := listResult{Scope: s.c.Scope(), Sessions: []jobView{}, More: page.More, MoreAtLeast: page.MoreAtLeast, NextCursor: page.Next}
+	if page.More > 0 {
+		more := fmt.Sprint(page.More)
+		if page.MoreAtLeast {
+			more = "over " + more
+		}
+		r.Note = fmt.Sprintf("%s more sessions; pass cursor=next_cursor for the next page, or filter by status, name, label, command or since", more)
 	}
 	counts := map[jobs.Status]int{}
 	var order []jobs.Status

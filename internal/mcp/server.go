@@ -35,8 +35,10 @@ const (
 	defaultLogLines = 200
 	maxLogLines     = 2000
 	maxPageChars    = 64 << 10
-	// maxListJobs bounds list.
-	maxListJobs = 100
+	// defaultListJobs and maxListJobs bound a list page: an agent rarely
+	// needs more than the newest few sessions, and each costs context.
+	defaultListJobs = 20
+	maxListJobs     = 100
 	// maxWriteBytes bounds one write to stdin.
 	maxWriteBytes = 16 << 20
 	// maxCaptureLines bounds capture's scrollback.
@@ -112,7 +114,7 @@ The command's environment has NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat (unle
 const processDescription = `Manage jobs started with execute_command, by sessionId (an id, a unique id prefix, or the job's name).
 
 Actions:
-- list: this scope's jobs, newest first.
+- list: this scope's jobs, newest first: limit of them (default 20, at most 100) and how many more there are. Filters: status (running, done, failed, …, active, finished), name, label, command (each keeps jobs whose field contains the text), since (seconds: created in the last N seconds); cursor (the next_cursor of the previous page) continues.
 - poll: status, exit_code, waiting_for_input and the cleaned output that is NEW since the last poll (500 characters at most by default), plus retry_in_ms: how long to wait before polling again; it grows while nothing changes. Prefer wait over repeated polls.
 - wait: block until the job finishes, its output matches until (regex), or it has been silent for idle seconds; timeout seconds (default 30, at most 120 per call: call again to keep waiting). Sends progress notifications while waiting.
 - log: page through the cleaned full output. offset/limit count lines (offset 0 = first line); default: the last 200 lines; limit at most 2000 lines and 64 KiB per page. unit="bytes" makes offset/limit byte offsets (use next_offset to continue). stream (stdout|stderr) and grep (regex) filter.
@@ -145,7 +147,7 @@ type processInput struct {
 	Action     string   `json:"action" jsonschema:"what to do"`
 	SessionID  string   `json:"sessionId,omitempty" jsonschema:"the job: id, unique id prefix or name (every action but list)"`
 	Offset     *int64   `json:"offset,omitempty" jsonschema:"log: first line to read, from 0 (or byte offset with unit=bytes)"`
-	Limit      *int64   `json:"limit,omitempty" jsonschema:"log: how many lines to read (or bytes with unit=bytes); default 200 lines"`
+	Limit      *int64   `json:"limit,omitempty" jsonschema:"log: how many lines to read (or bytes with unit=bytes); default 200 lines. list: how many sessions (default 20, at most 100)"`
 	Unit       string   `json:"unit,omitempty" jsonschema:"log: lines (default) or bytes"`
 	Stream     string   `json:"stream,omitempty" jsonschema:"log: stdout or stderr only"`
 	Grep       string   `json:"grep,omitempty" jsonschema:"log: keep only lines matching this regular expression"`
@@ -158,6 +160,12 @@ type processInput struct {
 	Idle       *float64 `json:"idle,omitempty" jsonschema:"wait: return when output has been silent this many seconds"`
 	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"wait: give up after this many seconds (default 30, at most 120)"`
 	Scrollback *int64   `json:"scrollback,omitempty" jsonschema:"capture: lines of history above the screen (default 0, at most 2000)"`
+	Status     []string `json:"status,omitempty" jsonschema:"list: only sessions in these statuses (running, done, failed, killed, timed_out, lost, starting; active; finished)"`
+	Name       string   `json:"name,omitempty" jsonschema:"list: only sessions whose name contains this text"`
+	Label      string   `json:"label,omitempty" jsonschema:"list: only sessions whose label contains this text"`
+	Command    string   `json:"command,omitempty" jsonschema:"list: only sessions whose command contains this text"`
+	Since      *float64 `json:"since,omitempty" jsonschema:"list: only sessions created in the last this many seconds"`
+	Cursor     string   `json:"cursor,omitempty" jsonschema:"list: the next_cursor of the previous page"`
 }
 
 // actions are process's actions, in the order the description gives them.
