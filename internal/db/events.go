@@ -162,18 +162,47 @@ func (d *DB) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	return events, nil
 }
 
-const deleteEventsBeforeQuery = `DELETE FROM events WHERE at < ?`
+// eventSlice is how many events one statement of DeleteEventsBefore
+// deletes.
+const eventSlice = 500
+
+const deleteEventsBeforeQuery = `DELETE FROM events WHERE id IN
+	(SELECT id FROM events WHERE at < ? ORDER BY at LIMIT ?)`
 
 // DeleteEventsBefore deletes the events older than t, whether or not their
-// job still exists, and reports how many it deleted.
+// job still exists, and reports how many it deleted. It commits every
+// BatchBudget, so that other writers never wait long behind it.
 func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
-	res, err := d.ExecContext(ctx, deleteEventsBeforeQuery, FormatTime(t))
-	if err != nil {
-		return 0, fmt.Errorf("delete events: %w", err)
+	var total int64
+	cutoff := FormatTime(t)
+	for {
+		var n int64
+		done := false
+		start := time.Now()
+		err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+			for time.Since(start) <= BatchBudget {
+				res, err := tx.ExecContext(ctx, deleteEventsBeforeQuery, cutoff, eventSlice)
+				if err != nil {
+					return err
+				}
+				k, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				n += k
+				if k < eventSlice {
+					done = true
+					return nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("delete events: %w", err)
+		}
+		total += n
+		if done {
+			return total, nil
+		}
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("delete events: %w", err)
-	}
-	return n, nil
 }

@@ -805,6 +805,95 @@ func (d *DB) ExpiredJobs(ctx context.Context, now time.Time) ([]Job, error) {
 	return jobs, nil
 }
 
+// BatchBudget is how long one transaction of a bulk delete (expired jobs,
+// old events) may hold the write lock before it commits and lets other
+// writers in. A writer that arrives meanwhile waits for the rest of it.
+const BatchBudget = 20 * time.Millisecond
+
+// chunkSlice bounds the chunks one statement deletes: a job may have many
+// thousands, and deleting them all at once holds the lock for as long.
+const chunkSlice = 64
+
+const (
+	expiredJobIDsQuery = `SELECT id FROM jobs
+	WHERE ended_at IS NOT NULL AND ttl_ms > 0 AND last_access_at < ?
+	AND CAST(round((julianday(last_access_at) - 2440587.5) * 86400000.0) AS INTEGER) + ttl_ms < ?
+	ORDER BY last_access_at LIMIT ?`
+	deleteChunkSliceQuery = `DELETE FROM chunks WHERE rowid IN
+	(SELECT rowid FROM chunks WHERE job_id = ? ORDER BY byte_offset LIMIT ?)`
+	deleteExpiredJobQuery = `DELETE FROM jobs WHERE id = ? AND ended_at IS NOT NULL`
+)
+
+// ExpiredJobIDs returns up to limit ids of the finished jobs whose ttl has
+// passed, as ExpiredJobs selects them, oldest access first.
+func (d *DB) ExpiredJobIDs(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var ids []string
+	if err := d.SelectContext(ctx, &ids, expiredJobIDsQuery, FormatTime(now), now.UnixMilli(), limit); err != nil {
+		return nil, fmt.Errorf("find expired jobs: %w", err)
+	}
+	return ids, nil
+}
+
+// DeleteFinishedJobs deletes the finished jobs ids, with their output, in
+// short transactions (BatchBudget each, chunkSlice chunks a statement), so
+// that deleting many jobs never keeps another writer waiting long. A job
+// that is not finished is left alone. It returns how many it deleted.
+func (d *DB) DeleteFinishedJobs(ctx context.Context, ids []string) (int, error) {
+	deleted := 0
+	for len(ids) > 0 {
+		n, err := d.deleteBatch(ctx, ids)
+		deleted += n.jobs
+		if err != nil {
+			return deleted, fmt.Errorf("delete expired jobs: %w", err)
+		}
+		ids = ids[n.done:]
+	}
+	return deleted, nil
+}
+
+type batchResult struct{ done, jobs int }
+
+// deleteBatch deletes jobs from the front of ids until BatchBudget has
+// passed, in one transaction. A job whose output is not gone when the
+// budget runs out is finished by the next batch.
+func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error) {
+	var r batchResult
+	start := time.Now()
+	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		for _, id := range ids {
+			for {
+				if time.Since(start) > BatchBudget {
+					return nil
+				}
+				res, err := tx.ExecContext(ctx, deleteChunkSliceQuery, id, chunkSlice)
+				if err != nil {
+					return err
+				}
+				if n, err := res.RowsAffected(); err != nil {
+					return err
+				} else if n < chunkSlice {
+					break
+				}
+			}
+			res, err := tx.ExecContext(ctx, deleteExpiredJobQuery, id)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			r.done++
+			r.jobs += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return batchResult{}, err
+	}
+	return r, nil
+}
+
 // execOne runs a statement meant to change exactly one row; no row changed
 // is ErrNotFound.
 func (d *DB) execOne(ctx context.Context, query string, args ...any) error {
