@@ -164,7 +164,7 @@ func (d *DB) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 
 // eventSlice is how many events one statement of DeleteEventsBefore
 // deletes.
-const eventSlice = 500
+const eventSlice = 200
 
 const deleteEventsBeforeQuery = `DELETE FROM events WHERE id IN
 	(SELECT id FROM events WHERE at < ? ORDER BY at LIMIT ?)`
@@ -203,6 +203,9 @@ func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error)
 		total += n
 		if done {
 			return total, nil
+		}
+		if err := rest(ctx); err != nil {
+			return total, fmt.Errorf("delete events: %w", err)
 		}
 	}
 }

@@ -808,7 +808,26 @@ func (d *DB) ExpiredJobs(ctx context.Context, now time.Time) ([]Job, error) {
 // BatchBudget is how long one transaction of a bulk delete (expired jobs,
 // old events) may hold the write lock before it commits and lets other
 // writers in. A writer that arrives meanwhile waits for the rest of it.
-const BatchBudget = 20 * time.Millisecond
+const BatchBudget = 10 * time.Millisecond
+
+// BatchRest is how long a bulk delete pauses between its transactions.
+// A writer that found the lock taken does not queue for it: SQLite's busy
+// handler sleeps and retries, up to 25 ms at a time by then, and a bulk
+// delete that began its next transaction at once would take the lock
+// again before the writer woke, for as long as the delete lasts.
+const BatchRest = 30 * time.Millisecond
+
+// rest pauses for BatchRest, or until ctx ends.
+func rest(ctx context.Context) error {
+	t := time.NewTimer(BatchRest)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // chunkSlice bounds the chunks one statement deletes: a job may have many
 // thousands, and deleting them all at once holds the lock for as long.
@@ -847,6 +866,11 @@ func (d *DB) DeleteFinishedJobs(ctx context.Context, ids []string) (int, error) 
 			return deleted, fmt.Errorf("delete expired jobs: %w", err)
 		}
 		ids = ids[n.done:]
+		if len(ids) > 0 {
+			if err := rest(ctx); err != nil {
+				return deleted, fmt.Errorf("delete expired jobs: %w", err)
+			}
+		}
 	}
 	return deleted, nil
 }

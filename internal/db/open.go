@@ -51,15 +51,8 @@ type DB struct {
 // the WAL whole, and creating a job, marking it running and then done
 // measured 8.1 ms a job with 64 KiB pages against 1.8-4.0 ms with 4 KiB
 // pages (same machine, 300 jobs each).
-//
-// New databases are created with incremental auto-vacuum, so that the
-// pages of deleted jobs can be given back to the file system (Vacuum,
-// the janitor); the driver sets it before anything else touches a new
-// file, which is the only time it can be set without rewriting the file.
-// On an existing database the setting changes nothing.
 func DSN(path string) string {
 	q := url.Values{}
-	q.Add("_auto_vacuum", "INCREMENTAL")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
@@ -85,8 +78,15 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	st, err := os.Stat(abs)
+	fresh := err != nil || st.Size() == 0
 	if err := prepareFile(abs); err != nil {
 		return nil, err
+	}
+	if fresh {
+		if err := initFile(ctx, abs); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", abs, err)
+		}
 	}
 	sqldb := sql.OpenDB(&connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode()})
 	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now}
@@ -125,6 +125,29 @@ func prepareFile(path string) error {
 		if _, err := f.ReadAt(head, 0); err == nil && string(head) != "SQLite format 3\x00" {
 			return fmt.Errorf("open database %s: not a jobs database (not an SQLite file)", path)
 		}
+	}
+	return nil
+}
+
+// initFile gives a new, empty database file incremental auto-vacuum, so
+// that the pages of deleted jobs can go back to the file system (the
+// janitor's ReleaseFreePages). The mode can be set only before the file's
+// first page is written, and setting it on a database that has tables is
+// a write transaction: it is done here, once, by a connection of its own,
+// which the driver gives the mode before its journal_mode pragma writes the
+// first page; never by every connection. On a file another process has
+// initialised meanwhile it changes nothing.
+func initFile(ctx context.Context, path string) error {
+	q := url.Values{}
+	q.Add("_auto_vacuum", "INCREMENTAL")
+	q.Add("_busy_timeout", strconv.FormatInt(BusyTimeout.Milliseconds(), 10))
+	sqldb, err := sql.Open("sqlite", DSN(path)+"&"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer sqldb.Close()
+	if err := sqldb.PingContext(ctx); err != nil {
+		return fmt.Errorf("initialise: %w", cleanSQLiteError(err))
 	}
 	return nil
 }
@@ -243,13 +266,13 @@ func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 // ParseTime reads a stored timestamp.
 func ParseTime(s string) (time.Time, error) { return time.Parse(TimeFormat, s) }
 
-// freeSlack is how many free pages the janitor leaves in the file for new
-// rows to reuse; ReleaseFreePages gives back the rest.
-const freeSlack = 1024
+// FreeSlack is how many free pages (1 MiB) the janitor leaves in the file
+// for new rows to reuse; ReleaseFreePages gives back the rest.
+const FreeSlack = 256
 
 // releaseStep bounds the pages one incremental_vacuum statement moves:
 // each is its own write transaction, short enough for other writers.
-const releaseStep = 256
+const releaseStep = 128
 
 // ReleaseFreePages gives the free pages beyond a small slack back to the
 // file system, a few at a time. It does nothing on a database without
@@ -269,14 +292,17 @@ func (d *DB) ReleaseFreePages(ctx context.Context) (int64, error) {
 		if err := d.GetContext(ctx, &free, `PRAGMA freelist_count`); err != nil {
 			return released, fmt.Errorf("release free pages: %w", err)
 		}
-		if free <= freeSlack {
+		if free <= FreeSlack {
 			return released, nil
 		}
-		n := min(free-freeSlack, releaseStep)
+		n := min(free-FreeSlack, releaseStep)
 		if _, err := d.ExecContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, n)); err != nil {
 			return released, fmt.Errorf("release free pages: %w", err)
 		}
 		released += n
+		if err := rest(ctx); err != nil {
+			return released, fmt.Errorf("release free pages: %w", err)
+		}
 	}
 }
 

@@ -56,6 +56,11 @@ func Fill(ctx context.Context, d *db.DB, h History) error {
 		if err := fillBatch(ctx, d, h, done, n, data); err != nil {
 			return fmt.Errorf("fill history: %w", err)
 		}
+		// The database's connections do not checkpoint by themselves:
+		// keep the WAL from growing to the size of the history.
+		if _, err := d.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return fmt.Errorf("fill history: %w", err)
+		}
 		done += n
 	}
 	return nil
