@@ -265,7 +265,7 @@ type Page struct {
 // as much as the history; a page counts the rest only up to MaxMoreCount.
 const (
 	DefaultListLimit = 50
-	MaxMoreCount     = 10000
+	MaxMoreCount     = 1000
 )
 
 // Range selects part of a job's output for Log. Set at most one of the
