@@ -21,9 +21,9 @@ import (
 // write waited is logged. The janitor commits every db.BatchBudget; with
 // JOBS_EXPIRE_STALL_MAX set (e.g. 50ms, on a quiet machine) the test fails
 // when a write waited longer. JOBS_EXPIRE_JOBS sets the count (default
-// 3,000; the figure is 100,000).
+// 1,000; the figure is 100,000).
 func TestJanitorExpiryKeepsWritersMoving(t *testing.T) {
-	n := 3000
+	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("JOBS_EXPIRE_JOBS")); err == nil && v > 0 {
 		n = v
 	}

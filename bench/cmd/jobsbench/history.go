@@ -153,7 +153,7 @@ func (b *bench) runningWorld(ctx context.Context, name string, n int) (*histWorl
 		if i >= 40 {
 			scope = fmt.Sprintf("other%d", i/40)
 		}
-		if _, err := w.start(scope, "--timeout", "0", b.self, "sleeper"); err != nil {
+		if _, err := w.start(scope, "--timeout", "0", "--", b.self, "sleeper"); err != nil {
 			return nil, err
 		}
 	}
