@@ -17,8 +17,9 @@ import (
 // TestJanitorExpiryKeepsWritersMoving: while the janitor deletes many
 // expired jobs (10 KiB of output each) and their events, another
 // connection writes a small event every 5 ms, as a supervisor writes
-// output and statuses. Every job is deleted, nothing else is, and the longest any
-// write waited is logged. The janitor commits every db.BatchBudget; with
+// output and statuses. Every expired job is deleted, nothing else is, and
+// the longest any write waited is logged. The janitor commits every
+// db.BatchBudget and pauses db.BatchRest between its transactions; with
 // JOBS_EXPIRE_STALL_MAX set (e.g. 50ms, on a quiet machine) the test fails
 // when a write waited longer. JOBS_EXPIRE_JOBS sets the count (default
 // 1,000; the figure is 100,000).
