@@ -593,7 +593,13 @@ func (d *DB) FindJobByID(ctx context.Context, id string) (Job, error) {
 }
 
 const (
-	findJobsQuery  = `SELECT rowid, ` + jobColumns + ` FROM jobs`
+	// findJobsQuery reads the newest chunk of each active job in the same
+	// statement (see liveOutput): one read instead of one per job.
+	findJobsQuery = `SELECT rowid, ` + jobColumns + `,
+	CASE WHEN ended_at IS NULL THEN ` + liveEndSQL + ` END AS live_end,
+	CASE WHEN ended_at IS NULL THEN ` + liveLinesSQL + ` END AS live_lines,
+	CASE WHEN ended_at IS NULL THEN ` + liveAtSQL + ` END AS live_at
+	FROM jobs`
 	countJobsQuery = `SELECT count(*) FROM jobs`
 	// A scope's listing walks jobs_scope_created newest first and stops
 	// at its limit. Left to itself, the planner may prefer jobs_status for
@@ -603,10 +609,14 @@ const (
 	byStatusIndex = ` INDEXED BY jobs_status`
 )
 
-// listRow is a jobs row with its rowid, for positions.
+// listRow is a jobs row with its rowid, for positions, and the end of its
+// newest chunk while it runs.
 type listRow struct {
 	Rowid int64 `db:"rowid"`
 	jobRow
+	LiveEnd   sql.NullInt64  `db:"live_end"`
+	LiveLines sql.NullInt64  `db:"live_lines"`
+	LiveAt    sql.NullString `db:"live_at"`
 }
 
 // FindJobs lists the jobs that f selects, newest first.
@@ -631,12 +641,18 @@ func (d *DB) FindJobsPage(ctx context.Context, f Filter) ([]Job, *Position, erro
 	}
 	jobs := make([]Job, 0, len(rows))
 	for i := range rows {
-		j, err := rows[i].job()
+		r := &rows[i]
+		j, err := r.job()
 		if err != nil {
 			return nil, nil, fmt.Errorf("find jobs: %w", err)
 		}
-		if err := liveOutput(ctx, d, &j); err != nil {
-			return nil, nil, fmt.Errorf("find jobs: %w", err)
+		if r.LiveEnd.Valid {
+			j.OutputBytes, j.OutputLines = max(j.OutputBytes, r.LiveEnd.Int64), max(j.OutputLines, r.LiveLines.Int64)
+			if t, err := ParseTime(r.LiveAt.String); err != nil {
+				return nil, nil, fmt.Errorf("find jobs: job %s: newest output: %w", j.ID, err)
+			} else if j.LastOutputAt == nil || t.After(*j.LastOutputAt) {
+				j.LastOutputAt = &t
+			}
 		}
 		jobs = append(jobs, j)
 	}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -80,11 +83,44 @@ func (c *Client) List(ctx context.Context, f Filter) ([]Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Job, 0, len(rows))
+	return c.views(rows), nil
+}
+
+// views converts a listing's rows. The live facts of a running job come
+// from its processes' files in /proc, a few dozen reads each; a page of
+// running jobs reads them on every processor at once.
+func (c *Client) views(rows []db.Job) []Job {
+	out := make([]Job, len(rows))
+	active := 0
 	for _, j := range rows {
-		out = append(out, c.viewFull(j, false))
+		if !j.Status.Terminal() {
+			active++
+		}
 	}
-	return out, nil
+	workers := min(runtime.GOMAXPROCS(0), active)
+	if workers < 2 {
+		for i, j := range rows {
+			out[i] = c.viewFull(j, false)
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() { // owned by views, which waits for it
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(rows) {
+					return
+				}
+				out[i] = c.viewFull(rows[i], false)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // ListPage returns one page of the scope's jobs that f selects, newest
@@ -106,10 +142,7 @@ func (c *Client) ListPage(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Jobs: make([]Job, 0, len(rows))}
-	for _, j := range rows {
-		p.Jobs = append(p.Jobs, c.viewFull(j, false))
-	}
+	p := Page{Jobs: c.views(rows)}
 	if pos == nil || len(rows) < df.Limit {
 		return p, nil
 	}
