@@ -226,15 +226,17 @@ func TestTwoHostsAuditedTogether(t *testing.T) {
 			t.Errorf("no row of %s on %s:\n%s", want.id, want.host, text)
 		}
 	}
-	var js []struct {
-		ID   string `json:"id"`
-		Host string `json:"host"`
+	var page struct {
+		Jobs []struct {
+			ID   string `json:"id"`
+			Host string `json:"host"`
+		} `json:"jobs"`
 	}
-	if err := json.Unmarshal([]byte(wa.ok(append(both, "--json", "list", "--all-scopes")...)), &js); err != nil {
+	if err := json.Unmarshal([]byte(wa.ok(append(both, "--json", "list", "--all-scopes")...)), &page); err != nil {
 		t.Fatal(err)
 	}
 	hosts := map[string]string{}
-	for _, j := range js {
+	for _, j := range page.Jobs {
 		hosts[j.ID] = j.Host
 	}
 	if hosts[ida] != "host-a" || hosts[idb] != "host-b" || len(hosts) != 2 {

@@ -661,10 +661,13 @@ func TestJSONShapes(t *testing.T) {
 		t.Fatalf("start --json: %+v", j)
 	}
 	e.ok("wait", j.ID, "--timeout", "20s")
-	var list []map[string]any
-	e.jsonOf(&list, "list", "--tail", "1")
-	if len(list) != 1 || list[0]["id"] != j.ID || list[0]["tail"] != "x\n" {
-		t.Errorf("list --json --tail: %v", list)
+	var page struct {
+		Jobs []map[string]any `json:"jobs"`
+		More *int             `json:"more"`
+	}
+	e.jsonOf(&page, "list", "--tail", "1")
+	if list := page.Jobs; len(list) != 1 || list[0]["id"] != j.ID || list[0]["tail"] != "x\n" || page.More == nil || *page.More != 0 {
+		t.Errorf("list --json --tail: %v", page)
 	}
 	for _, args := range [][]string{
 		{"poll", j.ID}, {"log", j.ID}, {"status", j.ID}, {"wait", j.ID}, {"gc"}, {"clear", j.ID}, {"kill", j.ID},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,8 +22,19 @@ func (r *runner) listCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "list",
 		Usage: "list the scope's jobs, newest first",
+		Description: "Lists the newest jobs that fit a screen (20 on a terminal, 50 otherwise) and says how\n" +
+			"many more there are; --limit N shows N, --all every one. --json prints a page\n" +
+			"{\"jobs\": […], \"more\": N, \"next_cursor\": C}: pass C to --cursor for the next page.\n" +
+			"--name, --label and --command keep jobs whose field contains the text.",
 		Flags: []ucli.Flag{
 			&ucli.StringSliceFlag{Name: "status", Usage: "only jobs in `STATUS` (repeatable or comma separated; 'active' = starting,running; 'finished' = the rest)"},
+			&ucli.StringFlag{Name: "since", Usage: "only jobs created in the last `DURATION` (e.g. 30m, 2h)"},
+			&ucli.StringFlag{Name: "name", Usage: "only jobs whose name contains `TEXT`"},
+			&ucli.StringFlag{Name: "label", Usage: "only jobs whose label contains `TEXT`"},
+			&ucli.StringFlag{Name: "command", Usage: "only jobs whose command contains `TEXT`"},
+			&ucli.IntFlag{Name: "limit", Usage: "show the newest `N` jobs (default 20 on a terminal, 50 otherwise)"},
+			&ucli.BoolFlag{Name: "all", Usage: "show every job the filters select"},
+			&ucli.StringFlag{Name: "cursor", Usage: "continue after the page whose next_cursor is `CURSOR`"},
 			&ucli.BoolFlag{Name: "all-scopes", Usage: "list every scope's jobs"},
 			&ucli.Int64Flag{Name: "tail", Usage: "show the last `N` lines of each job's output"},
 		},
@@ -61,6 +73,21 @@ func parseStatuses(verb string, vals []string) ([]jobs.Status, error) {
 	return out, nil
 }
 
+// Default page sizes of list: a screen on a terminal, more when the
+// output goes to a program or a file.
+const (
+	listTerminalRows = 20
+	listPipedRows    = jobs.DefaultListLimit
+)
+
+// listPage is the JSON of list: a page of jobs.
+type listPage struct {
+	Jobs        []listItem `json:"jobs"`
+	More        int        `json:"more"`
+	MoreAtLeast bool       `json:"more_at_least,omitempty"`
+	Next        string     `json:"next_cursor,omitempty"`
+}
+
 // listItem is one job in the JSON of list; Tail is set with --tail.
 type listItem struct {
 	jobs.Job
@@ -94,55 +121,99 @@ func (r *runner) list(cc *ucli.Context) error {
 	if err := nonNegative(verb, "tail", tail); err != nil {
 		return err
 	}
-	all := cc.Bool("all-scopes")
-	f := jobs.Filter{Statuses: statuses, AllScopes: all}
+	f := jobs.Filter{Statuses: statuses, AllScopes: cc.Bool("all-scopes"), Cursor: cc.String("cursor"),
+		Name: cc.String("name"), Label: cc.String("label"), Command: cc.String("command")}
+	if cc.IsSet("since") {
+		d, err := parseDuration(verb, "since", cc.String("since"))
+		if err != nil {
+			return err
+		}
+		f.Since = time.Now().Add(-d)
+	}
+	switch limit := cc.Int("limit"); {
+	case cc.IsSet("limit") && cc.Bool("all"):
+		return usagef(verb, "--limit and --all exclude each other")
+	case cc.IsSet("limit") && limit <= 0:
+		return usagef(verb, "--limit must be at least 1, got %d", limit)
+	case cc.IsSet("limit"):
+		f.Limit = limit
+	case cc.Bool("all"):
+		f.Limit = 0
+	case isTerminal(r.stdoutFile()) && !jsonOut(cc):
+		f.Limit = listTerminalRows
+	default:
+		f.Limit = listPipedRows
+	}
 	var items []listItem
+	var page jobs.Page
 	if multi(cc) {
 		items, err = r.listMulti(cc, f, tail)
 	} else {
-		items, err = r.listOne(cc, f, tail)
+		items, page, err = r.listOne(cc, f, tail)
 	}
 	if err != nil {
 		return err
 	}
 	if jsonOut(cc) {
-		return r.printJSON(items)
+		return r.printJSON(listPage{Jobs: items, More: page.More, MoreAtLeast: page.MoreAtLeast, Next: page.Next})
 	}
 	if len(items) == 0 {
 		fmt.Fprintln(r.stdout, "no jobs")
 		return nil
 	}
-	fmt.Fprint(r.stdout, formatList(items, time.Now(), r.paint(), all, multi(cc), commandWidth(r.stdoutFile())))
+	fmt.Fprint(r.stdout, formatList(items, time.Now(), r.paint(), f.AllScopes, multi(cc), commandWidth(r.stdoutFile())))
+	if page.More > 0 {
+		n := formatCount(page.More)
+		if page.MoreAtLeast {
+			n = "over " + n
+		}
+		fmt.Fprintln(r.stdout, r.paint().dim(fmt.Sprintf("… and %s more (jobs list --limit N / --all)", n)))
+	}
 	return nil
 }
 
-// listOne is list over the one database.
-func (r *runner) listOne(cc *ucli.Context, f jobs.Filter, tail int64) ([]listItem, error) {
+// listOne is list over the one database, a page at a time (all of it
+// when f.Limit is 0).
+func (r *runner) listOne(cc *ucli.Context, f jobs.Filter, tail int64) ([]listItem, jobs.Page, error) {
 	c, err := r.client(cc)
 	if err != nil {
-		return nil, err
+		return nil, jobs.Page{}, err
 	}
 	ctx := cc.Context
-	js, err := c.List(ctx, f)
-	if err != nil {
-		return nil, err
+	var page jobs.Page
+	if f.Limit == 0 {
+		page.Jobs, err = c.List(ctx, f)
+	} else {
+		page, err = c.ListPage(ctx, f)
 	}
-	items := make([]listItem, len(js))
-	for i, j := range js {
+	if err != nil {
+		return nil, jobs.Page{}, err
+	}
+	items := make([]listItem, len(page.Jobs))
+	for i, j := range page.Jobs {
 		items[i].Job = j
 		if tail > 0 {
 			text := ""
 			if j.Scope == c.Scope() {
 				out, err := c.Log(ctx, j.ID, jobs.Range{TailLines: tail, Clean: true})
 				if err != nil {
-					return nil, err
+					return nil, jobs.Page{}, err
 				}
 				text = out.Text
 			}
 			items[i].Tail = &text
 		}
 	}
-	return items, nil
+	return items, page, nil
+}
+
+// formatCount writes n with thousands separators: 200,000.
+func formatCount(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // commandWidth is how much of the command list shows: cut on a terminal,

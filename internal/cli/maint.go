@@ -96,6 +96,12 @@ func (r *runner) gcCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "gc",
 		Usage: "run the janitor now: mark orphaned jobs lost, delete expired jobs and old events",
+		Description: "--vacuum then rewrites the database compactly and turns on incremental auto-vacuum\n" +
+			"(new databases have it), so that the space of deleted jobs goes back to the file system.\n" +
+			"Other writers wait while it runs; it needs free space about the size of the database.",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "vacuum", Usage: "also rewrite the database compactly (see above)"},
+		},
 		Action: func(cc *ucli.Context) error {
 			if cc.Args().Present() {
 				return usagef("gc", "gc takes no arguments")
@@ -108,13 +114,27 @@ func (r *runner) gcCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			var vac *jobs.VacuumResult
+			if cc.Bool("vacuum") {
+				v, err := c.Vacuum(cc.Context)
+				if err != nil {
+					return err
+				}
+				vac = &v
+			}
 			if jsonOut(cc) {
-				return r.printJSON(res)
+				return r.printJSON(struct {
+					jobs.GCResult
+					Vacuum *jobs.VacuumResult `json:"vacuum,omitempty"`
+				}{res, vac})
 			}
 			fmt.Fprintf(r.stdout, "deleted %s and %s; marked %s lost\n",
 				plural(int64(res.Jobs), "expired job", "expired jobs"),
 				plural(res.Events, "old event", "old events"),
 				plural(int64(res.Lost), "job", "jobs"))
+			if vac != nil {
+				fmt.Fprintf(r.stdout, "vacuumed: %s before, %s after\n", parse.FormatSize(vac.Before), parse.FormatSize(vac.After))
+			}
 			return nil
 		},
 	}

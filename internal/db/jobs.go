@@ -109,8 +109,23 @@ type Filter struct {
 	AllScopes    bool
 	Statuses     []Status
 	SupervisorID string
-	Name         string
-	Limit        int // 0 = no limit
+	Name         string // exactly this name
+	// CreatedSince keeps the jobs created at or after it.
+	CreatedSince time.Time
+	// NameContains, LabelContains and CommandContains keep the jobs whose
+	// name, label or command contains the text (LIKE, so ASCII letters
+	// match either case; % and _ are matched as themselves).
+	NameContains, LabelContains, CommandContains string
+	// After continues a listing: only jobs older than this position.
+	After *Position
+	Limit int // 0 = no limit
+}
+
+// Position is a job's place in a listing, newest first: its creation time
+// and rowid. A listing continues after the last job it returned.
+type Position struct {
+	CreatedAt string // as stored
+	Rowid     int64
 }
 
 // jobColumns lists the jobs columns in jobRow order.
@@ -586,13 +601,109 @@ func (d *DB) FindJobByID(ctx context.Context, id string) (Job, error) {
 	return j, nil
 }
 
-const findJobsQuery = `SELECT ` + jobColumns + ` FROM jobs WHERE 1 = 1`
+const (
+	// findJobsQuery reads the newest chunk of each active job in the same
+	// statement (see liveOutput): one read instead of one per job.
+	findJobsQuery = `SELECT rowid, ` + jobColumns + `,
+	CASE WHEN ended_at IS NULL THEN ` + liveEndSQL + ` END AS live_end,
+	CASE WHEN ended_at IS NULL THEN ` + liveLinesSQL + ` END AS live_lines,
+	CASE WHEN ended_at IS NULL THEN ` + liveAtSQL + ` END AS live_at
+	FROM jobs`
+	countJobsQuery = `SELECT count(*) FROM jobs`
+	// A scope's listing walks jobs_scope_created newest first and stops
+	// at its limit. Left to itself, the planner may prefer jobs_status for
+	// a status filter, then sort every job of those statuses; that is right
+	// only when the statuses are the active ones, which are few.
+	byScopeIndex  = ` INDEXED BY jobs_scope_created`
+	byStatusIndex = ` INDEXED BY jobs_status`
+)
+
+// listRow is a jobs row with its rowid, for positions, and the end of its
+// newest chunk while it runs.
+type listRow struct {
+	Rowid int64 `db:"rowid"`
+	jobRow
+	LiveEnd   sql.NullInt64  `db:"live_end"`
+	LiveLines sql.NullInt64  `db:"live_lines"`
+	LiveAt    sql.NullString `db:"live_at"`
+}
 
 // FindJobs lists the jobs that f selects, newest first.
 func (d *DB) FindJobs(ctx context.Context, f Filter) ([]Job, error) {
+	jobs, _, err := d.FindJobsPage(ctx, f)
+	return jobs, err
+}
+
+// FindJobsPage lists the jobs that f selects, newest first, and the
+// position of the last one (nil when none), from which a listing goes on
+// with Filter.After.
+func (d *DB) FindJobsPage(ctx context.Context, f Filter) ([]Job, *Position, error) {
+	where, args := f.where()
+	query := findJobsQuery + where + ` ORDER BY created_at DESC, rowid DESC`
+	if f.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	var rows []listRow
+	if err := sqlx.SelectContext(ctx, d, &rows, query, args...); err != nil {
+		return nil, nil, fmt.Errorf("find jobs: %w", err)
+	}
+	jobs := make([]Job, 0, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		j, err := r.job()
+		if err != nil {
+			return nil, nil, fmt.Errorf("find jobs: %w", err)
+		}
+		if r.LiveEnd.Valid {
+			j.OutputBytes, j.OutputLines = max(j.OutputBytes, r.LiveEnd.Int64), max(j.OutputLines, r.LiveLines.Int64)
+			if t, err := ParseTime(r.LiveAt.String); err != nil {
+				return nil, nil, fmt.Errorf("find jobs: job %s: newest output: %w", j.ID, err)
+			} else if j.LastOutputAt == nil || t.After(*j.LastOutputAt) {
+				j.LastOutputAt = &t
+			}
+		}
+		jobs = append(jobs, j)
+	}
+	if len(rows) == 0 {
+		return jobs, nil, nil
+	}
+	last := rows[len(rows)-1]
+	return jobs, &Position{CreatedAt: last.CreatedAt, Rowid: last.Rowid}, nil
+}
+
+// CountJobs counts the jobs that f selects, up to f.Limit when it is set:
+// a count costs as much as the rows it counts.
+func (d *DB) CountJobs(ctx context.Context, f Filter) (int, error) {
+	where, args := f.where()
+	query := countJobsQuery + where
+	if f.Limit > 0 {
+		query = `SELECT count(*) FROM (SELECT 1 FROM jobs` + where + ` LIMIT ?)`
+		args = append(args, f.Limit)
+	}
+	var n int
+	if err := d.GetContext(ctx, &n, query, args...); err != nil {
+		return 0, fmt.Errorf("count jobs: %w", err)
+	}
+	return n, nil
+}
+
+// where renders f as an INDEXED BY clause and a WHERE clause with their
+// arguments.
+func (f Filter) where() (string, []any) {
 	var b strings.Builder
 	var args []any
-	b.WriteString(findJobsQuery)
+	activeOnly := len(f.Statuses) > 0
+	for _, s := range f.Statuses {
+		activeOnly = activeOnly && !s.Terminal()
+	}
+	switch {
+	case activeOnly:
+		b.WriteString(byStatusIndex)
+	case !f.AllScopes:
+		b.WriteString(byScopeIndex)
+	}
+	b.WriteString(` WHERE 1 = 1`)
 	if !f.AllScopes {
 		b.WriteString(` AND scope = ?`)
 		args = append(args, f.Scope)
@@ -611,16 +722,29 @@ func (d *DB) FindJobs(ctx context.Context, f Filter) ([]Job, error) {
 		b.WriteString(` AND name = ?`)
 		args = append(args, f.Name)
 	}
-	b.WriteString(` ORDER BY created_at DESC, rowid DESC`)
-	if f.Limit > 0 {
-		b.WriteString(` LIMIT ?`)
-		args = append(args, f.Limit)
+	if !f.CreatedSince.IsZero() {
+		b.WriteString(` AND created_at >= ?`)
+		args = append(args, FormatTime(f.CreatedSince))
 	}
-	jobs, err := queryJobs(ctx, d, b.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("find jobs: %w", err)
+	for _, c := range []struct{ col, text string }{
+		{"name", f.NameContains}, {"label", f.LabelContains}, {"command", f.CommandContains},
+	} {
+		if c.text != "" {
+			b.WriteString(` AND ` + c.col + ` LIKE ? ESCAPE '\'`)
+			args = append(args, "%"+escapeLike(c.text)+"%")
+		}
 	}
-	return jobs, nil
+	if f.After != nil {
+		// created_at bounds the index range; rowid orders equal times.
+		b.WriteString(` AND created_at <= ? AND (created_at < ? OR rowid < ?)`)
+		args = append(args, f.After.CreatedAt, f.After.CreatedAt, f.After.Rowid)
+	}
+	return b.String(), args
+}
+
+// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 const setStdinQuery = `UPDATE jobs SET stdin = ? WHERE id = ?`
@@ -704,6 +828,119 @@ func (d *DB) ExpiredJobs(ctx context.Context, now time.Time) ([]Job, error) {
 		return nil, fmt.Errorf("find expired jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// BatchBudget is how long one transaction of a bulk delete (expired jobs,
+// old events) may hold the write lock before it commits and lets other
+// writers in. A writer that arrives meanwhile waits for the rest of it.
+const BatchBudget = 10 * time.Millisecond
+
+// BatchRest is how long a bulk delete pauses between its transactions.
+// A writer that found the lock taken does not queue for it: SQLite's busy
+// handler sleeps and retries, up to 25 ms at a time by then, and a bulk
+// delete that began its next transaction at once would take the lock
+// again before the writer woke, for as long as the delete lasts.
+const BatchRest = 30 * time.Millisecond
+
+// rest pauses for BatchRest, or until ctx ends.
+func rest(ctx context.Context) error {
+	t := time.NewTimer(BatchRest)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// chunkSlice bounds the chunks one statement deletes: a job may have many
+// thousands, and deleting them all at once holds the lock for as long.
+const chunkSlice = 64
+
+const (
+	expiredJobIDsQuery = `SELECT id FROM jobs
+	WHERE ended_at IS NOT NULL AND ttl_ms > 0 AND last_access_at < ?
+	AND CAST(round((julianday(last_access_at) - 2440587.5) * 86400000.0) AS INTEGER) + ttl_ms < ?
+	ORDER BY last_access_at LIMIT ?`
+	deleteChunkSliceQuery = `DELETE FROM chunks WHERE rowid IN
+	(SELECT rowid FROM chunks WHERE job_id = ? ORDER BY byte_offset LIMIT ?)`
+	deleteExpiredJobQuery = `DELETE FROM jobs WHERE id = ? AND ended_at IS NOT NULL`
+)
+
+// ExpiredJobIDs returns up to limit ids of the finished jobs whose ttl has
+// passed, as ExpiredJobs selects them, oldest access first.
+func (d *DB) ExpiredJobIDs(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var ids []string
+	if err := d.SelectContext(ctx, &ids, expiredJobIDsQuery, FormatTime(now), now.UnixMilli(), limit); err != nil {
+		return nil, fmt.Errorf("find expired jobs: %w", err)
+	}
+	return ids, nil
+}
+
+// DeleteFinishedJobs deletes the finished jobs ids, with their output, in
+// short transactions (BatchBudget each, chunkSlice chunks a statement), so
+// that deleting many jobs never keeps another writer waiting long. A job
+// that is not finished is left alone. It returns how many it deleted.
+func (d *DB) DeleteFinishedJobs(ctx context.Context, ids []string) (int, error) {
+	deleted := 0
+	for len(ids) > 0 {
+		n, err := d.deleteBatch(ctx, ids)
+		deleted += n.jobs
+		if err != nil {
+			return deleted, fmt.Errorf("delete expired jobs: %w", err)
+		}
+		ids = ids[n.done:]
+		if len(ids) > 0 {
+			if err := rest(ctx); err != nil {
+				return deleted, fmt.Errorf("delete expired jobs: %w", err)
+			}
+		}
+	}
+	return deleted, nil
+}
+
+type batchResult struct{ done, jobs int }
+
+// deleteBatch deletes jobs from the front of ids until BatchBudget has
+// passed, in one transaction. A job whose output is not gone when the
+// budget runs out is finished by the next batch.
+func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error) {
+	var r batchResult
+	start := time.Now()
+	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		for _, id := range ids {
+			for {
+				if time.Since(start) > BatchBudget {
+					return nil
+				}
+				res, err := tx.ExecContext(ctx, deleteChunkSliceQuery, id, chunkSlice)
+				if err != nil {
+					return err
+				}
+				if n, err := res.RowsAffected(); err != nil {
+					return err
+				} else if n < chunkSlice {
+					break
+				}
+			}
+			res, err := tx.ExecContext(ctx, deleteExpiredJobQuery, id)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			r.done++
+			r.jobs += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return batchResult{}, err
+	}
+	return r, nil
 }
 
 // execOne runs a statement meant to change exactly one row; no row changed

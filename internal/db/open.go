@@ -90,9 +90,16 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	st, err := os.Stat(abs)
+	fresh := err != nil || st.Size() == 0
 	fi, err := prepareFile(abs)
 	if err != nil {
 		return nil, err
+	}
+	if fresh {
+		if err := initFile(ctx, abs); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", abs, err)
+		}
 	}
 	conn := &connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode(), path: abs, file: fi}
 	sqldb := sql.OpenDB(conn)
@@ -178,6 +185,29 @@ func (d *DB) LetGoOfSideFiles() {
 			}
 		}
 	}
+}
+
+// initFile gives a new, empty database file incremental auto-vacuum, so
+// that the pages of deleted jobs can go back to the file system (the
+// janitor's ReleaseFreePages). The mode can be set only before the file's
+// first page is written, and setting it on a database that has tables is
+// a write transaction: it is done here, once, by a connection of its own,
+// which the driver gives the mode before its journal_mode pragma writes the
+// first page; never by every connection. On a file another process has
+// initialised meanwhile it changes nothing.
+func initFile(ctx context.Context, path string) error {
+	q := url.Values{}
+	q.Add("_auto_vacuum", "INCREMENTAL")
+	q.Add("_busy_timeout", strconv.FormatInt(BusyTimeout.Milliseconds(), 10))
+	sqldb, err := sql.Open("sqlite", DSN(path)+"&"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer sqldb.Close()
+	if err := sqldb.PingContext(ctx); err != nil {
+		return fmt.Errorf("initialise: %w", cleanSQLiteError(err))
+	}
+	return nil
 }
 
 // KeepConnections makes the pool work with the connections it has open
@@ -395,3 +425,73 @@ func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 // ParseTime reads a stored timestamp.
 func ParseTime(s string) (time.Time, error) { return time.Parse(TimeFormat, s) }
+
+// FreeSlack is how many free pages (1 MiB) the janitor leaves in the file
+// for new rows to reuse; ReleaseFreePages gives back the rest.
+const FreeSlack = 256
+
+// releaseStep bounds the pages one incremental_vacuum statement moves:
+// each is its own write transaction, short enough for other writers.
+const releaseStep = 128
+
+// ReleaseFreePages gives the free pages beyond a small slack back to the
+// file system, a few at a time. It does nothing on a database without
+// incremental auto-vacuum (one created before it was the default; see
+// Vacuum). It returns how many pages it released.
+func (d *DB) ReleaseFreePages(ctx context.Context) (int64, error) {
+	var mode int
+	if err := d.GetContext(ctx, &mode, `PRAGMA auto_vacuum`); err != nil {
+		return 0, fmt.Errorf("release free pages: %w", err)
+	}
+	if mode != 2 {
+		return 0, nil
+	}
+	var released int64
+	for {
+		var free int64
+		if err := d.GetContext(ctx, &free, `PRAGMA freelist_count`); err != nil {
+			return released, fmt.Errorf("release free pages: %w", err)
+		}
+		if free <= FreeSlack {
+			return released, nil
+		}
+		n := min(free-FreeSlack, releaseStep)
+		if _, err := d.ExecContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, n)); err != nil {
+			return released, fmt.Errorf("release free pages: %w", err)
+		}
+		released += n
+		if err := rest(ctx); err != nil {
+			return released, fmt.Errorf("release free pages: %w", err)
+		}
+	}
+}
+
+// Vacuum rewrites the database compactly and turns on incremental
+// auto-vacuum, which a database created by an older version lacks, then
+// truncates the WAL. It holds the write lock for the whole rewrite, which
+// takes time in proportion to the database's size, and needs free disk
+// space about the size of the database.
+func (d *DB) Vacuum(ctx context.Context) error {
+	conn, err := d.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	defer conn.Close()
+	for _, stmt := range []string{`PRAGMA auto_vacuum = INCREMENTAL`, `VACUUM`, `PRAGMA wal_checkpoint(TRUNCATE)`} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("vacuum: %w", cleanSQLiteError(err))
+		}
+	}
+	return nil
+}
+
+// Size is the database's size on disk: the file and its WAL.
+func (d *DB) Size() int64 {
+	var n int64
+	for _, p := range []string{d.Path, d.Path + "-wal"} {
+		if st, err := os.Stat(p); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"modernc.org/sqlite"
 )
@@ -149,7 +150,27 @@ func (c *cachingConn) release(s *cachedStmt) {
 	c.mu.Unlock()
 }
 
+// tracer, when set, is told the text of every statement a connection runs
+// or prepares.
+var tracer atomic.Pointer[func(query string)]
+
+// TraceQueries calls fn with the text of every statement that connections
+// of any DB run or prepare from now until stop is called: a test can
+// collect the queries that verbs run and check how SQLite plans them.
+// fn may be called from several goroutines at once.
+func TraceQueries(fn func(query string)) (stop func()) {
+	tracer.Store(&fn)
+	return func() { tracer.CompareAndSwap(&fn, nil) }
+}
+
+func trace(query string) {
+	if fn := tracer.Load(); fn != nil {
+		(*fn)(query)
+	}
+}
+
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	trace(query)
 	s := c.acquire(ctx, query)
 	if s == nil {
 		res, err := c.sqliteConn.ExecContext(ctx, query, args)
@@ -161,6 +182,7 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 }
 
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	trace(query)
 	s := c.acquire(ctx, query)
 	if s == nil {
 		rows, err := c.sqliteConn.QueryContext(ctx, query, args)
@@ -178,6 +200,7 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 }
 
 func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	trace(query)
 	st, err := c.sqliteConn.PrepareContext(ctx, query)
 	return st, asCorrupt(c.path, err)
 }

@@ -188,7 +188,7 @@ func TestListIsShort(t *testing.T) {
 			t.Errorf("row of %d characters: %q", len(row), row)
 		}
 	}
-	callErr(t, cs, "process", map[string]any{"action": "list", "status": "sleeping"}, "status must be active or one of")
+	callErr(t, cs, "process", map[string]any{"action": "list", "status": "sleeping"}, "unknown status")
 	l := callOK[listResult](t, cs, "process", map[string]any{"action": "list", "status": "active"})
 	for _, s := range l.Sessions {
 		callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": s.SessionID})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -132,7 +133,12 @@ const listCommandChars = 60
 type listResult struct {
 	Scope    string     `json:"scope"`
 	Sessions []listView `json:"sessions"`
-	More     bool       `json:"more,omitempty"`
+	// More counts the sessions after this page (at least that many with
+	// MoreAtLeast); NextCursor continues the listing.
+	More        int    `json:"more,omitempty"`
+	MoreAtLeast bool   `json:"more_at_least,omitempty"`
+	NextCursor  string `json:"next_cursor,omitempty"`
+	Note        string `json:"note,omitempty"`
 }
 
 // listView is a session as list shows it: what tells sessions apart.
@@ -145,32 +151,57 @@ type listView struct {
 	Command   string `json:"command"`
 }
 
-func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult, any, error) {
-	limit := defaultListJobs
+// listFilter reads list's arguments. status takes one word or several
+// separated by commas.
+func listFilter(in processInput) (jobs.Filter, error) {
+	f := jobs.Filter{Limit: defaultListJobs, Name: in.Name, Label: in.Label, Command: in.Command, Cursor: in.Cursor}
 	if in.Limit != nil {
-		if *in.Limit < 1 {
-			return nil, nil, argError("limit must be at least 1, got %d", *in.Limit)
+		if *in.Limit < 1 || *in.Limit > maxListJobs {
+			return f, argError("limit must be 1 to %d for action=list, got %d", maxListJobs, *in.Limit)
 		}
-		limit = int(min(int64(*in.Limit), maxListJobs))
+		f.Limit = int(*in.Limit)
 	}
-	f := jobs.Filter{Limit: limit + 1}
-	switch st := strings.TrimSpace(in.Status); st {
-	case "":
-	case "active":
-		f.Statuses = []jobs.Status{jobs.StatusStarting, jobs.StatusRunning}
-	default:
-		if !slices.Contains(statuses, jobs.Status(st)) {
-			return nil, nil, argError("status must be active or one of %s, got \"%s\"", joinStatuses(), textclean.Echo(st))
+	if in.Since != nil {
+		if *in.Since <= 0 || math.IsNaN(*in.Since) || math.IsInf(*in.Since, 0) {
+			return f, argError("since must be a positive number of seconds, got %v", *in.Since)
 		}
-		f.Statuses = []jobs.Status{jobs.Status(st)}
+		f.Since = time.Now().Add(-time.Duration(*in.Since * float64(time.Second)))
 	}
-	js, err := s.c.List(ctx, f)
+	for _, st := range strings.Split(in.Status, ",") {
+		switch st = strings.ToLower(strings.TrimSpace(st)); st {
+		case "":
+		case "active":
+			f.Statuses = append(f.Statuses, jobs.StatusStarting, jobs.StatusRunning)
+		case "finished":
+			f.Statuses = append(f.Statuses, jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost)
+		default:
+			if !slices.Contains(statuses, jobs.Status(st)) {
+				return f, argError("unknown status \"%s\": use %s, active or finished", textclean.Echo(st), joinStatuses())
+			}
+			f.Statuses = append(f.Statuses, jobs.Status(st))
+		}
+	}
+	return f, nil
+}
+
+func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult, any, error) {
+	f, err := listFilter(in)
 	if err != nil {
 		return nil, nil, err
 	}
-	r := listResult{Scope: s.c.Scope(), Sessions: []listView{}}
-	if len(js) > limit {
-		js, r.More = js[:limit], true
+	page, err := s.c.ListPage(ctx, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	js := page.Jobs
+	r := listResult{Scope: s.c.Scope(), Sessions: []listView{}, More: page.More, MoreAtLeast: page.MoreAtLeast, NextCursor: page.Next}
+	more := ""
+	if page.More > 0 {
+		more = fmt.Sprint(page.More)
+		if page.MoreAtLeast {
+			more = "over " + more
+		}
+		r.Note = fmt.Sprintf("%s more sessions; pass cursor=next_cursor for the next page, or filter by status, name, label, command or since", more)
 	}
 	var b strings.Builder
 	for _, j := range js {
@@ -191,8 +222,8 @@ func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult
 		fmt.Fprintf(&b, " %s", v.Command)
 	}
 	line := fmt.Sprintf("%d session(s) in scope \"%s\"", len(js), textclean.Echo(r.Scope))
-	if r.More {
-		line += fmt.Sprintf("; more not shown (limit=%d; status filters)", limit)
+	if more != "" {
+		line += fmt.Sprintf("; %s more (cursor=%s continues; filters: status, name, label, command, since)", more, page.Next)
 	}
 	return result(line+b.String(), r)
 }

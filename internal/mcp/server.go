@@ -148,7 +148,7 @@ Actions (each takes only the parameters listed):
 - wait (sessionId or sessionIds, all, until, idle, timeout): block until the job ends, waits for input on stdin, its output matches until (a regex; the unfinished last line counts, so prompts match) or it has been silent idle seconds. With several sessionIds it returns when the first ends (all=true: when all have), naming which, with the others' status. The output is what you have not read yet (the newest part when long). timeout in seconds (default and at most ` + round(bound) + `; call again to keep waiting). Sends progress notifications.
 - poll (sessionId, timeout, grep): status, exit_code, waiting_for_input and the output that is NEW since the last poll: when more is new than 500 characters, the newest part from a line start, saying what it skipped. retry_in_ms says when to look again; it grows while nothing changes. timeout blocks up to that many seconds for new output.
 - log (sessionId, offset, limit, unit, stream, grep): page through the cleaned full output. offset/limit count lines (offset 0 = first line); default the last 200 lines; at most 2000 lines and 64 KiB. unit="bytes" makes them byte offsets (continue with next_offset).
-- list (status, limit): this scope's jobs, newest first, one line each (default 20, at most 100).
+- list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default 20, at most 100) and how many more. status takes running, done, failed, killed, timed_out, lost, starting, active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
 - status (sessionId): all metadata and the transition history.
 - write (sessionId, data, eof): send data to stdin (add "\n" to end a line); eof=true closes stdin (it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
 - send_keys (sessionId, keys, literal): tmux jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
@@ -185,9 +185,9 @@ type processInput struct {
 	SessionID  string   `json:"sessionId,omitempty" jsonschema:"the job: id, unique id prefix or name (every action but list)"`
 	SessionIDs []string `json:"sessionIds,omitempty" jsonschema:"wait: several jobs; returns when the first ends (or all, with all=true)"`
 	All        bool     `json:"all,omitempty" jsonschema:"wait: with several sessionIds, return only when all have ended"`
-	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in this status (running, done, failed, killed, timed_out, lost; active = starting or running)"`
+	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in these statuses (running, done, failed, killed, timed_out, lost, starting; active; finished; several separated by commas)"`
 	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first line to read, from 0 (or byte offset with unit=bytes)"`
-	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many lines to read (or bytes with unit=bytes); default 200 lines. list: how many jobs (default 20)"`
+	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many lines to read (or bytes with unit=bytes); default 200 lines. list: how many sessions (default 20, at most 100)"`
 	Unit       string   `json:"unit,omitempty" jsonschema:"log: lines (default) or bytes"`
 	Stream     string   `json:"stream,omitempty" jsonschema:"log: stdout or stderr only"`
 	Grep       string   `json:"grep,omitempty" jsonschema:"log, poll: keep only lines matching this regular expression"`
@@ -200,6 +200,11 @@ type processInput struct {
 	Idle       *float64 `json:"idle,omitempty" jsonschema:"wait: return when output has been silent this many seconds"`
 	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"wait: give up after this many seconds (default and at most the call bound); poll: block up to this long for new output"`
 	Scrollback *count   `json:"scrollback,omitempty" jsonschema:"capture: lines of history above the screen (default 0, at most 2000)"`
+	Name       string   `json:"name,omitempty" jsonschema:"list: only sessions whose name contains this text"`
+	Label      string   `json:"label,omitempty" jsonschema:"list: only sessions whose label contains this text"`
+	Command    string   `json:"command,omitempty" jsonschema:"list: only sessions whose command contains this text"`
+	Since      *float64 `json:"since,omitempty" jsonschema:"list: only sessions created in the last this many seconds"`
+	Cursor     string   `json:"cursor,omitempty" jsonschema:"list: the next_cursor of the previous page"`
 }
 
 // killInput is the arguments of kill_process.
@@ -221,7 +226,7 @@ var actions = []actionParams{
 	{"wait", []string{"sessionId", "sessionIds", "all", "until", "idle", "timeout"}},
 	{"poll", []string{"sessionId", "timeout", "grep", "filter"}},
 	{"log", []string{"sessionId", "offset", "limit", "unit", "stream", "grep", "filter"}},
-	{"list", []string{"status", "limit"}},
+	{"list", []string{"status", "limit", "name", "label", "command", "since", "cursor"}},
 	{"status", []string{"sessionId"}},
 	{"write", []string{"sessionId", "data", "eof"}},
 	{"send_keys", []string{"sessionId", "keys", "literal"}},

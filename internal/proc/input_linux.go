@@ -334,3 +334,27 @@ func wchanIsPipeRead(tdir string) bool {
 	w := string(bytes.TrimSpace(b))
 	return strings.Contains(w, "pipe_read") || w == "pipe_wait" || w == "pipe_wait_readable"
 }
+
+// MainWaitsForInput is WaitingForInput for listings, which ask it of every
+// running job on a page: it looks only at the main thread of the main
+// process, blocked reading the pipe on its fd 0. A job whose reader is
+// another thread (a Go program) or another process shows as not waiting
+// here; WaitingForInput, which poll and status use, finds those too.
+func MainWaitsForInput(pid int, stdinPipeInode uint64) bool {
+	if pid <= 0 || stdinPipeInode == 0 {
+		return false
+	}
+	dir := procRoot + "/" + strconv.Itoa(pid)
+	if l, err := os.Readlink(dir + "/fd/0"); err != nil || l != "pipe:["+strconv.FormatUint(stdinPipeInode, 10)+"]" {
+		return false
+	}
+	tdir := dir + "/task/" + strconv.Itoa(pid)
+	if !taskSleeping(tdir) {
+		return false
+	}
+	fds := map[int]bool{0: true}
+	if w, known := syscallWaitsOn(dir, tdir, fds, stdinPipeInode); known {
+		return w
+	}
+	return wchanIsPipeRead(tdir)
+}

@@ -14,6 +14,9 @@ import (
 // environ is the supervisor's own environment (a variable for tests).
 var environ = os.Environ
 
+// expiredPage is how many expired job ids the janitor reads at a time.
+const expiredPage = 1000
+
 // JanitorResult says what one janitor pass did.
 type JanitorResult struct {
 	Lost          int   // jobs of dead supervisors marked lost
@@ -43,18 +46,32 @@ func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost f
 		errs = append(errs, err)
 	}
 	if expire {
-		expired, err := d.ExpiredJobs(ctx, d.Now())
-		if err != nil {
-			errs = append(errs, err)
-		}
-		for _, j := range expired {
-			if err := d.DeleteJob(ctx, j.ID); err != nil && !errors.Is(err, db.ErrNotFound) {
+		// Expired jobs go a thousand ids at a time, each deleted in short
+		// transactions: a long history expiring at once must not keep the
+		// supervisor from writing output and statuses meanwhile.
+		now := d.Now()
+		for {
+			ids, err := d.ExpiredJobIDs(ctx, now, expiredPage)
+			if err != nil {
 				errs = append(errs, err)
-				continue
+				break
 			}
-			res.Deleted++
+			n, err := d.DeleteFinishedJobs(ctx, ids)
+			res.Deleted += n
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if len(ids) < expiredPage {
+				break
+			}
 		}
 		if res.EventsDeleted, err = d.DeleteEventsBefore(ctx, d.Now().Add(-retention)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if res.Deleted > 0 || res.EventsDeleted > 0 {
+		if _, err := d.ReleaseFreePages(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -347,10 +347,13 @@ func TestDetachedJobOutlivesProgram(t *testing.T) {
 	if err != nil {
 		t.Fatalf("jobs list: %v", err)
 	}
-	var listed []jobs.Job
-	if err := json.Unmarshal(b, &listed); err != nil {
+	var page struct {
+		Jobs []jobs.Job `json:"jobs"`
+	}
+	if err := json.Unmarshal(b, &page); err != nil {
 		t.Fatalf("jobs list --json: %v\n%s", err, b)
 	}
+	listed := page.Jobs
 	if len(listed) != 1 || listed[0].ID != id || listed[0].Status != jobs.StatusRunning {
 		t.Fatalf("jobs list = %+v, want job %s running", listed, id)
 	}

@@ -343,6 +343,30 @@ type GCResult struct {
 	Events int64 `json:"events_deleted"`
 }
 
+// VacuumResult is the database's size on disk (file and WAL) before and
+// after Vacuum.
+type VacuumResult struct {
+	Before int64 `json:"size_before"`
+	After  int64 `json:"size_after"`
+}
+
+// Vacuum rewrites the database compactly and turns on incremental
+// auto-vacuum, with which the janitor gives the space of deleted jobs back
+// to the file system. Databases created by this version have it already;
+// Vacuum is for older ones. Writers wait while it runs, and it needs free
+// disk space about the size of the database.
+func (c *Client) Vacuum(ctx context.Context) (VacuumResult, error) {
+	if err := c.check(ctx); err != nil {
+		return VacuumResult{}, err
+	}
+	r := VacuumResult{Before: c.db.Size()}
+	if err := c.db.Vacuum(ctx); err != nil {
+		return r, err
+	}
+	r.After = c.db.Size()
+	return r, nil
+}
+
 // GC runs the janitor now: marks jobs of dead supervisors lost, deletes
 // finished jobs past their TTL and events past retention (30 days). It works
 // on the whole database, not only the client's scope.

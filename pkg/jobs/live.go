@@ -16,6 +16,10 @@ import (
 // has exited or the job has ended. Only processes proven the job's count
 // (proc.Target). full counts descendants of finished jobs too, which costs
 // a scan of every process's environment; list asks it only for lost jobs.
+// Without full, whether a running job waits for input is asked of the main
+// thread of its main process only (proc.MainWaitsForInput): a page of
+// running jobs would otherwise read the files of every thread of every
+// process in it.
 // It returns true when it found that no process of a finished job is left,
 // a fact the caller records so that later reads skip the scan.
 func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
@@ -36,7 +40,11 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 			out.Stopped = main.State == 'T'
 		}
 		if j.Stdin == "pipe" && j.Mode != "tmux" && mainAlive && !out.Stopped {
-			out.WaitingForInput = proc.WaitingForInput(j.PID, stdinInode(j.PID), t)
+			if full {
+				out.WaitingForInput = proc.WaitingForInput(j.PID, stdinInode(j.PID), t)
+			} else {
+				out.WaitingForInput = proc.MainWaitsForInput(j.PID, stdinInode(j.PID))
+			}
 		}
 		if !mainAlive {
 			out.MainExited = true

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -75,25 +79,134 @@ func (c *Client) Get(ctx context.Context, ref string) (Job, error) {
 	return c.view(j), nil
 }
 
-// List returns the scope's jobs, newest first.
+// List returns the scope's jobs that f selects, newest first; f.Limit 0
+// returns them all.
 func (c *Client) List(ctx context.Context, f Filter) ([]Job, error) {
 	if err := c.check(ctx); err != nil {
 		return nil, err
 	}
-	_, _ = c.sweep(ctx)
-	df := db.Filter{Scope: c.opts.Scope, AllScopes: f.AllScopes, Limit: f.Limit}
-	for _, s := range f.Statuses {
-		df.Statuses = append(df.Statuses, db.Status(s))
+	df, err := c.dbFilter(f)
+	if err != nil {
+		return nil, err
 	}
+	_, _ = c.sweep(ctx)
 	rows, err := c.db.FindJobs(ctx, df)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Job, 0, len(rows))
+	return c.views(rows), nil
+}
+
+// views converts a listing's rows. The live facts of a running job come
+// from its processes' files in /proc, a few dozen reads each; a page of
+// running jobs reads them on every processor at once.
+func (c *Client) views(rows []db.Job) []Job {
+	out := make([]Job, len(rows))
+	active := 0
 	for _, j := range rows {
-		out = append(out, c.viewFull(j, false))
+		if !j.Status.Terminal() {
+			active++
+		}
 	}
-	return out, nil
+	workers := min(runtime.GOMAXPROCS(0), active)
+	if workers < 2 {
+		for i, j := range rows {
+			out[i] = c.viewFull(j, false)
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() { // owned by views, which waits for it
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(rows) {
+					return
+				}
+				out[i] = c.viewFull(rows[i], false)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// ListPage returns one page of the scope's jobs that f selects, newest
+// first: f.Limit of them (DefaultListLimit when 0), how many follow, and
+// the cursor of the next page. Its cost does not grow with the history.
+func (c *Client) ListPage(ctx context.Context, f Filter) (Page, error) {
+	if err := c.check(ctx); err != nil {
+		return Page{}, err
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultListLimit
+	}
+	df, err := c.dbFilter(f)
+	if err != nil {
+		return Page{}, err
+	}
+	_, _ = c.sweep(ctx)
+	rows, pos, err := c.db.FindJobsPage(ctx, df)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Jobs: c.views(rows)}
+	if pos == nil || len(rows) < df.Limit {
+		return p, nil
+	}
+	rest := df
+	rest.After, rest.Limit = pos, MaxMoreCount+1
+	if p.More, err = c.db.CountJobs(ctx, rest); err != nil {
+		return Page{}, err
+	}
+	if p.More > MaxMoreCount {
+		p.More, p.MoreAtLeast = MaxMoreCount, true
+	}
+	if p.More > 0 {
+		p.Next = encodeCursor(pos)
+	}
+	return p, nil
+}
+
+// dbFilter validates f and turns it into the storage filter.
+func (c *Client) dbFilter(f Filter) (db.Filter, error) {
+	if f.Limit < 0 {
+		return db.Filter{}, fmt.Errorf("%w: limit must not be negative, got %d", ErrInvalid, f.Limit)
+	}
+	df := db.Filter{Scope: c.opts.Scope, AllScopes: f.AllScopes, Limit: f.Limit, CreatedSince: f.Since,
+		NameContains: f.Name, LabelContains: f.Label, CommandContains: f.Command}
+	for _, s := range f.Statuses {
+		df.Statuses = append(df.Statuses, db.Status(s))
+	}
+	if f.Cursor != "" {
+		pos, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return db.Filter{}, err
+		}
+		df.After = &pos
+	}
+	return df, nil
+}
+
+// A cursor is a position as text, "<rowid>.<created_at>"; callers treat it
+// as opaque.
+func encodeCursor(p *db.Position) string {
+	return strconv.FormatInt(p.Rowid, 10) + "." + p.CreatedAt
+}
+
+func decodeCursor(s string) (db.Position, error) {
+	id, at, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(id, 10, 64)
+	if _, terr := db.ParseTime(at); !ok || err != nil || n <= 0 || terr != nil {
+		if len(s) > 64 {
+			s = s[:64] + "…"
+		}
+		return db.Position{}, fmt.Errorf("%w: bad cursor %q (pass the next_cursor of a listing)", ErrInvalid, s)
+	}
+	return db.Position{CreatedAt: at, Rowid: n}, nil
 }
 
 // History returns a job's events, oldest first.

@@ -245,15 +245,44 @@ type Event struct {
 	Host string `json:"host,omitempty"`
 }
 
-// Filter selects jobs for List.
+// Filter selects jobs for List and ListPage.
 type Filter struct {
 	// Statuses keeps jobs in any of these statuses; empty keeps all.
 	Statuses []Status `json:"statuses,omitempty"`
 	// AllScopes lists every scope's jobs instead of the client's.
 	AllScopes bool `json:"all_scopes,omitempty"`
-	// Limit caps the count (newest first); 0 means no cap.
+	// Since keeps the jobs created at or after this time; zero keeps all.
+	Since time.Time `json:"since,omitzero"`
+	// Name, Label and Command keep the jobs whose name, label or command
+	// contains the text; ASCII letters match either case, every other
+	// character (% and _ included) only itself.
+	Name    string `json:"name,omitempty"`
+	Label   string `json:"label,omitempty"`
+	Command string `json:"command,omitempty"`
+	// Cursor continues a listing after the page whose Next it is.
+	Cursor string `json:"cursor,omitempty"`
+	// Limit caps the count (newest first). For List 0 means no cap; for
+	// ListPage it means DefaultListLimit.
 	Limit int `json:"limit,omitempty"`
 }
+
+// Page is one page of a listing, newest first.
+type Page struct {
+	Jobs []Job `json:"jobs"`
+	// More counts the jobs the filter selects after this page, up to
+	// MaxMoreCount; MoreAtLeast is set when there are more than that.
+	More        int  `json:"more"`
+	MoreAtLeast bool `json:"more_at_least,omitempty"`
+	// Next is the cursor of the following page; "" on the last one.
+	Next string `json:"next_cursor,omitempty"`
+}
+
+// Listing defaults. Counting every job a long history holds would cost
+// as much as the history; a page counts the rest only up to MaxMoreCount.
+const (
+	DefaultListLimit = 50
+	MaxMoreCount     = 1000
+)
 
 // Range selects part of a job's output for Log. Set at most one of the
 // three selections: a byte range (Offset/Limit), a line range

@@ -59,21 +59,24 @@ func self() string {
 
 // config holds the size knobs, from the environment (see bench/README.md).
 type config struct {
-	jobsBin      string
-	baseBin      string // a previous build to compare with (JOBS_BASE_BIN)
-	baseRev      string // what baseBin was built from (JOBS_BASE_REV)
-	work         string
-	out          string
-	quick        bool
-	startRuns    int
-	pollRuns     int
-	captureBytes int64
-	concJobs     int
-	concRate     int
-	concSecs     int
-	concRounds   int
-	killTrials   int
-	only         map[string]bool // workloads to run; all when empty
+	jobsBin       string
+	baseBin       string // a previous build to compare with (JOBS_BASE_BIN)
+	baseRev       string // what baseBin was built from (JOBS_BASE_REV)
+	work          string
+	out           string
+	quick         bool
+	startRuns     int
+	pollRuns      int
+	captureBytes  int64
+	concJobs      int
+	concRate      int
+	concSecs      int
+	concRounds    int
+	killTrials    int
+	historyJobs   int             // finished jobs in the history workload's big database
+	historyRuns   int             // timed runs of each verb per database
+	historyExpire int             // jobs created and expired for the database-size target
+	only          map[string]bool // workloads to run; all when empty
 }
 
 func loadConfig(args []string) (config, error) {
@@ -108,11 +111,13 @@ func loadConfig(args []string) (config, error) {
 	c.captureBytes = 1 << 30
 	c.concJobs, c.concRate, c.concSecs, c.concRounds = 100, 100, 10, 3
 	c.killTrials = 5
+	c.historyJobs, c.historyRuns, c.historyExpire = 200000, 30, 100000
 	if c.quick {
 		c.startRuns, c.pollRuns = 15, 15
 		c.captureBytes = 64 << 20
 		c.concJobs, c.concSecs, c.concRounds = 20, 3, 1
 		c.killTrials = 2
+		c.historyJobs, c.historyRuns, c.historyExpire = 20000, 10, 10000
 	}
 	envInt := func(name string, p *int) {
 		if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -126,6 +131,9 @@ func loadConfig(args []string) (config, error) {
 	envInt("BENCH_CONC_SECS", &c.concSecs)
 	envInt("BENCH_CONC_ROUNDS", &c.concRounds)
 	envInt("BENCH_KILL_TRIALS", &c.killTrials)
+	envInt("BENCH_HISTORY_JOBS", &c.historyJobs)
+	envInt("BENCH_HISTORY_RUNS", &c.historyRuns)
+	envInt("BENCH_HISTORY_EXPIRE", &c.historyExpire)
 	if v := os.Getenv("BENCH_CAPTURE_BYTES"); v != "" {
 		n, err := parseSize(v)
 		if err != nil {
@@ -190,13 +198,14 @@ func run(ctx context.Context, args []string) error {
 		{"capture", "capture", b.capture},
 		{"concurrent jobs", "concurrent", b.concurrent},
 		{"kill tree", "kill", b.killTree},
+		{"history", "history", b.history},
 	}
 	if cfg.baseBin != "" {
 		steps = append(steps, step{"against " + cfg.baseRev, "versus", b.versus})
 	}
 	for k := range cfg.only {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.key == k }) {
-			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, versus with --against)", k)
+			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, history, versus with --against)", k)
 		}
 	}
 	for _, s := range steps {

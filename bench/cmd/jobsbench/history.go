@@ -1,0 +1,468 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/db/dbtest"
+)
+
+// historyScope is the scope whose history the history workload grows.
+const historyScope = "bench"
+
+// history: every everyday verb timed against a database holding 1,000
+// finished jobs and against one holding historyJobs (three events and one
+// chunk each, kept forever), in the same run, runs interleaved; then
+// start, poll, list and wait with one running job against 199 (the
+// default total limit is 200: the measured start is the 200th); then the
+// database file's size while 10 rounds of historyExpire/10 jobs of 10 KiB
+// each are created and expired. Targets: every ratio at most 1.5, default
+// list at most 50 rows, size after all rounds at most 1.5 × after the first.
+func (b *bench) history(ctx context.Context) error {
+	small, err := b.historyWorld(ctx, "history-1k", 1000)
+	if err != nil {
+		return err
+	}
+	big, err := b.historyWorld(ctx, "history-big", b.cfg.historyJobs)
+	if err != nil {
+		return err
+	}
+	label := fmt.Sprintf("history: 1,000 vs %s finished jobs", thousands(b.cfg.historyJobs))
+	if err := b.compareWorlds(ctx, label, small, big, true); err != nil {
+		return err
+	}
+	// With --against, the previous build's CLI reads the same two
+	// databases, timed in the same way right after: before and after
+	// from one run. (Its verbs reach this build's supervisor for start.)
+	if b.cfg.baseBin != "" {
+		bs, err := small.withBin(b.cfg.baseBin)
+		if err != nil {
+			return err
+		}
+		bb, err := big.withBin(b.cfg.baseBin)
+		if err != nil {
+			return err
+		}
+		b.cleanups = append(b.cleanups, bs.mcp.close, bb.mcp.close)
+		if err := b.compareWorlds(ctx, label+", "+b.cfg.baseRev, bs, bb, true); err != nil {
+			return err
+		}
+	}
+	one, err := b.runningWorld(ctx, "running-1", 1)
+	if err != nil {
+		return err
+	}
+	many, err := b.runningWorld(ctx, "running-199", 199)
+	if err != nil {
+		return err
+	}
+	if err := b.compareWorlds(ctx, "running: 1 vs 199 running jobs", one, many, false); err != nil {
+		return err
+	}
+	return b.historySize(ctx)
+}
+
+// histWorld is a world prepared for the history workload: a finished job
+// to read (id) and the newest event id (last).
+type histWorld struct {
+	*world
+	size int // jobs in its history, or running
+	id   string
+	last string
+	mcp  *mcpSession
+}
+
+// historyWorld fills a fresh world with n finished jobs through SQL, then
+// runs one real job through the CLI (which starts the supervisor) and
+// keeps an MCP server open on it.
+func (b *bench) historyWorld(ctx context.Context, name string, n int) (*histWorld, error) {
+	w, err := b.newWorld(name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := db.Open(ctx, w.db)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	err = dbtest.Fill(ctx, d, dbtest.History{Scope: historyScope, Jobs: n, ChunkBytes: 100, End: time.Now().Add(-time.Hour)})
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "   %s: %d jobs written in %.1f s\n", name, n, time.Since(t0).Seconds())
+	return b.prepareHistWorld(ctx, w, n)
+}
+
+func (b *bench) prepareHistWorld(ctx context.Context, w *world, n int) (*histWorld, error) {
+	id, err := w.start(historyScope, "--ttl", "0", "seq 1 1000")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.jobs(historyScope, "wait", id); err != nil {
+		return nil, err
+	}
+	out, err := w.jobs(historyScope, "events")
+	if err != nil {
+		return nil, err
+	}
+	var ev struct {
+		ID int64 `json:"id"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ev); err != nil {
+		return nil, fmt.Errorf("read the newest event: %w", err)
+	}
+	hw := &histWorld{world: w, size: n, id: id, last: strconv.FormatInt(ev.ID, 10)}
+	if hw.mcp, err = startMCP(w, historyScope); err != nil {
+		return nil, err
+	}
+	b.cleanups = append(b.cleanups, hw.mcp.close)
+	return hw, nil
+}
+
+// withBin is hw read by another jobs binary, with its own MCP server.
+func (hw *histWorld) withBin(bin string) (*histWorld, error) {
+	w := *hw.world
+	w.bin = bin
+	c := *hw
+	c.world = &w
+	var err error
+	c.mcp, err = startMCP(&w, historyScope)
+	return &c, err
+}
+
+// runningWorld is a world with n running jobs: up to 40 in the measured
+// scope, the rest in other scopes of 40 (a scope may run 50).
+func (b *bench) runningWorld(ctx context.Context, name string, n int) (*histWorld, error) {
+	w, err := b.newWorld(name)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < n; i++ {
+		scope := historyScope
+		if i >= 40 {
+			scope = fmt.Sprintf("other%d", i/40)
+		}
+		if _, err := w.start(scope, "--timeout", "0", "--", b.self, "sleeper"); err != nil {
+			return nil, err
+		}
+	}
+	b.cleanups = append(b.cleanups, func() {
+		for _, s := range []string{historyScope, "other1", "other2", "other3", "other4"} {
+			_, _ = w.jobs(s, "kill", "--all")
+		}
+	})
+	return b.prepareHistWorld(ctx, w, n)
+}
+
+// verb is one timed command of the history workload; cmd returns the time
+// it took.
+type verb struct {
+	name string
+	cmd  func(w *histWorld) (time.Duration, error)
+}
+
+func (b *bench) historyVerbs() []verb {
+	cli := func(args ...string) func(w *histWorld) (time.Duration, error) {
+		return func(w *histWorld) (time.Duration, error) {
+			a := make([]string, len(args))
+			for i, s := range args {
+				a[i] = strings.NewReplacer("ID", w.id, "LAST", w.last).Replace(s)
+			}
+			return timedOut(w.cmd(historyScope, a...))
+		}
+	}
+	mcp := func(args map[string]any) func(w *histWorld) (time.Duration, error) {
+		return func(w *histWorld) (time.Duration, error) {
+			if args["sessionId"] != nil {
+				args["sessionId"] = w.id
+			}
+			t0 := time.Now()
+			err := w.mcp.call("process", args)
+			return time.Since(t0), err
+		}
+	}
+	return []verb{
+		{"`poll ID`", cli("poll", "ID")},
+		{"`poll --new ID`", cli("poll", "--new", "ID")},
+		{"`log ID` (64 KiB page)", cli("log", "--offset", "0", "--limit", "65536", "ID")},
+		{"`status ID`", cli("status", "ID")},
+		{"`wait ID` (finished)", cli("wait", "ID")},
+		{"`events --since LAST`", cli("events", "--since", "LAST")},
+		{"`gc`", cli("gc")},
+		{"`list`", cli("list")},
+		// The started job is waited for outside the timing, so that the
+		// running worlds stay below the limit.
+		{"`start true` (warm supervisor)", func(w *histWorld) (time.Duration, error) {
+			c := w.cmd(historyScope, "start", "--ttl", "1h", "true")
+			var out strings.Builder
+			c.Stdout = &out
+			d, err := timed(c)
+			if err != nil {
+				return d, err
+			}
+			_, err = w.jobs(historyScope, "wait", strings.TrimSpace(out.String()))
+			return d, err
+		}},
+		{"MCP `process list`", mcp(map[string]any{"action": "list"})},
+		{"MCP `process poll`", mcp(map[string]any{"action": "poll", "sessionId": ""})},
+		{"MCP `process status`", mcp(map[string]any{"action": "status", "sessionId": ""})},
+	}
+}
+
+// compareWorlds times every verb in a and in b, alternating, and adds a row
+// per verb with the ratio b / a. With history set it also counts the rows
+// default list prints.
+func (b *bench) compareWorlds(ctx context.Context, label string, a, z *histWorld, history bool) error {
+	verbs := b.historyVerbs()
+	if !history {
+		verbs = []verb{verbs[0], verbs[4], verbs[7], verbs[8]} // poll, wait, list, start
+	}
+	ds := make([][2][]time.Duration, len(verbs))
+	for run := 0; run < b.cfg.historyRuns; run++ {
+		for i, v := range verbs {
+			for k, w := range []*histWorld{a, z} {
+				if run%2 == 1 {
+					w = []*histWorld{z, a}[k]
+					k = 1 - k
+				}
+				d, err := v.cmd(w)
+				if err != nil {
+					return fmt.Errorf("%s: %w", v.name, err)
+				}
+				ds[i][k] = append(ds[i][k], d)
+			}
+		}
+	}
+	for i, v := range verbs {
+		ma, mz := median(ds[i][0]), median(ds[i][1])
+		r := float64(mz) / float64(ma)
+		b.add(row{workload: label, metric: v.name, jobs: fmt.Sprintf("%s / %s", ms(ma), ms(mz)),
+			ratio: fmt.Sprintf("%.2f", r), target: "≤ 1.5", ok: yes(r <= 1.5)})
+	}
+	if history {
+		for _, w := range []*histWorld{a, z} {
+			out, err := w.jobs(historyScope, "list")
+			if err != nil {
+				return err
+			}
+			n := strings.Count(string(out), "\n")
+			b.add(row{workload: label, metric: fmt.Sprintf("default `list` lines printed (%s jobs)", thousands(w.size)),
+				jobs: strconv.Itoa(n), target: "≤ 52 (50 rows, header, more)", ok: yes(n <= 52)})
+		}
+	}
+	return nil
+}
+
+// historySize creates and expires historyExpire jobs of 10 KiB output each
+// in ten rounds, running the janitor (`jobs gc`) after each, and compares
+// the size of the database (with its WAL) once the last round's jobs are
+// written with its size once the first round's were: expired jobs' pages
+// must be reused. Meanwhile a writer adds a small event every 5 ms, and
+// the longest any of its writes waited is reported (target 50 ms).
+func (b *bench) historySize(ctx context.Context) error {
+	w, err := b.newWorld("history-size")
+	if err != nil {
+		return err
+	}
+	d, err := db.Open(ctx, w.db)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	per := max(1, b.cfg.historyExpire/10)
+	var first, last int64
+	var stall, gcTime time.Duration
+	writes := 0
+	for round := 0; round < 10; round++ {
+		err = dbtest.Fill(ctx, d, dbtest.History{Scope: historyScope, Jobs: per, ChunkBytes: 10 << 10,
+			TTL: time.Millisecond, End: time.Now().Add(-time.Minute)})
+		if err != nil {
+			return err
+		}
+		if _, err := d.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return err
+		}
+		size := fileSize(w.db) + fileSize(w.db+"-wal")
+		if round == 0 {
+			first = size
+		}
+		last = size
+		done := make(chan struct{})
+		worst := make(chan time.Duration, 1)
+		go func() { // the writer, owned by this round: stopped by done, its result read below
+			var max time.Duration
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					worst <- max
+					return
+				case <-tick.C:
+				}
+				t0 := time.Now()
+				if _, err := d.AddEvent(ctx, db.Event{JobID: "writer", Scope: "writer", Kind: "note"}); err == nil {
+					writes++
+				}
+				if d := time.Since(t0); d > max {
+					max = d
+				}
+			}
+		}()
+		t0 := time.Now()
+		_, err := w.jobs(historyScope, "gc")
+		gcTime += time.Since(t0)
+		close(done)
+		stall = max(stall, <-worst)
+		if err != nil {
+			return err
+		}
+	}
+	// The supervisor's checkpointer copies the WAL back after a janitor
+	// pass; without a supervisor here, checkpoint as it would.
+	if _, err := d.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return err
+	}
+	after, afterWAL := fileSize(w.db), fileSize(w.db+"-wal")
+	r := float64(last) / float64(first)
+	wl := fmt.Sprintf("history: %s jobs × 10 KiB created and expired in 10 rounds", thousands(per*10))
+	b.add(row{workload: wl, metric: "database size with the last round's jobs / with the first's", jobs: fmt.Sprintf("%.1f MiB / %.1f MiB", mib(last), mib(first)),
+		ratio: fmt.Sprintf("%.2f", r), target: "≤ 1.5", ok: yes(r <= 1.5)})
+	b.add(row{workload: wl, metric: "database size after the last expiry: file + WAL", jobs: fmt.Sprintf("%.1f MiB + %.1f MiB", mib(after), mib(afterWAL))})
+	b.add(row{workload: wl, metric: fmt.Sprintf("longest wait of a write during `jobs gc` (%d writes, one every 5 ms; gc %.1f s in all)", writes, gcTime.Seconds()),
+		jobs: ms(stall), target: "≤ 50 ms", ok: yes(stall <= 50*time.Millisecond)})
+	return nil
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// timedOut runs c, discarding its stdout.
+func timedOut(c *exec.Cmd) (time.Duration, error) {
+	c.Stdout = io.Discard
+	return timed(c)
+}
+
+// mcpSession is a `jobs mcp` server on stdio, initialised, for timing tool
+// calls.
+type mcpSession struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	next int
+}
+
+func startMCP(w *world, scope string) (*mcpSession, error) {
+	c := w.cmd(scope, "mcp")
+	in, err := c.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	s := &mcpSession{cmd: c, in: in, out: bufio.NewReaderSize(out, 1<<20), next: 1}
+	if _, err := s.rpc("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "jobsbench", "version": "0"}}); err != nil {
+		s.close()
+		return nil, err
+	}
+	if _, err := fmt.Fprintln(s.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// rpc sends one request and reads lines until its response.
+func (s *mcpSession) rpc(method string, params any) (json.RawMessage, error) {
+	id := s.next
+	s.next++
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.in.Write(append(req, '\n')); err != nil {
+		return nil, err
+	}
+	for {
+		line, err := s.out.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("mcp %s: %w", method, err)
+		}
+		var m struct {
+			ID     *int            `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(line, &m) != nil || m.ID == nil || *m.ID != id {
+			continue
+		}
+		if len(m.Error) > 0 {
+			return nil, fmt.Errorf("mcp %s: %s", method, m.Error)
+		}
+		return m.Result, nil
+	}
+}
+
+func (s *mcpSession) call(tool string, args map[string]any) error {
+	res, err := s.rpc("tools/call", map[string]any{"name": tool, "arguments": args})
+	if err != nil {
+		return err
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return err
+	}
+	if r.IsError {
+		return fmt.Errorf("mcp %s %v: %s", tool, args, res)
+	}
+	return nil
+}
+
+func (s *mcpSession) close() {
+	s.in.Close()
+	done := make(chan struct{})
+	go func() { // owned here: close waits for it or kills the server
+		_ = s.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
