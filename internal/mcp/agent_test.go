@@ -180,7 +180,7 @@ func TestListIsShort(t *testing.T) {
 	res := call(t, cs, "process", map[string]any{"action": "list", "status": "running", "limit": 3})
 	got := texts(res)
 	rows := strings.Split(got[0], "\n")[1:]
-	if len(rows) != 3 || !strings.Contains(rows[0], "more not shown") && !strings.Contains(got[0], "more not shown") {
+	if len(rows) != 3 || !strings.Contains(got[0], "; 1 more (cursor=") {
 		t.Fatalf("list status=running limit=3: %q", got[0])
 	}
 	for _, row := range rows {
