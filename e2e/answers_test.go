@@ -263,16 +263,8 @@ func TestCombinedReadKeepsOrder(t *testing.T) {
 	if isErr {
 		t.Fatalf("mcp log: %s", text)
 	}
-	var page struct {
-		Output struct {
-			Text string `json:"text"`
-		} `json:"output"`
-	}
-	_, body, _ := strings.Cut(text, "\n") // a summary line, then the JSON
-	if err := json.Unmarshal([]byte(body), &page); err != nil {
-		t.Fatalf("mcp log: %v\n%.300q", err, text)
-	}
-	reads = append(reads, struct{ what, text string }{"mcp log", page.Output.Text})
+	_, body, _ := strings.Cut(text, "\n") // a summary line, then the output as text
+	reads = append(reads, struct{ what, text string }{"mcp log", body})
 	worst := 0
 	var first string
 	for _, r := range reads {

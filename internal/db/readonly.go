@@ -201,6 +201,15 @@ func Foreign(ctx context.Context, path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read host name: %w", err)
 	}
+	// A file without the supervisors table (one that jobs has not set up
+	// yet, or an older empty database) was written by no supervisor.
+	var tables int
+	if err := d.QueryRowxContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'supervisors'`).Scan(&tables); err != nil {
+		return false, fmt.Errorf("read the schema: %w", asCorrupt(abs, err))
+	}
+	if tables == 0 {
+		return false, nil
+	}
 	var all, ours int
 	err = d.QueryRowxContext(ctx, foreignQuery, host).Scan(&all, &ours)
 	if err != nil {
