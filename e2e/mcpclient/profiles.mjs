@@ -1,0 +1,138 @@
+// Replays a seed's example calls against `jobs mcp --profile NAME` through
+// the official TypeScript SDK client, and prints one JSON line per check:
+// { profile, check, ok, error }. A last line { profile, done: true, ids }
+// names the jobs it started, for the caller to find in the CLI.
+//
+//   node profiles.mjs /path/to/jobs PROFILE
+//
+// The environment is passed on to `jobs mcp` (JOBS_DB, XDG_*, JOBS_SCOPE).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [bin, profile] = process.argv.slice(2);
+if (!bin || !profile) {
+  console.error("usage: node profiles.mjs /path/to/jobs PROFILE");
+  process.exit(2);
+}
+
+async function connect(name) {
+  const client = new Client({ name: "jobs-profiles", version: "1.0.0" });
+  const args = ["mcp"];
+  if (name) args.push("--profile", name);
+  await client.connect(new StdioClientTransport({ command: bin, args, env: { ...process.env }, stderr: "inherit" }));
+  return client;
+}
+
+// call returns the structured result (or the parsed text), and isError.
+async function call(client, name, args) {
+  const res = await client.callTool({ name, arguments: args });
+  const text = (res.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+  let sc = res.structuredContent;
+  if (!sc) {
+    try { sc = JSON.parse(text); } catch { sc = {}; }
+  }
+  return { sc, text, isError: !!res.isError };
+}
+
+let failed = 0;
+function check(name, cond, detail) {
+  const line = { profile, check: name, ok: !!cond };
+  if (!cond) {
+    failed++;
+    line.error = typeof detail === "string" ? detail : JSON.stringify(detail);
+  }
+  console.log(JSON.stringify(line));
+}
+
+const eq = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+const ids = [];
+
+async function claudeCode() {
+  const c = await connect("claude-code");
+  const { tools } = await c.listTools();
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  check("tools", ["run_command", "bash_output", "kill_shell", "list_shells"].every((n) => byName[n]), Object.keys(byName));
+  check("bash_output schema", eq(byName.bash_output?.inputSchema?.required, ["bash_id"]) && byName.bash_output?.inputSchema?.properties?.filter, byName.bash_output?.inputSchema);
+  check("kill_shell schema", eq(byName.kill_shell?.inputSchema?.required, ["shell_id"]), byName.kill_shell?.inputSchema);
+
+  // run_command with run_in_background: true, a dev server that keeps running.
+  let r = await call(c, "run_command", { command: "echo one; echo; echo two; sleep 30", run_in_background: true });
+  const dev = r.sc.id;
+  ids.push(dev);
+  check("run_in_background running", r.sc.status === "running" && dev, r.sc);
+  check("running message", r.sc.message?.startsWith("✓ Background process running") &&
+    r.sc.message.includes(` ID: ${dev}`) && r.sc.message.includes(`Use bash_output("${dev}") to check output, kill_shell("${dev}") to stop.`), r.sc.message);
+
+  // bash_output: only the new output, blank lines dropped; then nothing new.
+  r = await call(c, "bash_output", { bash_id: dev });
+  check("bash_output new output", r.sc.id === dev && r.sc.status === "running" && r.sc.newOutput === "one\ntwo" && r.sc.newErrors === "", r.sc);
+  r = await call(c, "bash_output", { bash_id: dev });
+  check("bash_output only new", r.sc.newOutput === "" && r.sc.status === "running", r.sc);
+
+  // A quick command: completed, and filter is a case-insensitive regex.
+  r = await call(c, "run_command", { command: "echo a1; echo b2; echo A3", run_in_background: true });
+  const quick = r.sc.id;
+  ids.push(quick);
+  check("quick completed", r.sc.status === "completed" && r.sc.exitCode === 0, r.sc);
+  r = await call(c, "bash_output", { bash_id: quick, filter: "^a" });
+  check("filter", r.sc.status === "completed" && r.sc.newOutput === "a1\nA3" && r.sc.exitCode === 0, r.sc);
+  r = await call(c, "bash_output", { bash_id: quick.slice(0, 6), filter: "([" });
+  check("partial id, invalid regex unfiltered", r.sc.id === quick && r.sc.newOutput === "", r.sc);
+
+  // A command that fails at once: the seed's failure message.
+  r = await call(c, "run_command", { command: "echo boom >&2; exit 3", run_in_background: true });
+  ids.push(r.sc.id);
+  check("failed immediately", r.sc.status === "failed" && r.sc.exitCode === 3 &&
+    r.sc.message?.startsWith("✕ Process failed immediately\n Command: echo boom >&2; exit 3") && r.sc.message.includes("Exit code: 3"), r.sc);
+
+  // The seed's timeout (milliseconds) kills, and says so.
+  r = await call(c, "run_command", { command: "sleep 30", run_in_background: true, timeout: 300 });
+  const slow = r.sc.id;
+  ids.push(slow);
+  check("timeout killed", r.sc.status === "killed", r.sc);
+  r = await call(c, "bash_output", { bash_id: slow });
+  check("timeout words", r.sc.status === "killed" && r.sc.newErrors === "Process killed after 300ms timeout", r.sc);
+
+  // list_shells: every process, with the seed's fields.
+  r = await call(c, "list_shells", {});
+  const shells = r.sc.shells || [];
+  const d = shells.find((s) => s.id === dev);
+  check("list_shells", shells.length === 4 && d && d.status === "running" && d.pid > 0 && /^\d+s$/.test(d.runtime) &&
+    !isNaN(Date.parse(d.startedAt)) && d.command === "echo one; echo; echo two; sleep 30" && "outputLines" in d && "errorLines" in d, shells);
+  check("list_shells text is the array", Array.isArray(JSON.parse(r.text)), r.text.slice(0, 200));
+
+  // kill_shell, then again, then an unknown id.
+  r = await call(c, "kill_shell", { shell_id: dev });
+  check("kill_shell", eq(r.sc, { success: true, message: `Process ${dev} killed` }), r.sc);
+  r = await call(c, "kill_shell", { shell_id: dev });
+  check("kill_shell twice", eq(r.sc, { success: false, message: "Process already killed" }), r.sc);
+  r = await call(c, "kill_shell", { shell_id: "nosuch" });
+  check("kill_shell unknown", eq(r.sc, { success: false, message: "Process not found: nosuch" }), r.sc);
+  r = await call(c, "bash_output", { bash_id: "nosuch" });
+  check("bash_output unknown", r.isError && r.sc.error === "Process not found: nosuch. Use list_shells to see available processes.", r);
+
+  // A foreground run_command returns the result.
+  r = await call(c, "run_command", { command: "echo fg" });
+  ids.push(r.sc.id);
+  check("foreground", r.sc.status === "completed" && r.sc.exitCode === 0 && r.sc.output === "fg\n", r.sc);
+  await c.close();
+
+  // The jobs are the scope's, whatever the profile.
+  const o = await connect("");
+  r = await call(o, "process", { action: "status", sessionId: quick });
+  check("seen under openclaw", !r.isError && r.text.includes(quick), r.text.slice(0, 300));
+  await o.close();
+}
+
+const run = { "claude-code": claudeCode }[profile];
+if (!run) {
+  console.error(`profiles.mjs: no replay for profile ${profile}`);
+  process.exit(2);
+}
+try {
+  await run();
+} catch (e) {
+  check("replay", false, String(e && e.stack || e));
+}
+console.log(JSON.stringify({ profile, done: true, ids }));
+process.exit(failed ? 1 : 0);
