@@ -87,6 +87,21 @@ func TestProfileClaudeCode(t *testing.T) {
 	}
 }
 
+// TestProfileOpenClaw replays seeds 000/001's calls against `jobs mcp`
+// chosen by JOBS_MCP_PROFILE=openclaw (the default).
+func TestProfileOpenClaw(t *testing.T) {
+	w := newWorld(t)
+	w.scope = "profile-openclaw"
+	w.extra = append(w.extra, "JOBS_MCP_PROFILE=openclaw")
+	ids := replayProfile(t, w, "openclaw")
+	list := w.ok("list", "--json")
+	for _, id := range ids {
+		if !strings.Contains(list, id) {
+			t.Errorf("job %s, started under openclaw, is not in jobs list", id)
+		}
+	}
+}
+
 // TestProfileUnknown: --profile and JOBS_MCP_PROFILE refuse a name that
 // is no profile, with one line.
 func TestProfileUnknown(t *testing.T) {

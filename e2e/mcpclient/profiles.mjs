@@ -124,7 +124,66 @@ async function claudeCode() {
   await o.close();
 }
 
-const run = { "claude-code": claudeCode }[profile];
+// openclaw replays seeds 000/001: execute_command with background and
+// yieldMs, process poll/log/write/list, kill (idempotent) and the three
+// error wordings.
+async function openclaw() {
+  const c = await connect("openclaw");
+  const { tools } = await c.listTools();
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  check("tools", byName.execute_command && byName.process, Object.keys(byName));
+  const actions = byName.process?.inputSchema?.properties?.action?.enum || [];
+  check("process actions", ["list", "poll", "log", "write", "kill", "clear", "remove"].every((a) => actions.includes(a)), actions);
+
+  // US-1: background=true returns at once with a sessionId and "running".
+  let r = await call(c, "execute_command", { command: "cat", background: true, description: "echo stdin" });
+  const cat = r.sc.sessionId;
+  ids.push(cat);
+  check("background running", r.sc.status === "running" && cat, r.sc);
+
+  // US-4: write sends stdin, eof closes it.
+  r = await call(c, "process", { action: "write", sessionId: cat, data: "hello\n", eof: true });
+  check("write eof", !r.isError, r.text);
+  r = await call(c, "process", { action: "wait", sessionId: cat, timeout: 5 });
+  check("ends after eof", r.sc.status === "done" && r.text.includes("hello"), r.text);
+
+  // US-2: poll returns the status (wait has read the output).
+  r = await call(c, "process", { action: "poll", sessionId: cat });
+  check("poll", r.sc.status === "done" && r.sc.sessionId === cat, r.text);
+
+  // A quick command within yieldMs returns its result.
+  r = await call(c, "execute_command", { command: "for i in 1 2 3 4 5; do echo line$i; done", yieldMs: 5000, description: "five lines" });
+  const five = r.sc.sessionId;
+  ids.push(five);
+  check("yield result", r.sc.status === "done" && r.text.includes("line5"), r.text);
+
+  // US-3: log paginates with offset and limit.
+  r = await call(c, "process", { action: "log", sessionId: five, offset: 1, limit: 2 });
+  check("log offset/limit", r.text.includes("line2\nline3") && !r.text.includes("line4") && !r.text.includes("line1"), r.text);
+
+  // US-5: list, and kill is a no-op on a finished session.
+  r = await call(c, "process", { action: "list" });
+  check("list", r.text.includes(cat) && r.text.includes(five), r.text);
+  r = await call(c, "process", { action: "kill", sessionId: five });
+  const k = await call(c, "kill_process", { sessionId: five });
+  check("kill idempotent", !k.isError, k.text);
+
+  // The three error wordings.
+  r = await call(c, "process", { action: "poll", sessionId: "nosuch" });
+  check("not found", r.isError && r.text.includes("Session nosuch not found"), r.text);
+  r = await call(c, "process", { action: "write", sessionId: five, data: "x" });
+  check("not running", r.isError && r.text.includes(`Session ${five} is not running`), r.text);
+  r = await call(c, "execute_command", { command: "sleep 30", background: true, description: "no stdin" });
+  const sl = r.sc.sessionId;
+  ids.push(sl);
+  await call(c, "process", { action: "write", sessionId: sl, data: "", eof: true });
+  r = await call(c, "process", { action: "write", sessionId: sl, data: "x" });
+  check("stdin not available", r.isError && r.text.includes(`Session ${sl} stdin is not available`), r.text);
+  await call(c, "kill_process", { sessionId: sl });
+  await c.close();
+}
+
+const run = { "claude-code": claudeCode, openclaw }[profile];
 if (!run) {
   console.error(`profiles.mjs: no replay for profile ${profile}`);
   process.exit(2);
