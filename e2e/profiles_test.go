@@ -102,6 +102,26 @@ func TestProfileOpenClaw(t *testing.T) {
 	}
 }
 
+// TestProfileDuragent replays seed 002's calls (spawn_process with wait
+// false and true, process by handle) against `jobs mcp --profile duragent`.
+func TestProfileDuragent(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	w := newWorld(t)
+	w.scope = "profile-duragent"
+	sock := filepath.Join(w.base, "tmux.sock")
+	w.extra = append(w.extra, "JOBS_TMUX_SOCKET="+sock)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	ids := replayProfile(t, w, "duragent")
+	list := w.ok("list", "--json")
+	for _, id := range ids {
+		if !strings.Contains(list, id) {
+			t.Errorf("job %s, started under duragent, is not in jobs list", id)
+		}
+	}
+}
+
 // TestProfileUnknown: --profile and JOBS_MCP_PROFILE refuse a name that
 // is no profile, with one line.
 func TestProfileUnknown(t *testing.T) {

@@ -183,7 +183,70 @@ async function openclaw() {
   await c.close();
 }
 
-const run = { "claude-code": claudeCode, openclaw }[profile];
+// duragent replays seed 002: spawn_process with wait false and true,
+// process list/status/log/write/kill/capture/send_keys by handle.
+async function duragent() {
+  const c = await connect("duragent");
+  const { tools } = await c.listTools();
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  check("tools", byName.spawn_process && byName.process, Object.keys(byName));
+  const props = byName.spawn_process?.inputSchema?.properties || {};
+  check("spawn_process params", ["command", "workdir", "wait", "tmux", "label", "timeout_seconds"].every((p) => p in props), Object.keys(props));
+
+  // Scenario 2: fire and forget.
+  let r = await call(c, "spawn_process", { command: "echo started; sleep 30", workdir: "/tmp", wait: false, label: "build-feature-x" });
+  const h = r.sc.handle;
+  ids.push(h);
+  check("wait false", h && r.sc.status === "running" && r.sc.pid > 0, r.sc);
+
+  // Scenario 1: synchronous.
+  r = await call(c, "spawn_process", { command: "echo out; echo err >&2; pwd", workdir: "/tmp", wait: true });
+  ids.push(r.sc.handle);
+  check("wait true", r.sc.status === "completed" && r.sc.exit_code === 0 && r.sc.output.includes("out\nerr\n/tmp") && typeof r.sc.duration_seconds === "number", r.sc);
+  r = await call(c, "spawn_process", { command: "exit 4", wait: true });
+  ids.push(r.sc.handle);
+  check("wait true failed", r.sc.status === "failed" && r.sc.exit_code === 4, r.sc);
+  r = await call(c, "spawn_process", { command: "sleep 30", wait: true, timeout_seconds: 0.5 });
+  ids.push(r.sc.handle);
+  check("timed_out", r.sc.status === "timed_out", r.sc);
+
+  // process actions by handle.
+  r = await call(c, "process", { action: "list" });
+  check("list", (r.sc.processes || []).some((p) => p.handle === h && p.label === "build-feature-x" && p.status === "running"), r.sc);
+  r = await call(c, "process", { action: "status", handle: h });
+  check("status", r.sc.handle === h && r.sc.status === "running", r.sc);
+  r = await call(c, "process", { action: "log", handle: h, offset: 0, limit: 1 });
+  check("log offset/limit", r.sc.output === "started\n" && r.sc.next_offset === 1, r.sc);
+  r = await call(c, "process", { action: "write", handle: h, data: "x\n" });
+  check("write", !r.isError && r.sc.written === 2, r.text);
+  r = await call(c, "process", { action: "capture", handle: h });
+  check("capture needs tmux", r.isError, r.text);
+  r = await call(c, "process", { action: "kill", handle: h });
+  check("kill", r.sc.handle === h && r.sc.status === "killed", r.sc);
+  r = await call(c, "process", { action: "status", handle: "proc-nosuch" });
+  check("not found", r.isError && r.text.includes("Process proc-nosuch not found"), r.text);
+
+  // tmux: capture the screen, send keys as a string (then Enter).
+  if (process.env.SKIP_TMUX !== "1") {
+    r = await call(c, "spawn_process", { command: "read line; echo got:$line; sleep 30", tmux: true, wait: false });
+    const t = r.sc.handle;
+    ids.push(t);
+    check("tmux session", r.sc.tmux_session && r.sc.status === "running", r.sc);
+    r = await call(c, "process", { action: "send_keys", handle: t, keys: "hello" });
+    check("send_keys string", !r.isError, r.text);
+    let screen = "";
+    for (let i = 0; i < 50 && !screen.includes("got:hello"); i++) {
+      r = await call(c, "process", { action: "capture", handle: t });
+      screen = r.sc.content || "";
+      if (!screen.includes("got:hello")) await new Promise((res) => setTimeout(res, 100));
+    }
+    check("capture", screen.includes("got:hello"), screen);
+    await call(c, "process", { action: "kill", handle: t });
+  }
+  await c.close();
+}
+
+const run = { "claude-code": claudeCode, openclaw, duragent }[profile];
 if (!run) {
   console.error(`profiles.mjs: no replay for profile ${profile}`);
   process.exit(2);

@@ -27,6 +27,7 @@ type profile struct {
 var profiles = map[string]profile{
 	"openclaw":    {instructions: instructions, add: addOpenClaw},
 	"claude-code": {instructions: claudeInstructions, add: addClaudeCode},
+	"duragent":    {instructions: duragentInstructions, add: addDuragent},
 }
 
 // Profiles lists the profile names, sorted.
