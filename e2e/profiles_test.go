@@ -122,6 +122,20 @@ func TestProfileDuragent(t *testing.T) {
 	}
 }
 
+// TestProfileMacOSShell replays seed 003's example usage against `jobs mcp
+// --profile macos-shell`.
+func TestProfileMacOSShell(t *testing.T) {
+	w := newWorld(t)
+	w.scope = "profile-macos"
+	ids := replayProfile(t, w, "macos-shell")
+	list := w.ok("list", "--json")
+	for _, id := range ids {
+		if !strings.Contains(list, id) {
+			t.Errorf("job %s, started under macos-shell, is not in jobs list", id)
+		}
+	}
+}
+
 // TestProfileUnknown: --profile and JOBS_MCP_PROFILE refuse a name that
 // is no profile, with one line.
 func TestProfileUnknown(t *testing.T) {

@@ -246,7 +246,66 @@ async function duragent() {
   await c.close();
 }
 
-const run = { "claude-code": claudeCode, openclaw, duragent }[profile];
+// macosShell replays seed 003's example usage: run_background with args
+// and session, list_processes, get_process_output, kill_process, and
+// stream_process_output.
+async function macosShell() {
+  const c = await connect("macos-shell");
+  const { tools } = await c.listTools();
+  const names = tools.map((t) => t.name);
+  check("tools", ["run_background", "list_processes", "get_process_output", "kill_process", "stream_process_output"].every((n) => names.includes(n)), names);
+
+  let r = await call(c, "run_background", { command: "echo", args: ["build", "it's watching"], session: "dev", bufferSize: 300 });
+  const quick = r.sc.processId;
+  ids.push(quick);
+  check("run_background", quick && r.sc.pid > 0 && ["starting", "running", "stopped"].includes(r.sc.status) && /kept/.test(r.sc.bufferSize), r.sc);
+  r = await call(c, "run_background", { command: "sh", args: ["-c", "echo out1; echo err1 >&2; echo out2; sleep 30"], session: "dev" });
+  const dev = r.sc.processId;
+  ids.push(dev);
+  r = await call(c, "run_background", { command: "exit 2" });
+  const bad = r.sc.processId;
+  ids.push(bad);
+
+  // stream_process_output waits for the lines.
+  r = await call(c, "stream_process_output", { processId: dev, afterLine: 0, timeout: 5 });
+  let lines = r.sc.output || [];
+  for (let i = 0; i < 20 && lines.length < 3; i++) {
+    r = await call(c, "stream_process_output", { processId: dev, afterLine: r.sc.nextLine || 0, timeout: 5 });
+    lines = lines.concat(r.sc.output || []);
+  }
+  // stdout and stderr are separate pipes: their order relative to each
+  // other is the order they were read in.
+  const sorted = (ls) => ls.map((l) => l.type + ":" + l.content).sort().join(",");
+  check("stream_process_output", sorted(lines) === "stderr:err1,stdout:out1,stdout:out2" && lines.every((l, i) => l.lineNumber === i + 1), lines);
+
+  r = await call(c, "get_process_output", { processId: dev, lines: 50 });
+  const out = r.sc.output || [];
+  check("get_process_output lines", r.sc.processId === dev && r.sc.status === "running" && r.sc.totalLines === 3 && r.sc.requestedLines === 50 &&
+    sorted(out) === "stderr:err1,stdout:out1,stdout:out2" && out[2].lineNumber === 3 && !isNaN(Date.parse(out[0].timestamp)), out);
+  r = await call(c, "get_process_output", { processId: dev, fromLine: 2, lines: 1 });
+  check("fromLine", (r.sc.output || []).length === 1 && r.sc.output[0].content === out[1].content && r.sc.output[0].lineNumber === 2, r.sc);
+  r = await call(c, "get_process_output", { processId: dev, type: "stderr" });
+  check("type stderr", (r.sc.output || []).map((l) => l.content).join() === "err1", r.sc);
+
+  // Statuses: a process that exited 0 is stopped, non-zero failed.
+  r = await call(c, "get_process_output", { processId: quick });
+  check("stopped", r.sc.status === "stopped" && r.sc.output?.[0]?.content === "build it's watching", r.sc);
+  r = await call(c, "list_processes", { session: "dev" });
+  const procs = r.sc.processes || [];
+  check("list_processes session", procs.length === 2 && procs.every((p) => p.sessionName === "dev" && typeof p.runtime === "number" && "outputLines" in p && "startTime" in p), procs);
+  r = await call(c, "list_processes", { status: "failed", includeOutput: true });
+  check("list_processes status", (r.sc.processes || []).length === 1 && r.sc.processes[0].id === bad && Array.isArray(r.sc.processes[0].recentOutput), r.sc);
+
+  r = await call(c, "kill_process", { processId: dev });
+  check("kill_process", r.sc.processId === dev && r.sc.previousStatus === "running" && r.sc.newStatus === "killed" && r.sc.killed === true, r.sc);
+  r = await call(c, "kill_process", { processId: dev, force: true });
+  check("kill_process again", r.sc.previousStatus === "killed" && r.sc.killed === false, r.sc);
+  r = await call(c, "get_process_output", { processId: "nosuch" });
+  check("not found", r.isError && r.text.includes("Process nosuch not found"), r.text);
+  await c.close();
+}
+
+const run = { "claude-code": claudeCode, openclaw, duragent, "macos-shell": macosShell }[profile];
 if (!run) {
   console.error(`profiles.mjs: no replay for profile ${profile}`);
   process.exit(2);

@@ -28,6 +28,7 @@ var profiles = map[string]profile{
 	"openclaw":    {instructions: instructions, add: addOpenClaw},
 	"claude-code": {instructions: claudeInstructions, add: addClaudeCode},
 	"duragent":    {instructions: duragentInstructions, add: addDuragent},
+	"macos-shell": {instructions: macInstructions, add: addMacShell},
 }
 
 // Profiles lists the profile names, sorted.
