@@ -202,7 +202,7 @@ async function duragent() {
   // Scenario 1: synchronous.
   r = await call(c, "spawn_process", { command: "echo out; echo err >&2; pwd", workdir: "/tmp", wait: true });
   ids.push(r.sc.handle);
-  check("wait true", r.sc.status === "completed" && r.sc.exit_code === 0 && r.sc.output.includes("out\nerr\n/tmp") && typeof r.sc.duration_seconds === "number", r.sc);
+  check("wait true", r.sc.status === "completed" && r.sc.exit_code === 0 && ["out", "err", "/tmp"].every((l) => r.sc.output.split("\n").includes(l)) && typeof r.sc.duration_seconds === "number", r.sc);
   r = await call(c, "spawn_process", { command: "exit 4", wait: true });
   ids.push(r.sc.handle);
   check("wait true failed", r.sc.status === "failed" && r.sc.exit_code === 4, r.sc);

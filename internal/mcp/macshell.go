@@ -76,16 +76,16 @@ type macLine struct {
 }
 
 type macProc struct {
-	ID           string   `json:"id"`
-	SessionName  string   `json:"sessionName"`
-	Command      string   `json:"command"`
-	Args         []string `json:"args"`
-	PID          *int     `json:"pid"`
-	Status       string   `json:"status"`
-	StartTime    string   `json:"startTime"`
-	Runtime      int64    `json:"runtime"`
-	OutputLines  int64    `json:"outputLines"`
-	ExitCode     *int     `json:"exitCode,omitempty"`
+	ID           string    `json:"id"`
+	SessionName  string    `json:"sessionName"`
+	Command      string    `json:"command"`
+	Args         []string  `json:"args"`
+	PID          *int      `json:"pid"`
+	Status       string    `json:"status"`
+	StartTime    string    `json:"startTime"`
+	Runtime      int64     `json:"runtime"`
+	OutputLines  int64     `json:"outputLines"`
+	ExitCode     *int      `json:"exitCode,omitempty"`
 	RecentOutput *[]string `json:"recentOutput,omitempty"`
 }
 
@@ -375,4 +375,3 @@ func (s *server) macKill(ctx context.Context, req *sdk.CallToolRequest, in macKi
 	}
 	return jsonResult(map[string]any{"processId": j.ID, "previousStatus": prev, "newStatus": macStatus(j.Status), "killed": killed})
 }
-
