@@ -55,8 +55,10 @@ func NewProfileServer(c *jobs.Client, version, name string) (*sdk.Server, error)
 		version = "dev"
 	}
 	s := newState(c)
-	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version},
-		&sdk.ServerOptions{Instructions: p.instructions(c.Scope())})
+	opts := &sdk.ServerOptions{Instructions: p.instructions(c.Scope())}
+	subscriptionOptions(c, opts)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version}, opts)
 	p.add(s, srv)
+	addJobResources(c, srv)
 	return srv, nil
 }

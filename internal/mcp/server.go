@@ -130,6 +130,18 @@ func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
 	}
 	t := newStdioTransport(os.Stdin, os.Stdout)
 	defer t.close()
+	// announce tells this server's clients of status changes while it
+	// serves; it ends with the server.
+	nctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		announce(nctx, c, srv, time.Now())
+	}()
+	defer func() {
+		stop()
+		<-done
+	}()
 	return srv.Run(ctx, t)
 }
 
