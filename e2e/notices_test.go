@@ -125,3 +125,38 @@ func TestNoticeSubscribedWithinASecond(t *testing.T) {
 	}
 	t.Logf("end notified %v after kill returned; each of 2 servers' clients got 1 completion message", lag.Round(time.Millisecond))
 }
+
+// TestNoticeEndedWhileNoServer: a job that ended while no server ran is
+// told once to the scope, when the next servers start: of two servers of
+// the scope, exactly one client gets its completion message, and a third
+// server's client gets none.
+func TestNoticeEndedWhileNoServer(t *testing.T) {
+	w := newWorld(t)
+	w.scope = "notices-backlog"
+	id := w.start("--", "sh", "-c", "echo finished alone; exit 5")
+	w.waitTerminal(id, 10*time.Second)
+	a := w.noticeClient("duragent")
+	b := w.noticeClient("openclaw")
+	waitFor(t, 5*time.Second, "a completion message", func() bool { return a.completions(id)+b.completions(id) > 0 })
+	c := w.noticeClient("macos-shell")
+	// A later job's end, seen live by all three, orders after any late
+	// backlog notice on each connection.
+	later := w.start("--", "true")
+	for name, n := range map[string]*noticeClient{"a": a, "b": b, "c": c} {
+		waitFor(t, 5*time.Second, name+"'s live notice of "+later, func() bool { return n.completions(later) == 1 })
+	}
+	if got := a.completions(id) + b.completions(id) + c.completions(id); got != 1 {
+		t.Errorf("%d completion messages for %s, which ended while no server ran; want exactly 1", got, id)
+	}
+	_, events := w.status(id)
+	notes := 0
+	for _, e := range events {
+		if e.Kind == "note" && strings.Contains(string(e.Detail), "completion notice delivered") {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("%d delivery notes on %s's audit trail, want 1", notes, id)
+	}
+	t.Logf("ended while no server ran: %d completion message(s) across 3 servers of the scope; %d delivery note(s)", a.completions(id)+b.completions(id)+c.completions(id), notes)
+}

@@ -7,9 +7,13 @@ package mcp
 // "jobs") carrying seed 002's completion message. Clients receive logging
 // notifications once they set a level (logging/setLevel), as MCP asks.
 //
-// Notices are live: each running server announces the ends it sees happen
-// while it runs to each of its own clients, so two servers of one scope
-// each tell their own client.
+// Ends that happen while a server runs are told by that server to each of
+// its own clients, so two servers of one scope each tell their own. Each
+// delivered end is recorded on the job's audit trail (a note, "completion
+// notice delivered"). Ends that happened while no server ran, so that no
+// note records them, are told once per scope: the first client of the next
+// server that sets a logging level gets them, and the note makes sure no
+// other server's client gets them again.
 
 import (
 	"context"
@@ -90,8 +94,54 @@ func announce(ctx context.Context, c *jobs.Client, srv *sdk.Server, start time.T
 		if err != nil {
 			continue // removed since
 		}
+		sent := false
 		for ss := range srv.Sessions() {
-			_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "jobs", Data: msg})
+			sent = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "jobs", Data: msg}) == nil || sent
+		}
+		if sent {
+			_, _ = c.NoteOnce(ctx, e.JobID, noticeNote)
+		}
+	}
+}
+
+// noticeNote is the audit-trail note that records a delivered completion
+// notice.
+const noticeNote = "completion notice delivered"
+
+// maxBacklog bounds the ends told at once when a server starts.
+const maxBacklog = 100
+
+// backlog returns a middleware that, when a client sets its logging level,
+// tells it of the scope's jobs that ended before start and whose end no
+// server has told yet.
+func backlog(c *jobs.Client, start time.Time) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method != "logging/setLevel" || err != nil {
+				return res, err
+			}
+			ss, ok := req.GetSession().(*sdk.ServerSession)
+			if !ok {
+				return res, err
+			}
+			list, lerr := c.List(ctx, jobs.Filter{Statuses: []jobs.Status{jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost}, Limit: maxBacklog})
+			if lerr != nil {
+				return res, err
+			}
+			for i := len(list) - 1; i >= 0; i-- { // oldest first
+				j := list[i]
+				if j.EndedAt == nil || !j.EndedAt.Before(start) {
+					continue // the live announcement tells it
+				}
+				if ok, nerr := c.NoteOnce(ctx, j.ID, noticeNote); nerr != nil || !ok {
+					continue
+				}
+				if msg, merr := completionMessage(ctx, c, j.ID); merr == nil {
+					_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "jobs", Data: msg})
+				}
+			}
+			return res, err
 		}
 	}
 }

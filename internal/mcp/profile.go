@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,5 +61,6 @@ func NewProfileServer(c *jobs.Client, version, name string) (*sdk.Server, error)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version}, opts)
 	p.add(s, srv)
 	addJobResources(c, srv)
+	srv.AddReceivingMiddleware(backlog(c, time.Now()))
 	return srv, nil
 }

@@ -124,6 +124,9 @@ func addOpenClaw(s *server, srv *sdk.Server) {
 // up or ctx ends. A malformed frame is answered with a JSON-RPC error and
 // the server reads on.
 func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
+	// Ends from start on are announced live; the server's backlog takes
+	// those before its own (later) start, so none falls between.
+	start := time.Now()
 	srv, err := NewProfileServer(c, version, profile)
 	if err != nil {
 		return err
@@ -136,7 +139,7 @@ func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		announce(nctx, c, srv, time.Now())
+		announce(nctx, c, srv, start)
 	}()
 	defer func() {
 		stop()
