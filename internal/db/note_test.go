@@ -16,7 +16,7 @@ func TestAddNoteOnceExactlyOne(t *testing.T) {
 	ctx := context.Background()
 	j := create(t, d, "s", "")
 	other := create(t, d, "s", "")
-	detail := json.RawMessage(`{"note":"completion notice delivered"}`)
+	detail := json.RawMessage(`{"message":"completion notice delivered"}`)
 	var added atomic.Int32
 	var wg sync.WaitGroup
 	for range 8 {
@@ -39,7 +39,7 @@ func TestAddNoteOnceExactlyOne(t *testing.T) {
 	if ok, err := d.AddNoteOnce(ctx, other.ID, detail); err != nil || !ok {
 		t.Errorf("the note on another job: added %v, %v", ok, err)
 	}
-	if ok, err := d.AddNoteOnce(ctx, j.ID, json.RawMessage(`{"note":"something else"}`)); err != nil || !ok {
+	if ok, err := d.AddNoteOnce(ctx, j.ID, json.RawMessage(`{"message":"something else"}`)); err != nil || !ok {
 		t.Errorf("another note on the job: added %v, %v", ok, err)
 	}
 	if ok, err := d.AddNoteOnce(ctx, "nosuchjob0000", detail); err != nil || ok {

@@ -21,7 +21,7 @@ func (c *Client) NoteOnce(ctx context.Context, ref, note string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	detail, err := json.Marshal(map[string]string{"note": note})
+	detail, err := json.Marshal(map[string]string{"message": note})
 	if err != nil {
 		return false, fmt.Errorf("encode note: %w", err)
 	}
