@@ -82,8 +82,13 @@ async function claudeCode() {
   // A command that fails at once: the seed's failure message.
   r = await call(c, "run_command", { command: "echo boom >&2; exit 3", run_in_background: true });
   ids.push(r.sc.id);
+  const boom = r.sc.id;
   check("failed immediately", r.sc.status === "failed" && r.sc.exitCode === 3 &&
     r.sc.message?.startsWith("✕ Process failed immediately\n Command: echo boom >&2; exit 3") && r.sc.message.includes("Exit code: 3"), r.sc);
+
+  // stdout and stderr apart, as the seed keeps them.
+  r = await call(c, "bash_output", { bash_id: boom });
+  check("newErrors", r.sc.status === "failed" && r.sc.newOutput === "" && r.sc.newErrors === "boom" && r.sc.exitCode === 3, r.sc);
 
   // The seed's timeout (milliseconds) kills, and says so.
   r = await call(c, "run_command", { command: "sleep 30", run_in_background: true, timeout: 300 });

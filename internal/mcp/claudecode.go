@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -247,17 +248,10 @@ func (s *server) claudeOutput(ctx context.Context, req *sdk.CallToolRequest, in 
 	if in.BashID == "" {
 		return nil, nil, argError("bash_id is required")
 	}
-	o := jobs.PollOptions{Tail: resultChars}
-	if in.Filter != "" {
-		// As the seed: case-insensitive, and an invalid regex filters
-		// nothing.
-		o.Grep = "(?i)" + in.Filter
-	}
-	pr, err := s.c.ReadNew(ctx, in.BashID, o)
-	if err != nil && o.Grep != "" && !errors.Is(err, jobs.ErrNotFound) {
-		o.Grep = ""
-		pr, err = s.c.ReadNew(ctx, in.BashID, o)
-	}
+	// The read cursor marks what has been read (the seed's lastReadIndex,
+	// kept in the database); the new range is then read per stream, as
+	// the seed keeps stdout and stderr apart.
+	pr, err := s.c.ReadNew(ctx, in.BashID, jobs.PollOptions{Tail: resultChars})
 	if errors.Is(err, jobs.ErrNotFound) {
 		return claudeError(map[string]string{"error": "Process not found: " + textclean.Echo(in.BashID) + ". Use list_shells to see available processes."})
 	}
@@ -265,14 +259,45 @@ func (s *server) claudeOutput(ctx context.Context, req *sdk.CallToolRequest, in 
 		return nil, nil, describe(in.BashID, err)
 	}
 	j := pr.Job
-	res := claudeOutput{ID: j.ID, Status: claudeStatus(j.Status), NewOutput: strings.Join(nonEmptyLines(pr.Output.Text), "\n"), ExitCode: j.ExitCode}
-	if j.Status == jobs.StatusTimedOut {
-		res.NewErrors = fmt.Sprintf("Process killed after %dms timeout", j.Timeout.Milliseconds())
-	} else if j.Status == jobs.StatusFailed && j.Reason != "" || j.Status == jobs.StatusLost {
-		res.NewErrors = "Process error: " + j.Reason
+	res := claudeOutput{ID: j.ID, Status: claudeStatus(j.Status), ExitCode: j.ExitCode}
+	if pr.Output.End > pr.Output.Start {
+		if res.NewOutput, err = s.claudeStream(ctx, j.ID, pr.Output, jobs.Stdout, in.Filter); err != nil {
+			return nil, nil, describe(in.BashID, err)
+		}
+		if res.NewErrors, err = s.claudeStream(ctx, j.ID, pr.Output, jobs.Stderr, in.Filter); err != nil {
+			return nil, nil, describe(in.BashID, err)
+		}
 	}
+	var notes []string
+	if res.NewErrors != "" {
+		notes = append(notes, res.NewErrors)
+	}
+	if j.Status == jobs.StatusTimedOut {
+		notes = append(notes, fmt.Sprintf("Process killed after %dms timeout", j.Timeout.Milliseconds()))
+	} else if j.Status == jobs.StatusFailed && j.Reason != "" || j.Status == jobs.StatusLost {
+		notes = append(notes, "Process error: "+j.Reason)
+	}
+	res.NewErrors = strings.Join(notes, "\n")
 	res.Pending = pr.Output.OmittedAfter
 	return jsonResult(res)
+}
+
+// claudeStream is one stream's part of the byte range o covers, its
+// non-blank lines kept, filtered as the seed filters: a case-insensitive
+// regex, and an invalid one filters nothing.
+func (s *server) claudeStream(ctx context.Context, id string, o jobs.Output, st jobs.Stream, filter string) (string, error) {
+	r := jobs.Range{Offset: o.Start, Limit: o.End - o.Start, ByteRange: true, Stream: st, Clean: true}
+	page, err := s.c.Log(ctx, id, r)
+	if err != nil {
+		return "", err
+	}
+	lines := nonEmptyLines(page.Text)
+	if filter != "" {
+		if re, err := regexp.Compile("(?i)" + filter); err == nil {
+			lines = slices.DeleteFunc(lines, func(l string) bool { return !re.MatchString(l) })
+		}
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 func (s *server) claudeKill(ctx context.Context, req *sdk.CallToolRequest, in claudeKillInput) (*sdk.CallToolResult, any, error) {
