@@ -8,10 +8,10 @@ import (
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
-// runMCP serves the Model Context Protocol on stdio for c's scope until the
-// client hangs up or ctx ends.
-func runMCP(ctx context.Context, c *jobs.Client) error {
-	return mcp.Run(ctx, c, version())
+// runMCP serves the Model Context Protocol on stdio for c's scope, with
+// profile's tools, until the client hangs up or ctx ends.
+func runMCP(ctx context.Context, c *jobs.Client, profile string) error {
+	return mcp.Run(ctx, c, version(), profile)
 }
 
 // version is the module version the binary was built from, "(devel)" for

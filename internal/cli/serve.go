@@ -1,22 +1,34 @@
 package cli
 
 import (
+	"slices"
+	"strings"
+
+	"github.com/agentjobs/jobs/internal/mcp"
 	ucli "github.com/urfave/cli/v2"
 )
 
 func (r *runner) mcpCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "mcp",
-		Usage: "serve the Model Context Protocol on stdio (tools execute_command and process)",
+		Usage: "serve the Model Context Protocol on stdio (profile openclaw: tools execute_command, process and kill_process)",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "profile", EnvVars: []string{mcp.EnvProfile}, Value: mcp.DefaultProfile,
+				Usage: "the agent interface to serve: `NAME` is one of " + strings.Join(mcp.Profiles(), ", ")},
+		},
 		Action: func(cc *ucli.Context) error {
 			if cc.Args().Present() {
 				return usagef("mcp", "mcp takes no arguments")
+			}
+			profile := cc.String("profile")
+			if !slices.Contains(mcp.Profiles(), profile) {
+				return usagef("mcp", "unknown profile %q (one of %s)", profile, strings.Join(mcp.Profiles(), ", "))
 			}
 			c, err := r.client(cc)
 			if err != nil {
 				return err
 			}
-			return runMCP(cc.Context, c)
+			return runMCP(cc.Context, c, profile)
 		},
 	}
 }

@@ -209,3 +209,26 @@ func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error)
 		}
 	}
 }
+
+const addNoteOnceQuery = `INSERT INTO events (job_id, scope, at, kind, detail)
+	SELECT id, scope, ?, 'note', ? FROM jobs WHERE id = ?
+	AND NOT EXISTS (SELECT 1 FROM events WHERE job_id = ? AND kind = 'note' AND detail = ?)`
+
+// AddNoteOnce appends a note with detail to job id's events unless the
+// job already has that note, in one statement, and reports whether it
+// appended it: of several callers, in any number of processes, exactly
+// one does. A job that does not exist gets none.
+func (d *DB) AddNoteOnce(ctx context.Context, id string, detail json.RawMessage) (bool, error) {
+	if !json.Valid(detail) {
+		return false, errors.New("add note: detail is not valid JSON")
+	}
+	res, err := d.ExecContext(ctx, addNoteOnceQuery, FormatTime(d.Now()), string(detail), id, id, string(detail))
+	if err != nil {
+		return false, fmt.Errorf("add note: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("add note: %w", err)
+	}
+	return n == 1, nil
+}

@@ -62,9 +62,19 @@ type server struct {
 	backoff   *backoff
 }
 
-// NewServer returns an MCP server whose tools act on c's scope. Run serves
-// it on stdio; tests connect it to any transport.
+// NewServer returns an MCP server whose tools act on c's scope, with the
+// default profile's tools. Run serves it on stdio; tests connect it to any
+// transport.
 func NewServer(c *jobs.Client, version string) *sdk.Server {
+	srv, err := NewProfileServer(c, version, DefaultProfile)
+	if err != nil {
+		panic(fmt.Sprintf("default profile: %v", err))
+	}
+	return srv
+}
+
+// newState is what every profile's tools share.
+func newState(c *jobs.Client) *server {
 	s := &server{
 		c:         c,
 		bound:     min(envDuration(EnvCallBound, defaultBound), maxBound),
@@ -75,11 +85,12 @@ func NewServer(c *jobs.Client, version string) *sdk.Server {
 	if s.bound <= 0 {
 		s.bound = defaultBound
 	}
-	if version == "" {
-		version = "dev"
-	}
-	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version},
-		&sdk.ServerOptions{Instructions: instructions(c.Scope())})
+	return s
+}
+
+// addOpenClaw adds seeds 000/001's tools: execute_command and process,
+// with kill_process for what ends or deletes.
+func addOpenClaw(s *server, srv *sdk.Server) {
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         "execute_command",
 		Title:        "Run a shell command",
@@ -107,16 +118,34 @@ func NewServer(c *jobs.Client, version string) *sdk.Server {
 		OutputSchema: outputSchema("sessionId"),
 		Annotations:  &sdk.ToolAnnotations{Title: "End or delete a background command", DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}, s.killTool)
-	return srv
 }
 
-// Run serves c's scope over MCP on stdin and stdout until the client hangs
+// Run serves c's scope over MCP on stdin and stdout, with profile's tools, until the client hangs
 // up or ctx ends. A malformed frame is answered with a JSON-RPC error and
 // the server reads on.
-func Run(ctx context.Context, c *jobs.Client, version string) error {
+func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
+	// Ends from start on are announced live; the server's backlog takes
+	// those before its own (later) start, so none falls between.
+	start := time.Now()
+	srv, err := NewProfileServer(c, version, profile)
+	if err != nil {
+		return err
+	}
 	t := newStdioTransport(os.Stdin, os.Stdout)
 	defer t.close()
-	return NewServer(c, version).Run(ctx, t)
+	// announce tells this server's clients of status changes while it
+	// serves; it ends with the server.
+	nctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		announce(nctx, c, srv, start)
+	}()
+	defer func() {
+		stop()
+		<-done
+	}()
+	return srv.Run(ctx, t)
 }
 
 func instructions(scope string) string {

@@ -1,0 +1,394 @@
+package mcp
+
+// The claude-code profile: seed 004's Claude-Code-style background shells.
+// run_command with run_in_background starts a job; bash_output reads what
+// is new since the last read; kill_shell ends it; list_shells lists them.
+// The seed keeps processes in memory (20 at most, 10000 lines each); here
+// they are jobs, kept whole in the database and seen by every profile.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/pkg/jobs"
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// claudeValidation is the seed's "validation wait": a background
+	// command that fails inside it is reported failed at once. Here the
+	// call returns as soon as the job ends, so a quick failure costs less.
+	claudeValidation = 1500 * time.Millisecond
+	// claudeTimeout is the seed's default maximum runtime (10 minutes).
+	claudeTimeout = 10 * time.Minute
+	// claudeKillGrace is the seed's SIGTERM-to-SIGKILL delay.
+	claudeKillGrace = 5 * time.Second
+	// claudeListMax bounds list_shells (the seed holds 20 processes).
+	claudeListMax = 100
+)
+
+func claudeInstructions(scope string) string {
+	return "jobs runs shell commands as durable background jobs (scope " + strconv.Quote(scope) + "). " +
+		"run_command with run_in_background=true starts a background shell and returns its id; " +
+		"bash_output reads only the output that is new since the last read (filter keeps matching lines); " +
+		"kill_shell ends one; list_shells lists them. Jobs and their full output survive a restart of this server."
+}
+
+// claudeRunInput is run_command's arguments.
+type claudeRunInput struct {
+	Command         string   `json:"command" jsonschema:"the shell command line"`
+	RunInBackground bool     `json:"run_in_background,omitempty" jsonschema:"start it in the background and return its id after a short check that it started"`
+	Cwd             string   `json:"cwd,omitempty" jsonschema:"working directory (default: the server's)"`
+	Timeout         *float64 `json:"timeout,omitempty" jsonschema:"maximum runtime in milliseconds (default 600000)"`
+	Description     string   `json:"description,omitempty" jsonschema:"what the command does, in a few words"`
+}
+
+type claudeOutputInput struct {
+	BashID string `json:"bash_id" jsonschema:"The process ID returned when starting the background process"`
+	Filter string `json:"filter,omitempty" jsonschema:"Optional regex to filter output lines (only matching lines returned)"`
+}
+
+type claudeKillInput struct {
+	ShellID string `json:"shell_id" jsonschema:"The process ID to kill"`
+}
+
+type claudeListInput struct{}
+
+// claudeSpawn is run_command's result, as the seed's spawnBackground
+// returns it; a command that finished within the call adds its exit code
+// and output.
+type claudeSpawn struct {
+	ID       string `json:"id"`
+	Message  string `json:"message"`
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Output   string `json:"output,omitempty"`
+}
+
+// claudeOutput is bash_output's result (the seed's ProcessOutput).
+type claudeOutput struct {
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	NewOutput string `json:"newOutput"`
+	NewErrors string `json:"newErrors"`
+	ExitCode  *int   `json:"exitCode,omitempty"`
+	// Pending counts new bytes this read left for the next one (the
+	// seed returns everything; a result here is bounded).
+	Pending int64 `json:"pending,omitempty"`
+}
+
+type claudeKill struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+}
+
+type claudeShell struct {
+	ID          string `json:"id"`
+	PID         int    `json:"pid,omitempty"`
+	Command     string `json:"command"`
+	Status      string `json:"status"`
+	StartedAt   string `json:"startedAt"`
+	Runtime     string `json:"runtime"`
+	OutputLines int64  `json:"outputLines"`
+	ErrorLines  int64  `json:"errorLines"`
+}
+
+type claudeShells struct {
+	Shells []claudeShell `json:"shells"`
+}
+
+func addClaudeCode(s *server, srv *sdk.Server) {
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:        "run_command",
+		Description: "Run a shell command. With run_in_background: true it runs as a background process (dev servers, watchers, builds) and returns its id; use bash_output to read its output and kill_shell to stop it.",
+		InputSchema: schemaOf[claudeRunInput]("run_command"),
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, s.claudeRun)
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:        "bash_output",
+		Description: "Read output from a running or completed background shell process. Returns only NEW output since the last read.",
+		InputSchema: schemaOf[claudeOutputInput]("bash_output"),
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, s.claudeOutput)
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:        "kill_shell",
+		Description: "Terminate a running background shell process",
+		InputSchema: schemaOf[claudeKillInput]("kill_shell"),
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+	}, s.claudeKill)
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:        "list_shells",
+		Description: "List all background shell processes (running and recent completed)",
+		InputSchema: schemaOf[claudeListInput]("list_shells"),
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, s.claudeList)
+}
+
+// schemaOf is T's inferred input schema.
+func schemaOf[T any](tool string) *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("%s schema: %v", tool, err))
+	}
+	simplify(s)
+	return s
+}
+
+// claudeStatus is a job's status in seed 004's words: running, completed,
+// failed or killed. A timed-out job was killed by its timeout, as the
+// seed's is; a lost one (its supervisor died) counts as failed.
+func claudeStatus(st jobs.Status) string {
+	switch st {
+	case jobs.StatusStarting, jobs.StatusRunning:
+		return "running"
+	case jobs.StatusDone:
+		return "completed"
+	case jobs.StatusKilled, jobs.StatusTimedOut:
+		return "killed"
+	default:
+		return "failed"
+	}
+}
+
+func (s *server) claudeRun(ctx context.Context, req *sdk.CallToolRequest, in claudeRunInput) (*sdk.CallToolResult, any, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return nil, nil, argError("command is required and must not be empty")
+	}
+	spec := jobs.Spec{Command: in.Command, Cwd: in.Cwd, Label: in.Description, Timeout: claudeTimeout}
+	if in.Timeout != nil {
+		if *in.Timeout < 0 {
+			return nil, nil, argError("timeout must not be negative, got %v", *in.Timeout)
+		}
+		if *in.Timeout > 0 {
+			spec.Timeout = time.Duration(*in.Timeout * float64(time.Millisecond))
+		}
+	}
+	job, err := s.c.Start(ctx, spec)
+	if err != nil {
+		return nil, nil, describe("", err)
+	}
+	window := claudeValidation
+	if !in.RunInBackground {
+		window = s.bound
+	}
+	if !job.Status.Terminal() {
+		wr, err := s.c.Wait(ctx, []string{job.ID}, jobs.WaitOptions{Timeout: window})
+		if err != nil {
+			return nil, nil, fmt.Errorf("wait for process %s (it was started and may still run): %w", job.ID, err)
+		}
+		job = wr.Jobs[0]
+	}
+	if job.Status.Terminal() {
+		return s.claudeFinished(ctx, job)
+	}
+	// Still running: the seed's "✓ Background process running" message,
+	// with the first lines it wrote.
+	out, err := s.c.Log(ctx, job.ID, jobs.Range{Lines: 9})
+	if err != nil {
+		return nil, nil, describe(job.ID, err)
+	}
+	var b strings.Builder
+	b.WriteString("✓ Background process running\n")
+	fmt.Fprintf(&b, " PID: %d\n ID: %s\n Command: %s\n", job.PID, job.ID, in.Command)
+	if lines := nonEmptyLines(out.Text); len(lines) > 0 {
+		fmt.Fprintf(&b, " Initial output (%d lines):\n", len(lines))
+		for _, l := range lines[:min(8, len(lines))] {
+			b.WriteString(" " + l + "\n")
+		}
+		if len(lines) > 8 {
+			fmt.Fprintf(&b, " ... +%d more lines\n", len(lines)-8)
+		}
+	}
+	if !in.RunInBackground {
+		fmt.Fprintf(&b, " Still running after %s; it continues in the background.\n", round(s.bound))
+	}
+	fmt.Fprintf(&b, " Use bash_output(%q) to check output, kill_shell(%q) to stop.", job.ID, job.ID)
+	return jsonResult(claudeSpawn{ID: job.ID, Message: b.String(), Status: "running"})
+}
+
+// claudeFinished is run_command's result for a job that ended within the
+// call: the seed's "✕ Process failed immediately" for a failure, else its
+// status and output.
+func (s *server) claudeFinished(ctx context.Context, job jobs.Job) (*sdk.CallToolResult, any, error) {
+	// The seed's initial output does not count as read: Poll leaves the
+	// read cursor where it is, so bash_output still returns it.
+	pr, err := s.c.Poll(ctx, job.ID, jobs.PollOptions{Tail: resultChars})
+	if err != nil {
+		return nil, nil, describe(job.ID, err)
+	}
+	status := claudeStatus(job.Status)
+	res := claudeSpawn{ID: job.ID, Status: status, ExitCode: job.ExitCode, Output: pr.Output.Text}
+	var b strings.Builder
+	if status == "completed" {
+		b.WriteString("✓ Process completed\n")
+	} else {
+		b.WriteString("✕ Process failed immediately\n")
+	}
+	fmt.Fprintf(&b, " Command: %s\n", job.Command)
+	if job.Reason != "" {
+		fmt.Fprintf(&b, " Error: %s\n", job.Reason)
+	}
+	if job.ExitCode != nil {
+		fmt.Fprintf(&b, " Exit code: %d", *job.ExitCode)
+	}
+	res.Message = strings.TrimRight(b.String(), "\n")
+	return jsonResult(res)
+}
+
+func (s *server) claudeOutput(ctx context.Context, req *sdk.CallToolRequest, in claudeOutputInput) (*sdk.CallToolResult, any, error) {
+	if in.BashID == "" {
+		return nil, nil, argError("bash_id is required")
+	}
+	// The read cursor marks what has been read (the seed's lastReadIndex,
+	// kept in the database); the new range is then read per stream, as
+	// the seed keeps stdout and stderr apart.
+	pr, err := s.c.ReadNew(ctx, in.BashID, jobs.PollOptions{Tail: resultChars})
+	if errors.Is(err, jobs.ErrNotFound) {
+		return claudeError(map[string]string{"error": "Process not found: " + textclean.Echo(in.BashID) + ". Use list_shells to see available processes."})
+	}
+	if err != nil {
+		return nil, nil, describe(in.BashID, err)
+	}
+	j := pr.Job
+	res := claudeOutput{ID: j.ID, Status: claudeStatus(j.Status), ExitCode: j.ExitCode}
+	if pr.Output.End > pr.Output.Start {
+		if res.NewOutput, err = s.claudeStream(ctx, j.ID, pr.Output, jobs.Stdout, in.Filter); err != nil {
+			return nil, nil, describe(in.BashID, err)
+		}
+		if res.NewErrors, err = s.claudeStream(ctx, j.ID, pr.Output, jobs.Stderr, in.Filter); err != nil {
+			return nil, nil, describe(in.BashID, err)
+		}
+	}
+	var notes []string
+	if res.NewErrors != "" {
+		notes = append(notes, res.NewErrors)
+	}
+	if j.Status == jobs.StatusTimedOut {
+		notes = append(notes, fmt.Sprintf("Process killed after %dms timeout", j.Timeout.Milliseconds()))
+	} else if j.Status == jobs.StatusFailed && j.Reason != "" || j.Status == jobs.StatusLost {
+		notes = append(notes, "Process error: "+j.Reason)
+	}
+	res.NewErrors = strings.Join(notes, "\n")
+	res.Pending = pr.Output.OmittedAfter
+	return jsonResult(res)
+}
+
+// claudeStream is one stream's part of the byte range o covers, its
+// non-blank lines kept, filtered as the seed filters: a case-insensitive
+// regex, and an invalid one filters nothing.
+func (s *server) claudeStream(ctx context.Context, id string, o jobs.Output, st jobs.Stream, filter string) (string, error) {
+	r := jobs.Range{Offset: o.Start, Limit: o.End - o.Start, ByteRange: true, Stream: st, Clean: true}
+	page, err := s.c.Log(ctx, id, r)
+	if err != nil {
+		return "", err
+	}
+	lines := nonEmptyLines(page.Text)
+	if filter != "" {
+		if re, err := regexp.Compile("(?i)" + filter); err == nil {
+			lines = slices.DeleteFunc(lines, func(l string) bool { return !re.MatchString(l) })
+		}
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+func (s *server) claudeKill(ctx context.Context, req *sdk.CallToolRequest, in claudeKillInput) (*sdk.CallToolResult, any, error) {
+	if in.ShellID == "" {
+		return nil, nil, argError("shell_id is required")
+	}
+	j, err := s.c.Get(ctx, in.ShellID)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return jsonResult(claudeKill{Success: false, Message: "Process not found: " + textclean.Echo(in.ShellID)})
+	}
+	if err != nil {
+		return nil, nil, describe(in.ShellID, err)
+	}
+	if j.Status.Terminal() {
+		return jsonResult(claudeKill{Success: false, Message: "Process already " + claudeStatus(j.Status)})
+	}
+	if _, err := s.c.Kill(ctx, j.ID, claudeKillGrace); err != nil {
+		return nil, nil, describe(in.ShellID, err)
+	}
+	return jsonResult(claudeKill{Success: true, Message: "Process " + j.ID + " killed"})
+}
+
+func (s *server) claudeList(ctx context.Context, req *sdk.CallToolRequest, in claudeListInput) (*sdk.CallToolResult, any, error) {
+	list, err := s.c.List(ctx, jobs.Filter{Limit: claudeListMax})
+	if err != nil {
+		return nil, nil, describe("", err)
+	}
+	slices.Reverse(list) // the seed lists in the order started
+	res := claudeShells{Shells: []claudeShell{}}
+	for _, j := range list {
+		cmd := j.Command
+		if r := []rune(cmd); len(r) > 50 {
+			cmd = string(r[:47]) + "..."
+		}
+		started := j.CreatedAt
+		if j.StartedAt != nil {
+			started = *j.StartedAt
+		}
+		sh := claudeShell{ID: j.ID, Command: cmd, Status: claudeStatus(j.Status), StartedAt: started.UTC().Format("2006-01-02T15:04:05.000Z"),
+			Runtime: claudeRuntime(j.Runtime), OutputLines: j.OutputLines}
+		if !j.Status.Terminal() {
+			sh.PID = j.PID
+		}
+		res.Shells = append(res.Shells, sh)
+	}
+	text, err := json.Marshal(res.Shells)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode shells: %w", err)
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}}, res, nil
+}
+
+// claudeRuntime is the seed's runtime words: 42s, 3m 5s, 2h 10m.
+func claudeRuntime(d time.Duration) string {
+	sec := int64(d / time.Second)
+	switch {
+	case sec < 60:
+		return fmt.Sprintf("%ds", sec)
+	case sec < 3600:
+		return fmt.Sprintf("%dm %ds", sec/60, sec%60)
+	}
+	return fmt.Sprintf("%dh %dm", sec/3600, (sec%3600)/60)
+}
+
+// nonEmptyLines splits text into lines and drops the blank ones, as the
+// seed's buffers do.
+func nonEmptyLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// jsonResult returns v as the seed returns it: the JSON object as text,
+// and as structured content.
+func jsonResult(v any) (*sdk.CallToolResult, any, error) {
+	text, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode result: %w", err)
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}}, v, nil
+}
+
+// claudeError is jsonResult marked as a tool error.
+func claudeError(v any) (*sdk.CallToolResult, any, error) {
+	r, sc, err := jsonResult(v)
+	if r != nil {
+		r.IsError = true
+	}
+	return r, sc, err
+}

@@ -1,0 +1,291 @@
+package mcp
+
+// The duragent profile: seed 002's spawn_process and process, by handle.
+// The seed's registry (in memory, backed by .meta.json files) is the jobs
+// database here; its statuses are running, completed, failed, timed_out,
+// lost and killed.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/pkg/jobs"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	// duragentTimeout is the seed's default maximum runtime.
+	duragentTimeout = 30 * time.Minute
+	// duragentKillGrace is the seed's SIGTERM-to-SIGKILL delay.
+	duragentKillGrace = 5 * time.Second
+	// duragentTailChars is the tail a completion message and a waited
+	// result carry (the seed's "last 2000 chars").
+	duragentTailChars = 2000
+)
+
+func duragentInstructions(scope string) string {
+	return "jobs runs shell commands as durable background jobs (scope " + strconv.Quote(scope) + "). " +
+		"spawn_process starts a command and returns its handle (wait=true blocks for the result, up to the call bound); " +
+		"process lists, checks status, reads the log (offset/limit in lines), captures and types into tmux processes, writes to stdin and kills, by handle. " +
+		"Processes and their full output survive a restart of this server."
+}
+
+type spawnInput struct {
+	Command        string   `json:"command" jsonschema:"the shell command line"`
+	Workdir        string   `json:"workdir,omitempty" jsonschema:"working directory (default: the server's)"`
+	Wait           bool     `json:"wait,omitempty" jsonschema:"block until the process ends and return its result (up to the call bound)"`
+	Tmux           bool     `json:"tmux,omitempty" jsonschema:"run inside a tmux session (capture, send_keys, tmux attach)"`
+	Label          string   `json:"label,omitempty" jsonschema:"a label for people"`
+	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty" jsonschema:"maximum runtime in seconds (default 1800); then SIGTERM, 5 s, SIGKILL"`
+}
+
+type duragentProcessInput struct {
+	Action     string          `json:"action" jsonschema:"list, status, log, capture, send_keys, write or kill"`
+	Handle     string          `json:"handle,omitempty" jsonschema:"the process handle (every action but list)"`
+	Offset     *count          `json:"offset,omitempty" jsonschema:"log: first line to read, from 0 (default: the last lines)"`
+	Limit      *count          `json:"limit,omitempty" jsonschema:"log: how many lines (default 200)"`
+	Keys       json.RawMessage `json:"keys,omitempty" jsonschema:"send_keys: text to type (a string), or a list of tmux keys (key names are pressed)"`
+	PressEnter *bool           `json:"press_enter,omitempty" jsonschema:"send_keys: press Enter after a string of keys (default true)"`
+	Data       *string         `json:"data,omitempty" jsonschema:"write: text to send to stdin"`
+	EOF        bool            `json:"eof,omitempty" jsonschema:"write: close stdin afterwards"`
+}
+
+// duragentProc is a process as the seed's tools show it.
+type duragentProc struct {
+	Handle          string   `json:"handle"`
+	Label           string   `json:"label,omitempty"`
+	Command         string   `json:"command"`
+	Status          string   `json:"status"`
+	PID             int      `json:"pid,omitempty"`
+	TmuxSession     string   `json:"tmux_session,omitempty"`
+	ExitCode        *int     `json:"exit_code,omitempty"`
+	DurationSeconds *float64 `json:"duration_seconds,omitempty"`
+	Output          *string  `json:"output,omitempty"`
+}
+
+// duragentStatus is a job's status in seed 002's words.
+func duragentStatus(st jobs.Status) string {
+	switch st {
+	case jobs.StatusStarting, jobs.StatusRunning:
+		return "running"
+	case jobs.StatusDone:
+		return "completed"
+	}
+	return string(st) // failed, killed, timed_out, lost
+}
+
+func viewProc(j jobs.Job) duragentProc {
+	p := duragentProc{Handle: j.ID, Label: j.Label, Command: j.Command, Status: duragentStatus(j.Status), PID: j.PID, TmuxSession: j.TmuxSession, ExitCode: j.ExitCode}
+	if j.Status.Terminal() {
+		d := float64(j.Runtime.Milliseconds()) / 1000
+		p.DurationSeconds = &d
+	}
+	return p
+}
+
+func addDuragent(s *server, srv *sdk.Server) {
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:        "spawn_process",
+		Description: "Start a background command and return its handle at once (wait=false), or block until it ends and return status, exit_code, output and duration_seconds (wait=true; up to " + round(s.bound) + " per call, then the handle of the still running process). tmux=true runs it in a tmux session a person can attach to. When a process started with wait=false ends, a completion message is sent as a logging notification.",
+		InputSchema: schemaOf[spawnInput]("spawn_process"),
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
+	}, s.spawnProcess)
+	ps := schemaOf[duragentProcessInput]("process")
+	ps.Properties["action"].Enum = []any{"list", "status", "log", "capture", "send_keys", "write", "kill"}
+	ps.Properties["keys"].Type = ""
+	ps.Properties["keys"].Types = []string{"string", "array"}
+	ps.Properties["keys"].Items = nil
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:        "process",
+		Description: "Interact with spawned processes by handle: list, status, log (offset/limit in lines), capture (tmux screen), send_keys (tmux), write (stdin), kill (SIGTERM, 5 s, SIGKILL).",
+		InputSchema: ps,
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+	}, s.duragentProcess)
+}
+
+func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in spawnInput) (*sdk.CallToolResult, any, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return nil, nil, argError("command is required and must not be empty")
+	}
+	spec := jobs.Spec{Command: in.Command, Cwd: in.Workdir, Label: in.Label, Tmux: in.Tmux, Timeout: duragentTimeout}
+	if in.TimeoutSeconds != nil {
+		d, err := seconds("timeout_seconds", *in.TimeoutSeconds)
+		if err != nil {
+			return nil, nil, err
+		}
+		spec.Timeout = d
+		if d == 0 {
+			spec.Timeout = -1
+		}
+	}
+	job, err := s.c.Start(ctx, spec)
+	if err != nil {
+		return nil, nil, describe("", err)
+	}
+	if !in.Wait {
+		return jsonResult(duragentProc{Handle: job.ID, TmuxSession: job.TmuxSession, Status: duragentStatus(job.Status), PID: job.PID, Command: job.Command, Label: job.Label})
+	}
+	if !job.Status.Terminal() {
+		wr, err := s.c.Wait(ctx, []string{job.ID}, jobs.WaitOptions{Timeout: s.bound, Progress: s.progress(ctx, req, s.bound)})
+		if err != nil {
+			return nil, nil, fmt.Errorf("wait for process %s (it was started and may still run): %w", job.ID, err)
+		}
+		job = wr.Jobs[0]
+	}
+	p := viewProc(job)
+	if !job.Status.Terminal() {
+		r, sc, err := jsonResult(p)
+		if r != nil {
+			r.Content = append(r.Content, &sdk.TextContent{Text: "Still running after " + round(s.bound) + " (the call bound); it goes on. Follow it with process action=status or action=log handle=" + job.ID + "."})
+		}
+		return r, sc, err
+	}
+	pr, err := s.c.Poll(ctx, job.ID, jobs.PollOptions{Tail: duragentTailChars})
+	if err != nil {
+		return nil, nil, describe(job.ID, err)
+	}
+	p.Output = &pr.Output.Text
+	return jsonResult(p)
+}
+
+// procError is a tool error about the handle, in the seed's words.
+func procError(handle string, err error) error {
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		return fmt.Errorf("Process %s not found", textclean.Echo(handle)) //nolint:staticcheck // the seed's capitalised wording
+	case errors.Is(err, jobs.ErrNotRunning):
+		return fmt.Errorf("Process %s is not running", textclean.Echo(handle)) //nolint:staticcheck // the seed's capitalised wording
+	}
+	return describe(handle, err)
+}
+
+func (s *server) duragentProcess(ctx context.Context, req *sdk.CallToolRequest, in duragentProcessInput) (*sdk.CallToolResult, any, error) {
+	if in.Action == "list" {
+		list, err := s.c.List(ctx, jobs.Filter{Limit: maxListJobs})
+		if err != nil {
+			return nil, nil, describe("", err)
+		}
+		out := struct {
+			Processes []duragentProc `json:"processes"`
+		}{Processes: []duragentProc{}}
+		for _, j := range list {
+			out.Processes = append(out.Processes, viewProc(j))
+		}
+		return jsonResult(out)
+	}
+	if in.Handle == "" {
+		return nil, nil, argError("handle is required for action=%s", in.Action)
+	}
+	switch in.Action {
+	case "status":
+		j, err := s.c.Get(ctx, in.Handle)
+		if err != nil {
+			return nil, nil, procError(in.Handle, err)
+		}
+		return jsonResult(viewProc(j))
+	case "log":
+		r := jobs.Range{TailLines: defaultLogLines, Clean: true}
+		if in.Offset != nil || in.Limit != nil {
+			r = jobs.Range{FromLine: 1, Lines: defaultLogLines, Clean: true}
+			if in.Offset != nil {
+				if *in.Offset < 0 {
+					return nil, nil, argError("offset must not be negative, got %d", *in.Offset)
+				}
+				r.FromLine = int64(*in.Offset) + 1
+			}
+			if in.Limit != nil {
+				if *in.Limit < 1 {
+					return nil, nil, argError("limit must be at least 1, got %d", *in.Limit)
+				}
+				r.Lines = min(int64(*in.Limit), maxLogLines)
+			}
+		}
+		o, err := s.c.Log(ctx, in.Handle, r)
+		if err != nil {
+			return nil, nil, procError(in.Handle, err)
+		}
+		first := max(o.FirstLine-1, 0)
+		return jsonResult(struct {
+			Handle     string `json:"handle"`
+			Output     string `json:"output"`
+			Offset     int64  `json:"offset"`
+			NextOffset int64  `json:"next_offset"`
+			TotalLines int64  `json:"total_lines"`
+		}{o.JobID, o.Text, first, first + o.Lines, o.TotalLines})
+	case "capture":
+		text, err := s.c.Capture(ctx, in.Handle, 0)
+		if err != nil {
+			return nil, nil, procError(in.Handle, err)
+		}
+		return jsonResult(map[string]string{"handle": in.Handle, "content": text})
+	case "send_keys":
+		keys, literal, err := duragentKeys(in)
+		if err != nil {
+			return nil, nil, err
+		}
+		if literal {
+			if err := s.c.SendKeys(ctx, in.Handle, keys[:1], true); err != nil {
+				return nil, nil, procError(in.Handle, err)
+			}
+			keys = keys[1:]
+		}
+		if len(keys) > 0 {
+			if err := s.c.SendKeys(ctx, in.Handle, keys, false); err != nil {
+				return nil, nil, procError(in.Handle, err)
+			}
+		}
+		return jsonResult(map[string]any{"handle": in.Handle, "sent": true})
+	case "write":
+		if in.Data == nil && !in.EOF {
+			return nil, nil, argError("write needs data (or eof=true)")
+		}
+		n := 0
+		if in.Data != nil && *in.Data != "" {
+			var err error
+			if n, err = s.c.Write(ctx, in.Handle, []byte(*in.Data)); err != nil {
+				return nil, nil, procError(in.Handle, err)
+			}
+		}
+		if in.EOF {
+			if err := s.c.CloseStdin(ctx, in.Handle); err != nil {
+				return nil, nil, procError(in.Handle, err)
+			}
+		}
+		return jsonResult(map[string]any{"handle": in.Handle, "written": n, "eof": in.EOF})
+	case "kill":
+		k, err := s.c.Kill(ctx, in.Handle, duragentKillGrace)
+		if err != nil {
+			return nil, nil, procError(in.Handle, err)
+		}
+		return jsonResult(map[string]string{"handle": k.JobID, "status": duragentStatus(k.Status)})
+	}
+	return nil, nil, argError("unknown action %q: one of list, status, log, capture, send_keys, write, kill", textclean.Echo(in.Action))
+}
+
+// duragentKeys reads send_keys' keys: a string is typed as text and
+// followed by Enter unless press_enter=false (the seed's `tmux send-keys
+// "<keys>" Enter`); a list is tmux keys, names pressed. literal reports
+// that keys[0] is text to type.
+func duragentKeys(in duragentProcessInput) (keys []string, literal bool, err error) {
+	if len(in.Keys) == 0 {
+		return nil, false, argError("send_keys needs keys")
+	}
+	var text string
+	if json.Unmarshal(in.Keys, &text) == nil {
+		keys = []string{text}
+		if in.PressEnter == nil || *in.PressEnter {
+			keys = append(keys, "Enter")
+		}
+		return keys, true, nil
+	}
+	if err := json.Unmarshal(in.Keys, &keys); err != nil {
+		return nil, false, argError("keys must be a string or a list of strings")
+	}
+	return keys, false, nil
+}

@@ -1,0 +1,66 @@
+package mcp
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultProfile is the tool set served when none is named: seeds 000/001.
+const DefaultProfile = "openclaw"
+
+// EnvProfile names the profile when `jobs mcp` is given no --profile.
+const EnvProfile = "JOBS_MCP_PROFILE"
+
+// profile is one agent interface served over the one engine: the tools a
+// harness built against that interface calls, with its words and fields.
+// Every profile acts on the same scope through pkg/jobs, so a job started
+// under one is seen under every other and in the CLI.
+type profile struct {
+	instructions func(scope string) string
+	add          func(s *server, srv *sdk.Server)
+}
+
+var profiles = map[string]profile{
+	"openclaw":    {instructions: instructions, add: addOpenClaw},
+	"claude-code": {instructions: claudeInstructions, add: addClaudeCode},
+	"duragent":    {instructions: duragentInstructions, add: addDuragent},
+	"macos-shell": {instructions: macInstructions, add: addMacShell},
+}
+
+// Profiles lists the profile names, sorted.
+func Profiles() []string {
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewProfileServer returns an MCP server whose tools are profile's, acting
+// on c's scope. An empty profile is DefaultProfile.
+func NewProfileServer(c *jobs.Client, version, name string) (*sdk.Server, error) {
+	if name == "" {
+		name = DefaultProfile
+	}
+	p, ok := profiles[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown profile %q (one of %s)", name, strings.Join(Profiles(), ", "))
+	}
+	if version == "" {
+		version = "dev"
+	}
+	s := newState(c)
+	opts := &sdk.ServerOptions{Instructions: p.instructions(c.Scope())}
+	subscriptionOptions(c, opts)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version}, opts)
+	p.add(s, srv)
+	addJobResources(c, srv)
+	srv.AddReceivingMiddleware(backlog(c, time.Now()))
+	return srv, nil
+}
