@@ -31,6 +31,7 @@ func (w *world) noticeClient(profile string) *noticeClient {
 			defer n.mu.Unlock()
 			n.updated[r.Params.URI] = append(n.updated[r.Params.URI], time.Now())
 		},
+		//lint:ignore SA1019 the completion message is a logging notification
 		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
 			n.mu.Lock()
 			defer n.mu.Unlock()
@@ -46,6 +47,7 @@ func (w *world) noticeClient(profile string) *noticeClient {
 		w.t.Fatalf("connect to jobs mcp: %v", err)
 	}
 	w.t.Cleanup(func() { cs.Close() })
+	//lint:ignore SA1019 the completion message is a logging notification
 	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
 		w.t.Fatalf("set logging level: %v", err)
 	}

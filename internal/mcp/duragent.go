@@ -158,9 +158,11 @@ func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in 
 func procError(handle string, err error) error {
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
-		return fmt.Errorf("Process %s not found", textclean.Echo(handle)) //nolint:staticcheck // the seed's capitalised wording
+		//lint:ignore ST1005 the seed's wording, capital letter included
+		return fmt.Errorf("Process %s not found", textclean.Echo(handle))
 	case errors.Is(err, jobs.ErrNotRunning):
-		return fmt.Errorf("Process %s is not running", textclean.Echo(handle)) //nolint:staticcheck // the seed's capitalised wording
+		//lint:ignore ST1005 the seed's wording, capital letter included
+		return fmt.Errorf("Process %s is not running", textclean.Echo(handle))
 	}
 	return describe(handle, err)
 }
