@@ -533,3 +533,39 @@ func TestMaxRSSIsTheJobs(t *testing.T) {
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("max rss: `true` %d KiB (not known, was the supervisor's), a job touching 256 MiB %d KiB", sup, bigKB))
 }
+
+// TestWaitExitCodes: `jobs wait A B` exits with the first non-zero status
+// of the jobs in the order given, whichever ended last (`wait $build $lint
+// && deploy` must not deploy after a failed build); with --any, the status
+// of the job that ended; and --until or --idle that never happened because
+// the job ended exit 125, not the 0 of a real match.
+func TestWaitExitCodes(t *testing.T) {
+	w := newWorld(t)
+	failFast := w.start("--", "sh", "-c", "exit 3")
+	w.waitTerminal(failFast, 30*time.Second)
+	okLater := w.start("--", "sh", "-c", "sleep 0.2; echo done")
+	if r := w.jobs("wait", failFast, okLater); r.code != 3 {
+		t.Errorf("wait failed ok: exit %d, want 3 (the first non-zero)", r.code)
+	}
+	if r := w.jobs("wait", okLater, failFast); r.code != 3 {
+		t.Errorf("wait ok failed: exit %d, want 3", r.code)
+	}
+	if r := w.jobs("wait", "--any", okLater, failFast); r.code != 0 && r.code != 3 {
+		t.Errorf("wait --any: exit %d, want the status of one that ended", r.code)
+	}
+	quick := w.start("--", "echo", "hello")
+	w.waitTerminal(quick, 30*time.Second)
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"wait", quick, "--until", "hello"}, 0},
+		{[]string{"wait", quick, "--until", "never printed"}, 125},
+		{[]string{"wait", quick, "--idle", "1h"}, 125},
+		{[]string{"wait", failFast, "--until", "never printed"}, 125},
+	} {
+		if r := w.jobs(c.args...); r.code != c.want {
+			t.Errorf("%v: exit %d, want %d (%s)", c.args, r.code, c.want, r.stderr)
+		}
+	}
+}

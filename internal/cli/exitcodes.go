@@ -14,6 +14,10 @@ const (
 	// ExitTimedOut means `jobs wait --timeout` passed while a job was
 	// still running (the same code as timeout(1)).
 	ExitTimedOut = 124
+	// ExitNotHappened means `jobs wait --until`, `--idle` or `--input`
+	// returned because the jobs ended without the condition happening: no
+	// match, no silence, no prompt.
+	ExitNotHappened = 125
 	// ExitInterrupted means the command was interrupted (SIGINT) while
 	// waiting or following; the job itself keeps running.
 	ExitInterrupted = 130

@@ -97,16 +97,22 @@ func TestWaitExitCode(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		res  jobs.WaitResult
+		o    jobs.WaitOptions
 		want int
 	}{
-		{"all done", jobs.WaitResult{Reason: jobs.WaitExited, Jobs: []jobs.Job{a}}, 0},
-		{"first non-zero", jobs.WaitResult{Reason: jobs.WaitExited, Jobs: []jobs.Job{a, b}}, 4},
-		{"any picks the ender", jobs.WaitResult{Reason: jobs.WaitExited, JobID: "a", Jobs: []jobs.Job{b, a}}, 0},
-		{"timeout", jobs.WaitResult{Reason: jobs.WaitTimedOut, Jobs: []jobs.Job{r}}, ExitTimedOut},
-		{"matched", jobs.WaitResult{Reason: jobs.WaitMatched, JobID: "r", Jobs: []jobs.Job{r}}, 0},
-		{"idle", jobs.WaitResult{Reason: jobs.WaitIdle, JobID: "r", Jobs: []jobs.Job{r}}, 0},
+		{"all done", jobs.WaitResult{Reason: jobs.WaitExited, Jobs: []jobs.Job{a}}, jobs.WaitOptions{}, 0},
+		{"first non-zero", jobs.WaitResult{Reason: jobs.WaitExited, Jobs: []jobs.Job{a, b}}, jobs.WaitOptions{}, 4},
+		// The engine names the job that ended last; without --any that
+		// says nothing about the exit status.
+		{"first non-zero, last ender named", jobs.WaitResult{Reason: jobs.WaitExited, JobID: "a", Jobs: []jobs.Job{b, a}}, jobs.WaitOptions{}, 4},
+		{"any picks the ender", jobs.WaitResult{Reason: jobs.WaitExited, JobID: "a", Jobs: []jobs.Job{b, a}}, jobs.WaitOptions{Any: true}, 0},
+		{"timeout", jobs.WaitResult{Reason: jobs.WaitTimedOut, Jobs: []jobs.Job{r}}, jobs.WaitOptions{}, ExitTimedOut},
+		{"matched", jobs.WaitResult{Reason: jobs.WaitMatched, JobID: "r", Jobs: []jobs.Job{r}}, jobs.WaitOptions{Until: "x"}, 0},
+		{"idle", jobs.WaitResult{Reason: jobs.WaitIdle, JobID: "r", Jobs: []jobs.Job{r}}, jobs.WaitOptions{Idle: time.Second}, 0},
+		{"ended before the match", jobs.WaitResult{Reason: jobs.WaitExited, JobID: "a", Jobs: []jobs.Job{a}}, jobs.WaitOptions{Until: "x"}, ExitNotHappened},
+		{"ended before going quiet", jobs.WaitResult{Reason: jobs.WaitExited, JobID: "b", Jobs: []jobs.Job{b}}, jobs.WaitOptions{Idle: time.Second}, ExitNotHappened},
 	} {
-		if got := waitExitCode(tc.res); got != tc.want {
+		if got := waitExitCode(tc.res, tc.o); got != tc.want {
 			t.Errorf("%s: waitExitCode = %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -19,7 +19,8 @@ func (r *runner) waitCommand() *ucli.Command {
 		ArgsUsage: "ID…",
 		Description: "Sleeps (no polling loop) until every job has finished, or the first with --any. Prints\n" +
 			"why it returned and exits with the job's status (128+n for a signal; with several jobs the\n" +
-			"first non-zero one). --until, --idle and --input exit 0 when they fire. When --timeout\n" +
+			"first non-zero one in the order given; with --any, the one that ended). --until, --idle and\n" +
+			"--input exit 0 when they fire and 125 when the jobs end without them firing. When --timeout\n" +
 			"passes first the exit status is 124. On a terminal a live line shows elapsed time, output\n" +
 			"size and the last line.",
 		Flags: []ucli.Flag{
@@ -110,23 +111,27 @@ func (r *runner) wait(cc *ucli.Context) error {
 	} else {
 		fmt.Fprint(r.stdout, formatWait(res))
 	}
-	if code := waitExitCode(res); code != 0 {
+	if code := waitExitCode(res, o); code != 0 {
 		return &exitError{code: code}
 	}
 	return nil
 }
 
-// waitExitCode is the exit status of jobs wait: 124 on timeout, 0 for a
-// match or idle, else the status of the job that ended an --any wait or
-// the first non-zero status of the jobs.
-func waitExitCode(res jobs.WaitResult) int {
+// waitExitCode is the exit status of jobs wait: 124 on timeout, 0 when
+// --until, --idle or --input fired, 125 when the jobs ended before it did;
+// otherwise the job's own status: with --any the job that ended, else the
+// first non-zero of the jobs in the order given.
+func waitExitCode(res jobs.WaitResult, o jobs.WaitOptions) int {
 	switch res.Reason {
 	case jobs.WaitTimedOut:
 		return ExitTimedOut
 	case jobs.WaitMatched, jobs.WaitIdle, jobs.WaitInput:
 		return 0
 	}
-	if res.JobID != "" {
+	if o.Until != "" || o.Idle > 0 || o.Input {
+		return ExitNotHappened
+	}
+	if o.Any && res.JobID != "" {
 		for _, j := range res.Jobs {
 			if j.ID == res.JobID && j.Status.Terminal() {
 				return jobExitCode(j)
