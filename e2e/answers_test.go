@@ -5,7 +5,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"regexp"
@@ -567,5 +569,27 @@ func TestWaitExitCodes(t *testing.T) {
 		if r := w.jobs(c.args...); r.code != c.want {
 			t.Errorf("%v: exit %d, want %d (%s)", c.args, r.code, c.want, r.stderr)
 		}
+	}
+}
+
+// TestMistypedDBCreatesNothing: a read verb given a --db that is not there
+// says so in one line and creates neither the file nor its directories;
+// start still creates a database on first use.
+func TestMistypedDBCreatesNothing(t *testing.T) {
+	w := newWorld(t)
+	dir := w.base + "/typo"
+	path := dir + "/sub/jobs.db"
+	for _, verb := range [][]string{{"list"}, {"status", "x"}, {"log", "x"}, {"poll", "x"}, {"wait", "x"}, {"events"}} {
+		r := w.jobs(append([]string{"--db", path}, verb...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "no database at") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v on a missing --db: %v", verb, r)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a read created %s: %v", dir, err)
+	}
+	id := strings.TrimSpace(w.ok("--db", path, "start", "--", "true"))
+	if r := w.jobs("--db", path, "wait", id); r.code != 0 {
+		t.Errorf("wait on the database start created: %v", r)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -95,6 +97,11 @@ func (r *runner) openClient(cc *ucli.Context, lazy bool) (*jobs.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if readVerbs[cc.Command.Name] && path != "" {
+		if err := databaseExists(path); err != nil {
+			return nil, err
+		}
+	}
 	exe, _ := os.Executable()
 	// gc is the janitor of the host whose supervisors write the database:
 	// another host's database it leaves as it is, like a read.
@@ -113,6 +120,17 @@ func (r *runner) openClient(cc *ucli.Context, lazy bool) (*jobs.Client, error) {
 	}
 	r.c = c
 	return c, nil
+}
+
+// databaseExists refuses a read of a database named by --db or JOBS_DB
+// that is not there: a read reports, so a mistyped path must not create a
+// database and its directories (start does, on first use). The default
+// database is jobs' own and is created on any first use.
+func databaseExists(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no database at %s: nothing has run with it yet ('jobs start' creates it)", textclean.Echo(path))
+	}
+	return nil
 }
 
 func (r *runner) close() {
