@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/internal/cli"
-	"github.com/agentjobs/jobs/internal/db"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -314,23 +312,12 @@ func TestC7BadAndPathologicalRegex(t *testing.T) {
 	t.Logf("MATRIX-FIGURE %s", "6 bad patterns × log/poll/wait: exit 2, one line ≤ 400 chars; (a*)*b over 1 MiB of a in "+took.Round(time.Millisecond).String())
 }
 
-var _ = os.Getenv
-var _ = db.NewID
-
 // Row D1 guards: each MCP process action, given another scope's job by full
 // id, unique prefix or name, answers exactly as for a job that does not
 // exist and changes nothing; list, events and gc of the other scope show
 // nothing of it.
 func TestD1ScopeIsolationMCPActions(t *testing.T) {
-	w := newWorld(t)
-	w.scope = "alice"
-	id := w.start("--name", "alicejob", "--", helperBin, "e2e-helper", "until-eof")
-	w.waitOutput(id, "started")
-	missing := db.NewID()
-	for missing[:6] == id[:6] {
-		missing = db.NewID()
-	}
-	w.scope = "bob"
+	w, id, missing := aliceJobSeenByBob(t)
 	cs := w.mcp()
 	actions := []map[string]any{
 		{"action": "poll"}, {"action": "log"}, {"action": "status"}, {"action": "write", "data": "x"},

@@ -47,6 +47,25 @@ type scenarioResult struct {
 	PromptMatched   bool           `json:"prompt_matched"`
 }
 
+// nodeClient returns node and the directory of the TypeScript SDK client
+// scripts, their packages installed. Without node the test is skipped,
+// except with CI=true, where it fails: what says it needs node.
+func nodeClient(t *testing.T, what string) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("node is not installed; %s need it (CI=true)", what)
+		}
+		t.Skip("node is not installed")
+	}
+	if dir, err = filepath.Abs("mcpclient"); err != nil {
+		t.Fatal(err)
+	}
+	installClient(t, dir)
+	return node, dir
+}
+
 // TestMCPClientScenarios drives `jobs mcp` through the official TypeScript
 // SDK client (its default 60 s request timeout) in seven everyday
 // scenarios and holds each to the calls and characters an agent should
@@ -55,18 +74,7 @@ func TestMCPClientScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the scenarios take about 15 s")
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node is not installed; the MCP client scenarios need it (CI=true)")
-		}
-		t.Skip("node is not installed")
-	}
-	dir, err := filepath.Abs("mcpclient")
-	if err != nil {
-		t.Fatal(err)
-	}
-	installClient(t, dir)
+	node, dir := nodeClient(t, "the MCP client scenarios")
 
 	w := newWorld(t)
 	// The REPL scenario's tmux session goes on a server of its own.

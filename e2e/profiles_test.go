@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,18 +18,7 @@ import (
 // jobs the replay started.
 func replayProfile(t *testing.T, w *world, profile string) []string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node is not installed; the profile replays need it (CI=true)")
-		}
-		t.Skip("node is not installed")
-	}
-	dir, err := filepath.Abs("mcpclient")
-	if err != nil {
-		t.Fatal(err)
-	}
-	installClient(t, dir)
+	node, dir := nodeClient(t, "the profile replays")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "profiles.mjs", jobsBin, profile)

@@ -305,15 +305,7 @@ func TestD5SymlinkAtSocketPathRefused(t *testing.T) {
 // about a job that does not exist (by id, id prefix and name), and changes
 // nothing.
 func TestD1ScopeIsolationEveryVerb(t *testing.T) {
-	w := newWorld(t)
-	w.scope = "alice"
-	id := w.start("--name", "alicejob", "--", helperBin, "e2e-helper", "until-eof")
-	w.waitOutput(id, "started")
-	missing := db.NewID()
-	for missing[:6] == id[:6] {
-		missing = db.NewID()
-	}
-	w.scope = "bob"
+	w, id, missing := aliceJobSeenByBob(t)
 	verbs := [][]string{
 		{"poll", "REF"}, {"poll", "REF", "--new"}, {"log", "REF"}, {"write", "REF", "data"}, {"write", "REF", "--eof"},
 		{"kill", "REF"}, {"kill", "--signal", "INT", "REF"}, {"status", "REF"}, {"wait", "--timeout", "1s", "REF"},
@@ -360,4 +352,21 @@ func TestD1ScopeIsolationEveryVerb(t *testing.T) {
 		t.Errorf("alice's job ended %s", j.Status)
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d verbs × id, prefix, name × text/JSON: answers identical to a random id; other scope's job untouched", len(verbs)))
+}
+
+// aliceJobSeenByBob starts a running job named alicejob in scope alice and
+// turns w to scope bob; missing is an id that no job has and that shares
+// no six-character prefix with the job's.
+func aliceJobSeenByBob(t *testing.T) (w *world, id, missing string) {
+	t.Helper()
+	w = newWorld(t)
+	w.scope = "alice"
+	id = w.start("--name", "alicejob", "--", helperBin, "e2e-helper", "until-eof")
+	w.waitOutput(id, "started")
+	missing = db.NewID()
+	for missing[:6] == id[:6] {
+		missing = db.NewID()
+	}
+	w.scope = "bob"
+	return w, id, missing
 }

@@ -98,14 +98,8 @@ func checkSocket(path string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case fi.Mode()&os.ModeSymlink != 0:
-		return fmt.Errorf("socket %s is a symlink: refusing it", path)
-	case fi.Mode()&os.ModeSocket == 0:
-		return fmt.Errorf("%s is not a socket", path)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("socket %s is owned by uid %d, not by us: refusing it", path, st.Uid)
+	if err := ourSocket(path, fi, ""); err != nil {
+		return err
 	}
 	di, err := os.Lstat(filepath.Dir(path))
 	if err != nil {
@@ -201,16 +195,25 @@ func removeStaleSocket(path string) error {
 	if err != nil {
 		return err
 	}
+	if err := ourSocket(path, fi, ": refusing to replace it"); err != nil {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// ourSocket refuses fi (what Lstat said of path) unless it is a unix
+// socket of our uid; notSocket ends the message for anything else.
+func ourSocket(path string, fi os.FileInfo, notSocket string) error {
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0:
 		return fmt.Errorf("socket %s is a symlink: refusing it", path)
 	case fi.Mode()&os.ModeSocket == 0:
-		return fmt.Errorf("%s is not a socket: refusing to replace it", path)
+		return fmt.Errorf("%s is not a socket%s", path, notSocket)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("socket %s is owned by uid %d, not by us: refusing it", path, st.Uid)
 	}
-	return os.Remove(path)
+	return nil
 }
 
 func securePrivateDir(dir string) error {
