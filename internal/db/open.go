@@ -195,7 +195,37 @@ func (d *DB) LetGoOfSideFiles() {
 // which the driver gives the mode before its journal_mode pragma writes the
 // first page; never by every connection. On a file another process has
 // initialised meanwhile it changes nothing.
+//
+// Several processes may initialise the same new file at once (two agents
+// starting their first job). SQLite does not call its busy handler where
+// waiting could deadlock, and two connections turning one new file into a
+// WAL database can meet there: a busy answer is tried again, until
+// BusyTimeout has passed.
 func initFile(ctx context.Context, path string) error {
+	deadline := time.Now().Add(BusyTimeout)
+	pause := 2 * time.Millisecond
+	for {
+		err := initFileOnce(ctx, path)
+		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// IsBusy reports whether err is SQLite's SQLITE_BUSY family: another
+// connection holds the lock.
+func IsBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+func initFileOnce(ctx context.Context, path string) error {
 	q := url.Values{}
 	q.Add("_auto_vacuum", "INCREMENTAL")
 	q.Add("_busy_timeout", strconv.FormatInt(BusyTimeout.Milliseconds(), 10))

@@ -277,7 +277,7 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	interrupted := lockCtx.Err() != nil
 	cancel()
 	if err != nil {
-		if isBusy(err) && !interrupted {
+		if db.IsBusy(err) && !interrupted {
 			return fmt.Errorf("begin transaction: %w", errLocked)
 		}
 		// The connection may be broken, or its BEGIN interrupted half way.
@@ -739,13 +739,6 @@ func trimChunk(ctx context.Context, conn *sql.Conn, jobID string, off, k int64) 
 		return fmt.Errorf("trim chunk: %w", err)
 	}
 	return nil
-}
-
-// isBusy reports whether err is SQLite's SQLITE_BUSY family: another
-// connection holds the lock.
-func isBusy(err error) bool {
-	var coded interface{ Code() int }
-	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // isConstraint reports whether err is SQLite's SQLITE_CONSTRAINT family:
