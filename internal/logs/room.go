@@ -23,10 +23,12 @@ var ErrDiskFull = errors.New("disk full")
 // few bytes of a job's final status would not fit either, and the job
 // would stay running until space came back. A WAL whose frames are all
 // committed cannot start over before they are copied into the database
-// file, which needs room too. So the flusher does not write a batch that
-// could take the free space below MinFree, and no checkpoint copies while
-// less than twice that (plus the WAL) is free: output is dropped and counted
-// instead, and the room is left for status changes and events.
+// file, which needs room too. So the flusher writes a batch only when the
+// disk has room for it twice (in the WAL, then in the database file) beside
+// the growth the WAL's uncopied pages still owe the file and MinFree
+// (roomForWAL), and no checkpoint copies while less than twice MinFree
+// (plus the WAL) is free: output is dropped and counted instead, and the
+// room is left for status changes and events.
 //
 // Once the disk is tight (less than twice MinFree plus the WAL free), a
 // checkpoint copies only when what it adds to the database file fits (the
@@ -73,6 +75,42 @@ func (a *Appender) checkRoom(n int64) error {
 			ErrDiskFull, parse.FormatSize(free), parse.FormatSize(a.o.MinFree))
 	}
 	return nil
+}
+
+// roomForWAL is checkRoom for output written to the database: its n bytes
+// (and the pages around them) take room twice, in the WAL now and in the
+// database file when a checkpoint copies them there, and so do the WAL's
+// pages not copied yet. A WAL allowed to take the room its own copy needs
+// could never be copied: output stayed dropped after space returned, and
+// the WAL kept its space for good. conn is the writer's connection.
+func (a *Appender) roomForWAL(ctx context.Context, conn *sql.Conn, n int64) error {
+	free, ok := freeBytes(a.d.Path)
+	if !ok {
+		return nil // cannot tell: let SQLite find out
+	}
+	grow := n + n/4
+	wal := fileSize(a.d.Path + "-wal")
+	if free >= 2*grow+wal+a.o.MinFree {
+		return nil // even a copy of the whole WAL fits
+	}
+	if need := 2*grow + a.copyGrowth(ctx, conn, wal) + a.o.MinFree; free < need {
+		return fmt.Errorf("%w: %s free on the database's file system, %s needed to store %s of output and copy it into the database, %s kept for status changes",
+			ErrDiskFull, parse.FormatSize(free), parse.FormatSize(need), parse.FormatSize(n), parse.FormatSize(a.o.MinFree))
+	}
+	return nil
+}
+
+// copyGrowth returns by how much copying the WAL would grow the database
+// file: the pages of the newest snapshot past the file's end (a
+// checkpoint rewrites the others in place). It is at most wal, the WAL's
+// size, which is the answer when SQLite cannot be asked.
+func (a *Appender) copyGrowth(ctx context.Context, conn *sql.Conn, wal int64) int64 {
+	var pages, pageSize int64
+	if conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages) != nil ||
+		conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize) != nil {
+		return wal
+	}
+	return min(max(pages*pageSize-fileSize(a.d.Path), 0), wal)
 }
 
 // tight reports whether the database's file system has less than twice
