@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -37,17 +38,31 @@ func (d *DB) ClaimHook(ctx context.Context, jobID, scope string) (bool, error) {
 	return won, nil
 }
 
-const pendingHooksQuery = `SELECT ` + jobColumns + ` FROM jobs j
-WHERE j.status = 'lost' AND j.on_exit <> ''
+// pendingHooksQuery lists the unclaimed hooks of jobs ended since ?; the
+// lost-only form adds its condition in front, where the status index
+// serves it.
+const (
+	pendingHooksTail = `j.on_exit <> '' AND j.ended_at >= ?
   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.job_id = j.id AND e.kind = 'hook')
 ORDER BY j.ended_at`
+	pendingHooksQuery     = `SELECT ` + jobColumns + ` FROM jobs j WHERE ` + pendingHooksTail
+	pendingLostHooksQuery = `SELECT ` + jobColumns + ` FROM jobs j WHERE j.status = 'lost' AND ` + pendingHooksTail
+)
 
-// PendingHooks lists lost jobs with an on_exit command whose hook nobody
-// has claimed yet: jobs marked lost by a process that is not a supervisor
-// (a poll, a list, `jobs gc`). Jobs that end any other way have their hook
-// run by whoever recorded the end.
-func (d *DB) PendingHooks(ctx context.Context) ([]Job, error) {
-	jobs, err := queryJobs(ctx, d, pendingHooksQuery)
+// PendingHooks lists the jobs that ended at or after since, have an
+// on_exit command and whose hook nobody has claimed (no hook event): with
+// lostOnly, only lost ones. A lost job is listed when a process that is
+// not a supervisor marked it (a read, `jobs gc`), or a supervisor that was
+// closing; a job that ended any other way only when whoever recorded its
+// end died before it claimed the hook. since keeps out the jobs whose hook
+// event the janitor may have deleted already (events older than the
+// retention), whose hooks ran long ago.
+func (d *DB) PendingHooks(ctx context.Context, since time.Time, lostOnly bool) ([]Job, error) {
+	q := pendingHooksQuery
+	if lostOnly {
+		q = pendingLostHooksQuery
+	}
+	jobs, err := queryJobs(ctx, d, q, FormatTime(since))
 	if err != nil {
 		return nil, fmt.Errorf("find pending hooks: %w", err)
 	}

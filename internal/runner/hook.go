@@ -36,9 +36,10 @@ func (s *Supervisor) afterExit(job db.Job, baseEnv []string) {
 	}
 }
 
-// hookLost runs the on_exit command of a job this supervisor marked lost,
-// in a goroutine owned by wg. Config.OnExit is not called: the job was not
-// this supervisor's.
+// hookLost runs the on_exit command of a job this supervisor did not see
+// end (it marked it lost, or found its hook due: see runDueHooks), in a
+// goroutine owned by wg. Config.OnExit is not called: the job was not this
+// supervisor's.
 func (s *Supervisor) hookLost(job db.Job) {
 	if job.OnExit == "" {
 		return
@@ -52,7 +53,7 @@ func (s *Supervisor) hookLost(job db.Job) {
 	}
 	s.mu.Unlock()
 	if closing {
-		s.logf("on-exit hook of lost job %s skipped: supervisor closing", job.ID)
+		s.logf("on-exit hook of job %s skipped: supervisor closing", job.ID)
 		return
 	}
 	go func() {
@@ -203,18 +204,59 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 func (t *tailBuffer) String() string { return string(t.b) }
 
-// RunPendingHooks starts, in the background, the hooks of lost jobs that
-// nobody ran: jobs another process (a poll, a list, `jobs gc`) marked lost
-// while no supervisor was there to run them. Each runs once, whoever asks.
-func (s *Supervisor) RunPendingHooks(ctx context.Context) { s.runPendingHooks(ctx) }
+// tmuxHookGrace is how long after a tmux job's end its hook is left to
+// the tmux-pipe helper that recorded the end (it claims the hook at once;
+// the helper is no supervisor, so no lock tells whether it still lives).
+const tmuxHookGrace = time.Minute
 
-func (s *Supervisor) runPendingHooks(ctx context.Context) {
-	jobs, err := s.db.PendingHooks(ctx)
+// runDueHooks starts, in the background, the on_exit hooks that are due
+// and that nobody ran: those of jobs that ended while no supervisor ran
+// to run them. Reads record jobs lost and start nothing (see pkg/jobs),
+// so those hooks wait in the database for a supervisor: the next one to
+// start runs them on opening (ended set: every hook due), and a running
+// one's janitor those of lost jobs each round.
+//
+// A hook is due when the job is lost, or when the supervisor that ran the
+// job is gone (its lock is free) and so died between recording the end
+// and claiming the hook. Each runs once however many supervisors find it:
+// runHook claims it in the database first (db.ClaimHook).
+func (s *Supervisor) runDueHooks(ctx context.Context, ended bool) {
+	jobs, err := s.db.PendingHooks(ctx, s.db.Now().Add(-s.cfg.EventRetention), !ended)
 	if err != nil {
 		s.logf("%v", err)
 		return
 	}
+	gone := map[string]bool{} // supervisor id → its lock is free
 	for _, j := range jobs {
-		s.hookLost(j)
+		if j.Status == db.StatusLost || s.supervisorGone(ctx, j, gone) {
+			s.hookLost(j)
+		}
 	}
+}
+
+// supervisorGone reports whether the supervisor of the finished job j is
+// gone, so that the hook of j is nobody's but ours to run. gone caches the
+// answers of one pass.
+func (s *Supervisor) supervisorGone(ctx context.Context, j db.Job, gone map[string]bool) bool {
+	if j.SupervisorID == s.id {
+		return false // ours: run when we recorded the end
+	}
+	if j.Mode == "tmux" && (j.EndedAt == nil || s.db.Now().Sub(*j.EndedAt) < tmuxHookGrace) {
+		return false
+	}
+	g, ok := gone[j.SupervisorID]
+	if !ok {
+		sup, err := s.db.FindSupervisor(ctx, j.SupervisorID)
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			g = true
+		case err != nil:
+			s.logf("on-exit hook of job %s: %v", j.ID, err)
+			g = false
+		default:
+			g = !SupervisorAlive(sup)
+		}
+		gone[j.SupervisorID] = g
+	}
+	return g
 }

@@ -187,7 +187,7 @@ func (s *Supervisor) janitorRound(clock *clockWatch) JanitorResult {
 	if err != nil && s.ctx.Err() == nil {
 		s.logf("janitor: %v", err)
 	}
-	s.runPendingHooks(s.ctx)
+	s.runDueHooks(s.ctx, false)
 	s.app.CheckpointSoon()
 	if res.Lost > 0 || res.Deleted > 0 {
 		s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)

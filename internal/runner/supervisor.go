@@ -319,7 +319,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	} else if n > 0 {
 		s.cfg.Logf("marked %d jobs of dead supervisors lost", n)
 	}
-	s.runPendingHooks(ctx)
+	s.runDueHooks(ctx, true)
 
 	s.mu.Lock()
 	s.idleSince = time.Now()
