@@ -319,7 +319,6 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	} else if n > 0 {
 		s.cfg.Logf("marked %d jobs of dead supervisors lost", n)
 	}
-	s.runDueHooks(ctx, true)
 
 	s.mu.Lock()
 	s.idleSince = time.Now()
@@ -328,10 +327,16 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.serve(l)
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.janitor()
 	go s.watchFile()
 	go s.idleWatch()
+	// The hooks left due while no supervisor ran (see runDueHooks), looked
+	// for in the background: a long history must not hold up serving.
+	go func() {
+		defer s.wg.Done()
+		s.runDueHooks(s.ctx, true)
+	}()
 	return nil
 }
 
