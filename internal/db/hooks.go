@@ -38,31 +38,42 @@ func (d *DB) ClaimHook(ctx context.Context, jobID, scope string) (bool, error) {
 	return won, nil
 }
 
-// pendingHooksQuery lists the unclaimed hooks of jobs ended since ?; the
-// lost-only form adds its condition in front, where the status index
-// serves it.
-const (
-	pendingHooksTail = `j.on_exit <> '' AND j.ended_at >= ?
+// pendingHooksQuery finds lost jobs through the status index; lost jobs
+// are few.
+const pendingHooksQuery = `SELECT ` + jobColumns + ` FROM jobs j
+WHERE j.status = 'lost' AND j.on_exit <> '' AND j.ended_at >= ?
   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.job_id = j.id AND e.kind = 'hook')
 ORDER BY j.ended_at`
-	pendingHooksQuery     = `SELECT ` + jobColumns + ` FROM jobs j WHERE ` + pendingHooksTail
-	pendingLostHooksQuery = `SELECT ` + jobColumns + ` FROM jobs j WHERE j.status = 'lost' AND ` + pendingHooksTail
-)
 
-// PendingHooks lists the jobs that ended at or after since, have an
-// on_exit command and whose hook nobody has claimed (no hook event): with
-// lostOnly, only lost ones. A lost job is listed when a process that is
-// not a supervisor marked it (a read, `jobs gc`), or a supervisor that was
-// closing; a job that ended any other way only when whoever recorded its
-// end died before it claimed the hook. since keeps out the jobs whose hook
+// PendingHooks lists the lost jobs that ended at or after since, have an
+// on_exit command and whose hook nobody has claimed (no hook event): jobs
+// marked lost by a process that is not a supervisor (a read, `jobs gc`) or
+// by a supervisor that was closing. since keeps out the jobs whose hook
 // event the janitor may have deleted already (events older than the
-// retention), whose hooks ran long ago.
-func (d *DB) PendingHooks(ctx context.Context, since time.Time, lostOnly bool) ([]Job, error) {
-	q := pendingHooksQuery
-	if lostOnly {
-		q = pendingLostHooksQuery
+// retention): their hooks ran long ago.
+func (d *DB) PendingHooks(ctx context.Context, since time.Time) ([]Job, error) {
+	jobs, err := queryJobs(ctx, d, pendingHooksQuery, FormatTime(since))
+	if err != nil {
+		return nil, fmt.Errorf("find pending hooks: %w", err)
 	}
-	jobs, err := queryJobs(ctx, d, q, FormatTime(since))
+	return jobs, nil
+}
+
+// pendingEndedHooksQuery finds the jobs through their end's transition
+// event (the events_at index): its cost is that of the events since.
+const pendingEndedHooksQuery = `SELECT ` + jobColumns + ` FROM jobs j
+WHERE j.id IN (SELECT e.job_id FROM events e
+    WHERE e.at >= ? AND e.kind = 'transition' AND e.to_status IN ('done', 'failed', 'killed', 'timed_out'))
+  AND j.on_exit <> ''
+  AND NOT EXISTS (SELECT 1 FROM events h WHERE h.job_id = j.id AND h.kind = 'hook')
+ORDER BY j.ended_at`
+
+// PendingEndedHooks lists the jobs that ended done, failed, killed or
+// timed out at or after since, have an on_exit command and whose hook
+// nobody has claimed: the supervisor that recorded the end died before it
+// claimed the hook.
+func (d *DB) PendingEndedHooks(ctx context.Context, since time.Time) ([]Job, error) {
+	jobs, err := queryJobs(ctx, d, pendingEndedHooksQuery, FormatTime(since))
 	if err != nil {
 		return nil, fmt.Errorf("find pending hooks: %w", err)
 	}

@@ -204,59 +204,69 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 func (t *tailBuffer) String() string { return string(t.b) }
 
-// tmuxHookGrace is how long after a tmux job's end its hook is left to
-// the tmux-pipe helper that recorded the end (it claims the hook at once;
-// the helper is no supervisor, so no lock tells whether it still lives).
-const tmuxHookGrace = time.Minute
+// deadSupervisors returns the supervisors that died unnoticed: not
+// recorded as ended, their lock free. The jobs they saw end may have hooks
+// nobody claimed (see runDueHooks), which records them as ended.
+func (s *Supervisor) deadSupervisors(ctx context.Context) []db.Supervisor {
+	sups, err := s.db.OpenSupervisors(ctx)
+	if err != nil {
+		s.logf("%v", err)
+		return nil
+	}
+	var dead []db.Supervisor
+	for _, sup := range sups {
+		if sup.ID != s.id && !SupervisorAlive(sup) {
+			dead = append(dead, sup)
+		}
+	}
+	return dead
+}
 
 // runDueHooks starts, in the background, the on_exit hooks that are due
 // and that nobody ran: those of jobs that ended while no supervisor ran
-// to run them. Reads record jobs lost and start nothing (see pkg/jobs),
-// so those hooks wait in the database for a supervisor: the next one to
-// start runs them on opening (ended set: every hook due), and a running
-// one's janitor those of lost jobs each round.
+// to run them. Reads record jobs lost and start nothing (see pkg/jobs), so
+// those hooks wait in the database for a supervisor: the next one to open
+// runs them, and a running one's janitor each round.
 //
-// A hook is due when the job is lost, or when the supervisor that ran the
-// job is gone (its lock is free) and so died between recording the end
-// and claiming the hook. Each runs once however many supervisors find it:
-// runHook claims it in the database first (db.ClaimHook).
-func (s *Supervisor) runDueHooks(ctx context.Context, ended bool) {
-	jobs, err := s.db.PendingHooks(ctx, s.db.Now().Add(-s.cfg.EventRetention), !ended)
+// Due are the hooks of lost jobs and, given the supervisors that died
+// unnoticed (dead), those of the pipe jobs they recorded the end of and
+// died before claiming the hook; dead are then recorded as ended, so that
+// the next supervisor does not look again. (A tmux job's hook is its
+// tmux-pipe helper's, which needs no supervisor.) Each hook runs once
+// however many supervisors find it: runHook claims it in the database
+// first (db.ClaimHook).
+func (s *Supervisor) runDueHooks(ctx context.Context, dead []db.Supervisor) {
+	lost, err := s.db.PendingHooks(ctx, s.db.Now().Add(-s.cfg.EventRetention))
+	if err != nil {
+		s.logf("%v", err)
+	}
+	for _, j := range lost {
+		s.hookLost(j)
+	}
+	if len(dead) == 0 {
+		return
+	}
+	ids := map[string]bool{}
+	since := dead[0].StartedAt
+	for _, sup := range dead {
+		ids[sup.ID] = true
+		if sup.StartedAt.Before(since) {
+			since = sup.StartedAt
+		}
+	}
+	ended, err := s.db.PendingEndedHooks(ctx, since)
 	if err != nil {
 		s.logf("%v", err)
 		return
 	}
-	gone := map[string]bool{} // supervisor id → its lock is free
-	for _, j := range jobs {
-		if j.Status == db.StatusLost || s.supervisorGone(ctx, j, gone) {
+	for _, j := range ended {
+		if ids[j.SupervisorID] && j.Mode != "tmux" {
 			s.hookLost(j)
 		}
 	}
-}
-
-// supervisorGone reports whether the supervisor of the finished job j is
-// gone, so that the hook of j is nobody's but ours to run. gone caches the
-// answers of one pass.
-func (s *Supervisor) supervisorGone(ctx context.Context, j db.Job, gone map[string]bool) bool {
-	if j.SupervisorID == s.id {
-		return false // ours: run when we recorded the end
-	}
-	if j.Mode == "tmux" && (j.EndedAt == nil || s.db.Now().Sub(*j.EndedAt) < tmuxHookGrace) {
-		return false
-	}
-	g, ok := gone[j.SupervisorID]
-	if !ok {
-		sup, err := s.db.FindSupervisor(ctx, j.SupervisorID)
-		switch {
-		case errors.Is(err, db.ErrNotFound):
-			g = true
-		case err != nil:
-			s.logf("on-exit hook of job %s: %v", j.ID, err)
-			g = false
-		default:
-			g = !SupervisorAlive(sup)
+	for _, sup := range dead {
+		if err := s.db.EndSupervisor(ctx, sup.ID); err != nil {
+			s.logf("%v", err)
 		}
-		gone[j.SupervisorID] = g
 	}
-	return g
 }

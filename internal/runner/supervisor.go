@@ -314,6 +314,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
 	s.app.Open()
 
+	dead := s.deadSupervisors(ctx)
 	if n, err := s.sweep(ctx); err != nil {
 		s.cfg.Logf("sweep lost jobs: %v", err)
 	} else if n > 0 {
@@ -335,7 +336,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	// for in the background: a long history must not hold up serving.
 	go func() {
 		defer s.wg.Done()
-		s.runDueHooks(s.ctx, true)
+		s.runDueHooks(s.ctx, dead)
 	}()
 	return nil
 }

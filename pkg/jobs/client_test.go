@@ -436,8 +436,8 @@ func TestLostJobRunsHookOnce(t *testing.T) {
 		got, err := c.Get(ctx, j.ID)
 		return err == nil && got.Status == jobs.StatusLost
 	})
-	if pids, err := d.OpenSupervisorPIDs(ctx); err != nil || len(pids) != 0 {
-		t.Fatalf("after the read, open supervisors %v (%v), want none", pids, err)
+	if sups, err := d.OpenSupervisors(ctx); err != nil || len(sups) != 1 || sups[0].ID != sup.ID {
+		t.Fatalf("after the read, open supervisors %v (%v), want only the killed one", sups, err)
 	}
 	if _, err := os.Stat(marks); err == nil {
 		t.Fatal("the read ran the lost job's hook")
