@@ -153,15 +153,22 @@ func (d *DB) SupervisorsWithActiveJobs(ctx context.Context) ([]Supervisor, error
 	return sups, nil
 }
 
-const openSupervisorPIDsQuery = `SELECT pid FROM supervisors WHERE ended_at IS NULL`
+const openSupervisorsQuery = `SELECT ` + supervisorColumns + ` FROM supervisors WHERE ended_at IS NULL ORDER BY started_at, id`
 
-// OpenSupervisorPIDs returns the pids of the supervisors not recorded as
-// ended. Some may be dead and their pids reused; they are for lists of
-// processes never to signal, where one too many costs nothing.
-func (d *DB) OpenSupervisorPIDs(ctx context.Context) ([]int, error) {
-	var pids []int
-	if err := d.SelectContext(ctx, &pids, openSupervisorPIDsQuery); err != nil {
-		return nil, fmt.Errorf("list supervisors: %w", err)
+// OpenSupervisors returns the supervisors not recorded as ended: the live
+// ones and those that died unnoticed.
+func (d *DB) OpenSupervisors(ctx context.Context) ([]Supervisor, error) {
+	var rows []supervisorRow
+	if err := d.SelectContext(ctx, &rows, openSupervisorsQuery); err != nil {
+		return nil, fmt.Errorf("find open supervisors: %w", err)
 	}
-	return pids, nil
+	sups := make([]Supervisor, 0, len(rows))
+	for i := range rows {
+		s, err := rows[i].supervisor()
+		if err != nil {
+			return nil, err
+		}
+		sups = append(sups, s)
+	}
+	return sups, nil
 }

@@ -244,13 +244,6 @@ func (c *Conn) Flush(ctx context.Context) error {
 	return err
 }
 
-// RunPendingHooks asks the supervisor to run the on_exit hooks of lost jobs
-// that nobody ran (see Supervisor.RunPendingHooks).
-func (c *Conn) RunPendingHooks(ctx context.Context) error {
-	_, err := c.call(ctx, Request{Op: OpHooks})
-	return err
-}
-
 // EnsureDefault returns a connection to the default supervisor of d,
 // starting one when none answers: `executable supervise --db PATH` (plus
 // `--runtime-dir DIR` when runtimeDir is not the default one), in a new

@@ -82,8 +82,9 @@ func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost f
 }
 
 // SweepLost marks lost the active jobs of every supervisor that died (its
-// lock is free), with reason "supervisor <id> died", and records those
-// supervisors' end. It returns how many jobs it marked. Any process may
+// lock is free), with reason "supervisor <id> died". It records no
+// supervisor's end: the next supervisor does, once it has run the hooks
+// the dead one left due (see runDueHooks). It returns how many jobs it marked. Any process may
 // call it; racing callers each mark a job at most once between them,
 // because the transition is conditional on the current status.
 //
@@ -128,11 +129,6 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 			n++
 			if onLost != nil {
 				onLost(lost)
-			}
-		}
-		if sup.EndedAt == nil {
-			if err := d.EndSupervisor(ctx, sup.ID); err != nil {
-				errs = append(errs, err)
 			}
 		}
 	}
@@ -183,11 +179,12 @@ func (s *Supervisor) janitorRound(clock *clockWatch) JanitorResult {
 		s.logf("janitor: the wall clock moved %s against the monotonic clock since the last round; nothing is deleted this round", jump.Round(time.Second))
 		expire = false
 	}
+	dead := s.deadSupervisors(s.ctx)
 	res, err := runJanitor(s.ctx, s.db, s.cfg.EventRetention, s.hookLost, expire)
 	if err != nil && s.ctx.Err() == nil {
 		s.logf("janitor: %v", err)
 	}
-	s.runPendingHooks(s.ctx)
+	s.runDueHooks(s.ctx, dead)
 	s.app.CheckpointSoon()
 	if res.Lost > 0 || res.Deleted > 0 {
 		s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)

@@ -56,17 +56,23 @@ func guardCaller(ctx context.Context, t *proc.Target) {
 
 // Guard adds to t what is never signalled, whatever a job's row says: the
 // caller of ctx (a client of the supervisor's socket) and every supervisor
-// d records as open, with their process groups. A forged or stale row that
+// d records as open whose lock is held, with their process groups. A forged or stale row that
 // names a supervisor's pid or group then reaches nothing.
 func Guard(ctx context.Context, d *db.DB, t *proc.Target) {
 	guardCaller(ctx, t)
-	pids, err := d.OpenSupervisorPIDs(ctx)
+	sups, err := d.OpenSupervisors(ctx)
 	if err != nil {
 		return // the proof of membership still applies
 	}
-	for _, pid := range pids {
-		t.Exclude = append(t.Exclude, pid)
-		if info, err := proc.Inspect(pid); err == nil {
+	for _, sup := range sups {
+		// A dead supervisor's row stays open until a supervisor runs
+		// the hooks it left due; its pid may be another process's by
+		// now, maybe one of the job's.
+		if !SupervisorAlive(sup) {
+			continue
+		}
+		t.Exclude = append(t.Exclude, sup.PID)
+		if info, err := proc.Inspect(sup.PID); err == nil {
 			t.ExcludeGroups = append(t.ExcludeGroups, info.PGID)
 		}
 	}

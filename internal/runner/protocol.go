@@ -22,7 +22,6 @@ const (
 	OpSendKeys   = "send_keys"
 	OpFlush      = "flush"
 	OpPing       = "ping"
-	OpHooks      = "hooks"
 )
 
 // Request is one call over the socket.

@@ -525,8 +525,12 @@ func TestSweepLostAfterSupervisorDies(t *testing.T) {
 	if job.Status != db.StatusLost || job.Reason != "supervisor "+supID+" died" {
 		t.Errorf("job = %s %q, want lost by supervisor %s", job.Status, job.Reason, supID)
 	}
+	if sup, _ := d.FindSupervisor(ctx, supID); sup.EndedAt != nil {
+		t.Errorf("the sweep recorded the dead supervisor's end: that is for a supervisor, once it ran the hooks left due")
+	}
+	local.runDueHooks(ctx, local.deadSupervisors(ctx))
 	if sup, _ := d.FindSupervisor(ctx, supID); sup.EndedAt == nil {
-		t.Errorf("dead supervisor has no end time")
+		t.Errorf("dead supervisor has no end time after a supervisor's look for due hooks")
 	}
 	if n, _ := SweepLost(ctx, d); n != 0 {
 		t.Errorf("second sweep marked %d", n)

@@ -168,8 +168,6 @@ func (s *Supervisor) handle(ctx context.Context, req Request) (resp Response) {
 		err = s.SendKeys(ctx, req.JobID, req.Keys, req.Literal)
 	case OpFlush:
 		err = s.Flush(ctx)
-	case OpHooks:
-		s.RunPendingHooks(ctx)
 	default:
 		err = invalid(fmt.Errorf("unknown op %q", req.Op))
 	}

@@ -314,12 +314,12 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
 	s.app.Open()
 
+	dead := s.deadSupervisors(ctx)
 	if n, err := s.sweep(ctx); err != nil {
 		s.cfg.Logf("sweep lost jobs: %v", err)
 	} else if n > 0 {
 		s.cfg.Logf("marked %d jobs of dead supervisors lost", n)
 	}
-	s.runPendingHooks(ctx)
 
 	s.mu.Lock()
 	s.idleSince = time.Now()
@@ -328,10 +328,16 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.serve(l)
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.janitor()
 	go s.watchFile()
 	go s.idleWatch()
+	// The hooks left due while no supervisor ran (see runDueHooks), looked
+	// for in the background: a long history must not hold up serving.
+	go func() {
+		defer s.wg.Done()
+		s.runDueHooks(s.ctx, dead)
+	}()
 	return nil
 }
 

@@ -608,9 +608,10 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	if job.Status != db.StatusRunning {
 		t.Fatalf("job %s (%s) after its supervisor died, want running", job.Status, job.Reason)
 	}
-	if sup, err := d.FindSupervisor(ctx, supID); err != nil || sup.EndedAt == nil {
-		t.Errorf("dead supervisor not recorded ended: %+v %v", sup, err)
-	}
+	eventually(t, 10*time.Second, "the dead supervisor recorded ended", func() bool {
+		sup, err := d.FindSupervisor(ctx, supID)
+		return err == nil && sup.EndedAt != nil
+	})
 
 	// Driven through another supervisor, or none at all.
 	if err := s2.SendKeys(ctx, jobID, []string{"forty-two"}, true); err != nil {

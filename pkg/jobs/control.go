@@ -149,7 +149,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 			}
 			return killResult(r), nil
 		}
-		_, _ = c.sweep(ctx)
+		_, _ = c.noticeLost(ctx)
 	}
 	// Finished or lost: end whatever of it still runs and is proven its
 	// own, so a reused pid or group is never hit.
@@ -200,7 +200,7 @@ func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult
 	if err := c.writable(); err != nil {
 		return nil, err
 	}
-	_, _ = c.sweep(ctx)
+	_, _ = c.noticeLost(ctx)
 	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []db.Status{db.StatusStarting, db.StatusRunning}})
 	if err != nil {
 		return nil, err
@@ -369,7 +369,9 @@ func (c *Client) Vacuum(ctx context.Context) (VacuumResult, error) {
 
 // GC runs the janitor now: marks jobs of dead supervisors lost, deletes
 // finished jobs past their TTL and events past retention (30 days). It works
-// on the whole database, not only the client's scope.
+// on the whole database, not only the client's scope. Like a read it starts
+// nothing: the exit hooks of the jobs it marks lost are run by the next
+// supervisor.
 func (c *Client) GC(ctx context.Context) (GCResult, error) {
 	if err := c.check(ctx); err != nil {
 		return GCResult{}, err
@@ -378,8 +380,5 @@ func (c *Client) GC(ctx context.Context) (GCResult, error) {
 		return GCResult{}, err
 	}
 	r, err := runner.RunJanitor(ctx, c.db, 0)
-	if r.Lost > 0 {
-		c.kickHooks(ctx)
-	}
 	return GCResult{Lost: r.Lost, Jobs: r.Deleted, Events: r.EventsDeleted}, err
 }

@@ -28,7 +28,7 @@ const MaxGrepLine = logs.MaxGrepLine
 
 // find resolves ref in the client's scope. When the job looks alive it
 // first checks that its supervisor is: a dead one's jobs become lost here,
-// as whoever notices must (see sweep).
+// as whoever notices must (see noticeLost).
 func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
 	if ref == "" {
 		return db.Job{}, fmt.Errorf("%w: missing job id", ErrInvalid)
@@ -38,7 +38,7 @@ func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
 		return db.Job{}, publicErr(ref, err)
 	}
 	if !j.Status.Terminal() && !c.readOnly() {
-		if n, _ := c.sweep(ctx); n > 0 {
+		if n, _ := c.noticeLost(ctx); n > 0 {
 			if j2, err := c.db.FindJobByID(ctx, j.ID); err == nil {
 				j = j2
 			}
@@ -89,7 +89,7 @@ func (c *Client) List(ctx context.Context, f Filter) ([]Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, _ = c.sweep(ctx)
+	_, _ = c.noticeLost(ctx)
 	rows, err := c.db.FindJobs(ctx, df)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (c *Client) ListPage(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	_, _ = c.sweep(ctx)
+	_, _ = c.noticeLost(ctx)
 	rows, pos, err := c.db.FindJobsPage(ctx, df)
 	if err != nil {
 		return Page{}, err
@@ -610,35 +610,23 @@ func pickTail(n int64) int64 {
 	return DefaultTailChars
 }
 
-// sweep marks lost the jobs of dead supervisors, as whoever notices must.
-// Their on_exit hooks need a supervisor to run them once: ask ours, or the
-// default one (starting it if needed), when any is waiting.
-func (c *Client) sweep(ctx context.Context) (int, error) {
+// noticeLost is the one place where a read writes: it records as lost the
+// active jobs of every supervisor that died (its lock is free), through
+// runner.SweepLost. A read may write that, and only that, because it may be
+// the only one left to notice: no supervisor need be alive, and without it
+// a job whose supervisor was killed would read running for ever. The
+// transition is conditional on the job's status, so readers racing each
+// other or a supervisor mark each job once.
+//
+// It starts nothing: the on_exit hooks of the jobs it marks wait in the
+// database for the next supervisor that starts on it, or for a running
+// supervisor's janitor, which claim them there and run each once
+// (runner.Supervisor's sweep). A read-only client records nothing.
+func (c *Client) noticeLost(ctx context.Context) (int, error) {
 	if c.readOnly() {
 		return 0, nil // a read-only audit records nothing it notices
 	}
-	n, err := runner.SweepLost(ctx, c.db)
-	if n > 0 {
-		c.kickHooks(ctx)
-	}
-	return n, err
-}
-
-// kickHooks has a supervisor run the hooks of lost jobs that nobody ran.
-func (c *Client) kickHooks(ctx context.Context) {
-	pending, err := c.db.PendingHooks(ctx)
-	if err != nil || len(pending) == 0 {
-		return
-	}
-	if c.sup != nil {
-		c.sup.RunPendingHooks(context.WithoutCancel(ctx))
-		return
-	}
-	if s, err := c.starter(ctx, false); err == nil {
-		if conn, ok := s.(*runner.Conn); ok {
-			_ = conn.RunPendingHooks(ctx)
-		}
-	}
+	return runner.SweepLost(ctx, c.db)
 }
 
 // Hosts tells where the database's jobs ran: the host of each supervisor

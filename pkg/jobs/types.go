@@ -114,7 +114,9 @@ type Spec struct {
 	KeepTmux bool `json:"keep_tmux,omitempty"`
 	// OnExit is a shell command run once when the job reaches a terminal
 	// status, with JOBS_ID, JOBS_NAME, JOBS_STATUS, JOBS_EXIT_CODE,
-	// JOBS_DURATION_MS and JOBS_OUTPUT_TAIL in its environment.
+	// JOBS_DURATION_MS and JOBS_OUTPUT_TAIL in its environment. It is
+	// run by a supervisor: for a job found lost after its supervisor died,
+	// by the next supervisor to start on the database (a read starts none).
 	OnExit string `json:"on_exit,omitempty"`
 }
 

@@ -188,7 +188,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			lastProgress = time.Now()
 		}
 		if time.Since(lastSweep) >= 2*time.Second {
-			_, _ = c.sweep(ctx)
+			_, _ = c.noticeLost(ctx)
 			lastSweep = time.Now()
 		}
 		if err := w.Wait(ctx, look); err != nil {
@@ -309,7 +309,7 @@ func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) e
 			return nil
 		}
 		if time.Since(lastSweep) >= 2*time.Second {
-			_, _ = c.sweep(ctx)
+			_, _ = c.noticeLost(ctx)
 			lastSweep = time.Now()
 		}
 		if err := wt.Wait(ctx, time.Second); err != nil {
@@ -351,7 +351,7 @@ func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, er
 		lastSweep := time.Time{}
 		for {
 			if o.Follow && time.Since(lastSweep) >= 2*time.Second {
-				_, _ = c.sweep(ctx)
+				_, _ = c.noticeLost(ctx)
 				lastSweep = time.Now()
 			}
 			evs, err := c.db.Events(ctx, db.EventFilter{Scope: c.opts.Scope, AllScopes: o.AllScopes, JobID: o.JobID, SinceID: since, Limit: batch})
