@@ -134,10 +134,9 @@ func addOpenClaw(s *server, srv *sdk.Server) {
 // up or ctx ends. A malformed frame is answered with a JSON-RPC error and
 // the server reads on.
 func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
-	// Ends from start on are announced live; the server's backlog takes
-	// those before its own (later) start, so none falls between.
-	start := time.Now()
-	srv, err := NewProfileServer(c, version, profile)
+	// Ends from the server's start on are announced live; any end no
+	// client received is told when a client sets its logging level.
+	srv, n, err := newProfileServer(c, version, profile, time.Now())
 	if err != nil {
 		return err
 	}
@@ -149,7 +148,7 @@ func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		announce(nctx, c, srv, start)
+		n.announce(nctx)
 	}()
 	defer func() {
 		stop()
