@@ -14,9 +14,8 @@ import (
 
 // noticeRecorder is a client's record of the notices it got.
 type noticeRecorder struct {
-	mu      sync.Mutex
-	logs    []string
-	updates map[string]int
+	mu   sync.Mutex
+	logs []string
 }
 
 func (n *noticeRecorder) completions(id string) int {
@@ -31,27 +30,16 @@ func (n *noticeRecorder) completions(id string) int {
 	return c
 }
 
-func (n *noticeRecorder) updated(uri string) int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.updates[uri]
-}
-
 // noticeClient connects a client to srv over in-memory transports.
 func noticeClient(t *testing.T, srv *sdk.Server) (*sdk.ClientSession, *noticeRecorder) {
 	t.Helper()
-	n := &noticeRecorder{updates: map[string]int{}}
+	n := &noticeRecorder{}
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := srv.Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatalf("connect server: %v", err)
 	}
 	cl := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "0"}, &sdk.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
-			n.mu.Lock()
-			defer n.mu.Unlock()
-			n.updates[r.Params.URI]++
-		},
 		//lint:ignore SA1019 the completion message is a logging notification
 		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
 			n.mu.Lock()
@@ -70,6 +58,15 @@ func noticeClient(t *testing.T, srv *sdk.Server) (*sdk.ClientSession, *noticeRec
 		ss.Wait()
 	})
 	return cs, n
+}
+
+// setLevel sets cs's logging level.
+func setLevel(t *testing.T, cs *sdk.ClientSession, level string) {
+	t.Helper()
+	//lint:ignore SA1019 seed 002's completion message is a logging notification
+	if err := cs.SetLoggingLevel(t.Context(), &sdk.SetLoggingLevelParams{Level: sdk.LoggingLevel(level)}); err != nil {
+		t.Fatalf("set logging level %s: %v", level, err)
+	}
 }
 
 // deliveryNotes counts the delivery notes on job id's audit trail.
@@ -107,9 +104,7 @@ func TestNoticeDeliveredOnlyWhenSent(t *testing.T) {
 	}
 	_, qn := noticeClient(t, srv) // never sets a level
 	strict, sn := noticeClient(t, srv)
-	if err := strict.SetLoggingLevel(t.Context(), &sdk.SetLoggingLevelParams{Level: "error"}); err != nil {
-		t.Fatal(err)
-	}
+	setLevel(t, strict, "error")
 	// end runs a quick job to its end and has the server announce it, as
 	// its announce loop does when it reads the end on the audit trail.
 	end := func(command string) string {
@@ -137,9 +132,7 @@ func TestNoticeDeliveredOnlyWhenSent(t *testing.T) {
 	// A client that takes info gets the pending ends once, when it sets
 	// its level; then the note is written.
 	late, ln := noticeClient(t, srv)
-	if err := late.SetLoggingLevel(t.Context(), &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
-	}
+	setLevel(t, late, "info")
 	for _, id := range []string{first, second} {
 		waitFor(t, "the pending completion message of "+id, 10*time.Second, func() bool { return ln.completions(id) > 0 })
 	}
@@ -148,9 +141,7 @@ func TestNoticeDeliveredOnlyWhenSent(t *testing.T) {
 	third := end("echo third")
 	waitFor(t, "the live completion message of "+third, 10*time.Second, func() bool { return ln.completions(third) > 0 })
 	n.ended(t.Context(), third)
-	if err := late.SetLoggingLevel(t.Context(), &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
-		t.Fatal(err)
-	}
+	setLevel(t, late, "debug")
 	// A job ended after these, told live, orders after anything late.
 	fourth := end("echo fourth")
 	waitFor(t, "the live completion message of "+fourth, 10*time.Second, func() bool { return ln.completions(fourth) > 0 })
