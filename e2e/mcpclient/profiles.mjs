@@ -130,7 +130,8 @@ async function claudeCode() {
 }
 
 // openclaw replays seeds 000/001: the tool schemas, execute_command with
-// background and yieldMs, process poll/log/write/list/kill/clear/remove,
+// background and yieldMs, process poll/log/write/list, kill/clear/remove
+// (through kill_process),
 // the status words (running, done, error, killed), the result fields
 // (sessionId, exitCode, output as a string, SessionMeta), log's character
 // slicing, the defaults and their PI_BASH_*/OPENCLAW_* variables, and the
@@ -213,19 +214,23 @@ async function openclaw() {
     typeof m.createdAt === "number" && typeof m.lastAccessedAt === "number" && m.lastAccessedAt >= m.createdAt &&
     m.outputLength === 4 && m.offloaded === false && metas.some((x) => x.sessionId === sl && x.status === "running" && x.pid > 0), metas);
 
-  // Kill: SIGTERM, then killed; killing a dead session is a no-op.
+  // Kill, clear and remove are kill_process's (process is annotated
+  // non-destructive); process action=kill says where to go.
   r = await call(c, "process", { action: "kill", sessionId: sl });
+  check("process kill points to kill_process", r.isError && r.text.includes("kill_process action=kill"), r.text);
+  // Kill: SIGTERM, then killed; killing a dead session is a no-op.
+  r = await call(c, "kill_process", { action: "kill", sessionId: sl });
   check("kill", !r.isError && r.sc.status === "killed", r.sc);
   r = await call(c, "process", { action: "poll", sessionId: sl });
   check("killed status", r.sc.status === "killed", r.sc);
-  r = await call(c, "process", { action: "kill", sessionId: five });
+  r = await call(c, "kill_process", { action: "kill", sessionId: five });
   check("kill idempotent", !r.isError, r.text);
   // Clear drops the output; remove deletes the session.
-  r = await call(c, "process", { action: "clear", sessionId: five });
+  r = await call(c, "kill_process", { action: "clear", sessionId: five });
   check("clear", !r.isError, r.text);
   r = await call(c, "process", { action: "log", sessionId: five, offset: 0 });
   check("cleared log", r.sc.output === "", r.sc);
-  r = await call(c, "process", { action: "remove", sessionId: five });
+  r = await call(c, "kill_process", { action: "remove", sessionId: five });
   check("remove", !r.isError, r.text);
 
   // The three error wordings.
@@ -239,7 +244,7 @@ async function openclaw() {
   await call(c, "process", { action: "write", sessionId: ns, data: "", eof: true });
   r = await call(c, "process", { action: "write", sessionId: ns, data: "x" });
   check("stdin not available", r.isError && r.text.includes(`Session ${ns} stdin is not available`), r.text);
-  await call(c, "process", { action: "kill", sessionId: ns });
+  await call(c, "kill_process", { sessionId: ns });
   await c.close();
 
   // The seeds' variables: PI_BASH_YIELD_MS sets the window,
@@ -251,7 +256,7 @@ async function openclaw() {
     const took = Date.now() - t1;
     ids.push(r.sc.sessionId);
     check(`PI_BASH_YIELD_MS with ${name}`, r.sc.status === "running" && took < 5000, { sc: r.sc, took });
-    await call(e, "process", { action: "kill", sessionId: r.sc.sessionId });
+    await call(e, "kill_process", { sessionId: r.sc.sessionId });
     // One write of 100 rows, which a poll that blocks for new output reads whole.
     r = await call(e, "execute_command", { command: "sleep 0.3; awk 'BEGIN { for (i = 1; i <= 100; i++) s = s sprintf(\"row %d of the long output\\n\", i); printf \"%s\", s }'", background: true, description: "long output" });
     const again = r.sc.sessionId;

@@ -156,7 +156,7 @@ func TestParametersBelongToTheirAction(t *testing.T) {
 	callErr(t, cs, "process", map[string]any{"action": "poll", "sessionId": id, "until": "x"}, "does not take until; it takes sessionId, timeout, grep, filter")
 	callErr(t, cs, "process", map[string]any{"action": "status", "sessionId": id, "limit": 3}, "does not take limit")
 	callErr(t, cs, "kill_process", map[string]any{"action": "clear", "sessionId": id, "signal": "INT"}, "does not take signal")
-	callErr(t, cs, "process", map[string]any{"action": "kill", "sessionId": id, "limit": 2}, "does not take limit; it takes sessionId, signal")
+	callErr(t, cs, "process", map[string]any{"action": "kill", "sessionId": id}, "kill_process")
 	// Empty values ask for nothing and pass.
 	callOK[statusResult](t, cs, "process", map[string]any{"action": "status", "sessionId": id, "until": "", "eof": false})
 	callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": id, "until": "two", "timeout": 10})

@@ -20,16 +20,16 @@ import (
 const maxHistory = 50
 
 func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in processInput) (*sdk.CallToolResult, any, error) {
-	if slices.ContainsFunc(killActions, func(a actionParams) bool { return a.name == in.Action }) {
-		// Seed 000's process kills, clears and removes; kill_process
-		// does the same for clients that gate destructive tools.
-		return s.killAction(ctx, req, "process", killInput{Action: in.Action, SessionID: in.SessionID, Signal: in.Signal})
+	for _, a := range killActions {
+		if in.Action == a.name {
+			return nil, nil, argError("action=%s is kill_process's (process never ends a job): call kill_process action=%s sessionId=…", a.name, a.name)
+		}
 	}
 	i := slices.IndexFunc(actions, func(a actionParams) bool { return a.name == in.Action })
 	if i < 0 {
-		names := make([]string, 0, len(actions)+len(killActions))
-		for _, a := range append(slices.Clone(actions), killActions...) {
-			names = append(names, a.name)
+		names := make([]string, len(actions))
+		for k, a := range actions {
+			names[k] = a.name
 		}
 		return nil, nil, argError("unknown action \"%s\": use one of %s", textclean.Echo(in.Action), strings.Join(names, ", "))
 	}
@@ -74,11 +74,6 @@ func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in proce
 
 // killTool is kill_process: the actions that end or delete.
 func (s *server) killTool(ctx context.Context, req *sdk.CallToolRequest, in killInput) (*sdk.CallToolResult, any, error) {
-	return s.killAction(ctx, req, "kill_process", in)
-}
-
-// killAction is kill, clear or remove, called as tool's action.
-func (s *server) killAction(ctx context.Context, req *sdk.CallToolRequest, tool string, in killInput) (*sdk.CallToolResult, any, error) {
 	if in.Action == "" {
 		in.Action = "kill"
 	}
@@ -86,7 +81,7 @@ func (s *server) killAction(ctx context.Context, req *sdk.CallToolRequest, tool 
 	if i < 0 {
 		return nil, nil, argError("unknown action \"%s\": use kill, clear or remove", textclean.Echo(in.Action))
 	}
-	if err := checkParams(tool, killActions[i], req); err != nil {
+	if err := checkParams("kill_process", killActions[i], req); err != nil {
 		return nil, nil, err
 	}
 	ref := strings.TrimSpace(in.SessionID)

@@ -110,15 +110,16 @@ func addOpenClaw(s *server, srv *sdk.Server) {
 		OutputSchema: outputSchema("status", "sessionId"),
 		Annotations:  &sdk.ToolAnnotations{Title: "Run a shell command", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, s.execute)
-	// process takes seed 000's kill, clear and remove, so it is marked
-	// destructive; kill_process does those three alone.
+	// process does nothing that destroys: clients that ask before every
+	// destructive call let an agent poll and wait freely. What ends or
+	// deletes is kill_process.
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         "process",
-		Title:        "Follow, talk to and end background commands",
+		Title:        "Follow and talk to background commands",
 		Description:  processDescription(s.bound),
 		InputSchema:  processSchema(),
 		OutputSchema: outputSchema(),
-		Annotations:  &sdk.ToolAnnotations{Title: "Follow, talk to and end background commands", DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+		Annotations:  &sdk.ToolAnnotations{Title: "Follow and talk to background commands", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 	}, s.process)
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         "kill_process",
@@ -160,7 +161,7 @@ func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
 func instructions(scope string) string {
 	return "jobs runs shell commands as durable background jobs (scope " + strconv.Quote(scope) + "). " +
 		"Use execute_command to run a command: quick ones return their result, long ones keep running and return a sessionId. " +
-		"Use process with that sessionId to wait, poll, read the log, write to stdin, type keys, or kill, clear or remove it (kill_process does these three alone). " +
+		"Use process with that sessionId to wait, poll, read the log, write to stdin or type keys; kill_process ends or deletes a job. " +
 		"No call blocks past its bound (under a minute): one that reaches it says so, and wait picks up where it left off. " +
 		"Jobs and their full output survive a restart of this server; output shown to you is cleaned of terminal escapes and bounded, and every result says how to read what it left out."
 }
@@ -180,7 +181,7 @@ The environment has NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat (unless tmux). 
 }
 
 func processDescription(bound time.Duration) string {
-	return `Follow and talk to jobs started with execute_command, by sessionId (an id, a unique id prefix, or the job's name).
+	return `Follow and talk to jobs started with execute_command, by sessionId (an id, a unique id prefix, or the job's name). Nothing here ends a job: that is kill_process.
 
 Actions (each takes only the parameters listed):
 - wait (sessionId or sessionIds, all, until, idle, timeout): block until the job ends, waits for input on stdin, its output matches until (a regex; the unfinished last line counts, so prompts match) or it has been silent idle seconds. With several sessionIds it returns when the first ends (all=true: when all have), naming which, with the others' status. The output is what you have not read yet (the newest part when long). timeout in seconds (default and at most ` + round(bound) + `; call again to keep waiting). Sends progress notifications.
@@ -191,8 +192,7 @@ Actions (each takes only the parameters listed):
 - write (sessionId, data, eof): send data to stdin (add "\n" to end a line); eof=true closes stdin (it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
 - send_keys (sessionId, keys, literal): tmux jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
 - capture (sessionId, scrollback): tmux jobs; the screen as text.
-- pause / resume (sessionId): stop (SIGSTOP) and continue the job's processes; a paused job shows stopped=true.
-- kill (sessionId, signal), clear (sessionId), remove (sessionId): as kill_process does: end the process tree (a finished job: no-op), drop the stored output, delete the job.`
+- pause / resume (sessionId): stop (SIGSTOP) and continue the job's processes; a paused job shows stopped=true.`
 }
 
 const killDescription = `End or delete a job started with execute_command, by sessionId (id, unique prefix or name).
@@ -224,7 +224,6 @@ type processInput struct {
 	SessionID  string   `json:"sessionId,omitempty" jsonschema:"the job: id, unique id prefix or name (every action but list)"`
 	SessionIDs []string `json:"sessionIds,omitempty" jsonschema:"wait: several jobs; returns when the first ends (or all, with all=true)"`
 	All        bool     `json:"all,omitempty" jsonschema:"wait: with several sessionIds, return only when all have ended"`
-	Signal     string   `json:"signal,omitempty" jsonschema:"kill: send only this signal (INT, TERM, HUP, KILL, STOP, CONT, USR1, USR2)"`
 	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in these statuses (running, done, error, killed; failed, timed_out, lost, starting; active; finished; several separated by commas)"`
 	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first character to read, from 0 (a line with unit=lines, a byte with unit=bytes); without it log reads the last limit characters"`
 	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many characters to read (lines with unit=lines, bytes with unit=bytes); default 20000 characters. list: how many sessions (default 20, at most 100)"`
@@ -302,7 +301,8 @@ func processSchema() *jsonschema.Schema {
 	for _, a := range actions {
 		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
 	}
-	// kill, clear and remove: seed 000's, the same as kill_process's.
+	// kill, clear and remove are kill_process's; process takes them so
+	// that it can say so (the seeds' agents call process action=kill).
 	for _, a := range killActions {
 		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
 	}

@@ -394,7 +394,7 @@ func TestStdioErrors(t *testing.T) {
 	}
 	for _, action := range []string{"kill", "clear", "remove"} {
 		callErr(t, cs, "kill_process", map[string]any{"action": action, "sessionId": "nosuchjob"}, "Session nosuchjob not found")
-		callErr(t, cs, "process", map[string]any{"action": action, "sessionId": "nosuchjob"}, "Session nosuchjob not found") // seed 000: process kills, clears, removes
+		callErr(t, cs, "process", map[string]any{"action": action, "sessionId": "nosuchjob"}, "kill_process action="+action)
 	}
 	callErr(t, cs, "process", map[string]any{"action": "explode", "sessionId": "x"}, "explode")
 	callErr(t, cs, "process", map[string]any{"action": "poll"}, "sessionId is required")
