@@ -640,3 +640,42 @@ func (c *Client) Hosts(ctx context.Context) (map[string]string, string, error) {
 	}
 	return c.db.Hosts(ctx)
 }
+
+// LineMark is what jobs knows of one line of output beyond its text: the
+// stream that wrote its end, and when. Output is stored in chunks, each
+// holding up to about 1 KiB written close together by one stream and
+// stamped with the time of its latest write; At is that time for the
+// chunk holding the line's end (its newline, or the last bytes of an
+// unfinished last line): the line's own write time, or later by the time
+// until the chunk's last write.
+type LineMark struct {
+	Stream Stream    `json:"stream"`
+	At     time.Time `json:"at"`
+}
+
+// LineMarks returns the marks of n lines of job ref's output from line
+// fromLine (counted from 1, as Range.FromLine counts: over all streams, or
+// within stream alone). Lines no longer stored have none, so the result
+// may be shorter than n; an unfinished last line has its mark.
+func (c *Client) LineMarks(ctx context.Context, ref string, fromLine, n int64, stream Stream) ([]LineMark, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	f, err := filter(stream, "")
+	if err != nil {
+		return nil, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := logs.LineMarks(ctx, c.db, j.ID, max(fromLine, 1)-1, n, f.Stream)
+	if err != nil {
+		return nil, publicErr(ref, err)
+	}
+	out := make([]LineMark, len(ms))
+	for i, m := range ms {
+		out[i] = LineMark{Stream: Stream(m.Stream), At: m.At}
+	}
+	return out, nil
+}
