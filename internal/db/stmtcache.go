@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentjobs/jobs/internal/vocab"
 	"modernc.org/sqlite"
 )
 
@@ -26,11 +27,11 @@ const stmtCacheSize = 64
 // keyed by their text, and runs a statement again without compiling it.
 //
 // Its connections also turn SQLITE_CORRUPT and SQLITE_NOTADB into a
-// *CorruptError naming the file, whichever statement meets them, so that
+// *vocab.CorruptError naming the file, whichever statement meets them, so that
 // every verb and layer reports a damaged database in the same words.
 type connector struct {
 	dsn  string
-	path string      // the database file, for CorruptError
+	path string      // the database file, for vocab.CorruptError
 	file os.FileInfo // the file Open prepared; nil: not checked
 	drv  sqlite.Driver
 }
@@ -41,7 +42,7 @@ func (c *connector) Connect(context.Context) (driver.Conn, error) {
 	// the wrong database. One stat(2) per new connection.
 	if c.file != nil {
 		if fi, err := os.Stat(c.path); err != nil || !os.SameFile(fi, c.file) {
-			return nil, &ReplacedError{Path: c.path}
+			return nil, &vocab.ReplacedError{Path: c.path}
 		}
 	}
 	conn, err := c.drv.Open(c.dsn)
@@ -213,7 +214,7 @@ func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 	return &corruptTx{Tx: tx, path: c.path}, nil
 }
 
-// corruptTx reports a commit that meets a damaged file as a CorruptError.
+// corruptTx reports a commit that meets a damaged file as a vocab.CorruptError.
 type corruptTx struct {
 	driver.Tx
 	path string

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Supervisor is a process that owns live children: a detached `jobs
@@ -87,12 +89,12 @@ func (d *DB) CreateSupervisor(ctx context.Context, s Supervisor) error {
 
 const supervisorByIDQuery = `SELECT ` + supervisorColumns + ` FROM supervisors WHERE id = ?`
 
-// FindSupervisor returns the supervisor with this id, or ErrNotFound.
+// FindSupervisor returns the supervisor with this id, or vocab.ErrNotFound.
 func (d *DB) FindSupervisor(ctx context.Context, id string) (Supervisor, error) {
 	var r supervisorRow
 	err := d.GetContext(ctx, &r, supervisorByIDQuery, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = ErrNotFound
+		err = vocab.ErrNotFound
 	}
 	if err != nil {
 		return Supervisor{}, fmt.Errorf("find supervisor %s: %w", id, err)
@@ -106,7 +108,7 @@ const (
 )
 
 // EndSupervisor sets the supervisor's end time to now. Ending one that has
-// already ended keeps the first end time; an unknown id is ErrNotFound.
+// already ended keeps the first end time; an unknown id is vocab.ErrNotFound.
 func (d *DB) EndSupervisor(ctx context.Context, id string) error {
 	res, err := d.ExecContext(ctx, endSupervisorQuery, FormatTime(d.Now()), id)
 	if err != nil {
@@ -122,7 +124,7 @@ func (d *DB) EndSupervisor(ctx context.Context, id string) error {
 		return fmt.Errorf("end supervisor %s: %w", id, err)
 	}
 	if exists == 0 {
-		return fmt.Errorf("end supervisor %s: %w", id, ErrNotFound)
+		return fmt.Errorf("end supervisor %s: %w", id, vocab.ErrNotFound)
 	}
 	return nil
 }

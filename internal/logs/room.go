@@ -3,7 +3,6 @@ package logs
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
-
-// ErrDiskFull is why output is dropped when the database's file system is
-// (nearly) full.
-var ErrDiskFull = errors.New("disk full")
 
 // Room on the disk.
 //
@@ -63,7 +59,7 @@ func freeBytes(path string) (int64, bool) {
 	return int64(st.Bavail) * int64(st.Bsize), true
 }
 
-// checkRoom returns an error wrapping ErrDiskFull when writing n bytes of
+// checkRoom returns an error wrapping vocab.ErrDiskFull when writing n bytes of
 // output (and the pages around them) would leave less than MinFree.
 func (a *Appender) checkRoom(n int64) error {
 	free, ok := freeBytes(a.d.Path)
@@ -72,7 +68,7 @@ func (a *Appender) checkRoom(n int64) error {
 	}
 	if need := n + n/4 + a.o.MinFree; free < need {
 		return fmt.Errorf("%w: %s free on the database's file system, %s kept for status changes",
-			ErrDiskFull, parse.FormatSize(free), parse.FormatSize(a.o.MinFree))
+			vocab.ErrDiskFull, parse.FormatSize(free), parse.FormatSize(a.o.MinFree))
 	}
 	return nil
 }
@@ -95,7 +91,7 @@ func (a *Appender) roomForWAL(ctx context.Context, conn *sql.Conn, n int64) erro
 	}
 	if need := 2*grow + a.copyGrowth(ctx, conn, wal) + a.o.MinFree; free < need {
 		return fmt.Errorf("%w: %s free on the database's file system, %s needed to store %s of output and copy it into the database, %s kept for status changes",
-			ErrDiskFull, parse.FormatSize(free), parse.FormatSize(need), parse.FormatSize(n), parse.FormatSize(a.o.MinFree))
+			vocab.ErrDiskFull, parse.FormatSize(free), parse.FormatSize(need), parse.FormatSize(n), parse.FormatSize(a.o.MinFree))
 	}
 	return nil
 }
@@ -125,7 +121,7 @@ func (a *Appender) tight() (free int64, tight bool) {
 
 // checkpointMode returns how to checkpoint on conn: PASSIVE while there is
 // room, TRUNCATE on a tight disk when what the copy adds to the database
-// file fits, and an error wrapping ErrDiskFull when it does not.
+// file fits, and an error wrapping vocab.ErrDiskFull when it does not.
 func (a *Appender) checkpointMode(ctx context.Context, conn *sql.Conn) (string, error) {
 	free, tight := a.tight()
 	if !tight {
@@ -139,7 +135,7 @@ func (a *Appender) checkpointMode(ctx context.Context, conn *sql.Conn) (string, 
 		return "", fmt.Errorf("read page size: %w", err)
 	}
 	if growth := pages*pageSize - fileSize(a.d.Path); free < growth+checkpointMargin {
-		return "", fmt.Errorf("%w: %s free, a checkpoint needs %s", ErrDiskFull, parse.FormatSize(free), parse.FormatSize(growth+checkpointMargin))
+		return "", fmt.Errorf("%w: %s free, a checkpoint needs %s", vocab.ErrDiskFull, parse.FormatSize(free), parse.FormatSize(growth+checkpointMargin))
 	}
 	return "TRUNCATE", nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // maxRunningJobs is the supervisor's limit on running jobs in all scopes
@@ -31,7 +32,7 @@ func TestReserveCoversEveryJobEnd(t *testing.T) {
 	ids := make([]string, maxRunningJobs)
 	for i := range ids {
 		ids[i] = newJob(t, d, 64<<20)
-		if _, err := d.Transition(ctx, ids[i], db.Transition{To: db.StatusRunning, PID: 100000 + i, PGID: 100000 + i, PIDStart: 1}); err != nil {
+		if _, err := d.Transition(ctx, ids[i], db.Transition{To: vocab.StatusRunning, PID: 100000 + i, PGID: 100000 + i, PIDStart: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +51,7 @@ func TestReserveCoversEveryJobEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		code := 0
-		if _, err := d.Transition(ctx, id, db.Transition{To: db.StatusDone, ExitCode: &code, Runtime: time.Second,
+		if _, err := d.Transition(ctx, id, db.Transition{To: vocab.StatusDone, ExitCode: &code, Runtime: time.Second,
 			Detail: map[string]any{"dropped_bytes": 1 << 30},
 			Output: &db.OutputTotals{Bytes: 1 << 40, Lines: 1 << 30, Dropped: 1 << 30}}); err != nil {
 			t.Fatal(err)

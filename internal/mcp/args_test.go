@@ -129,7 +129,7 @@ func TestBackoffGrows(t *testing.T) {
 	for range 8 {
 		got = append(got, b.observe("j", "running", time.Second, false).Milliseconds())
 	}
-	want := []int64{1000, 2000, 5000, 10000, 30000, 60000, 60000, 60000}
+	want := []int64{1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000}
 	if !slices.Equal(got, want) {
 		t.Fatalf("retry hints = %v, want %v", got, want)
 	}
@@ -137,9 +137,9 @@ func TestBackoffGrows(t *testing.T) {
 	if got := b.observe("j", "running/input", time.Second, false).Milliseconds(); got != 1000 {
 		t.Errorf("after a change of state: retry = %d, want 1000", got)
 	}
-	// An old job starts further on.
-	if got := b.observe("old", "running", 10*time.Minute, false).Milliseconds(); got != 10000 {
-		t.Errorf("a job 10 min old: retry = %d, want 10000", got)
+	// A job silent for long starts further on: half its silence.
+	if got := b.observe("quiet", "running", 40*time.Second, false).Milliseconds(); got != 20000 {
+		t.Errorf("a job silent 40 s: retry = %d, want 20000", got)
 	}
 	if got := b.observe("j", "done", time.Second, true); got != 0 {
 		t.Errorf("finished job: retry = %v, want 0", got)

@@ -131,21 +131,13 @@ func addMacShell(s *server, srv *sdk.Server) {
 		InputSchema: schemaOf[macKillInput]("kill_process"), Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.macKill)
 }
 
-// shellQuote quotes an argument for a POSIX shell.
-func shellQuote(a string) string {
-	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-}
-
 func (s *server) macRun(ctx context.Context, req *sdk.CallToolRequest, in macRunInput) (*sdk.CallToolResult, any, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return nil, nil, argError("command is required and must not be empty")
 	}
 	line := in.Command
 	for _, a := range in.Args {
-		line += " " + shellQuote(a)
+		line += " " + textclean.ShellQuote(a)
 	}
 	session := in.Session
 	if session == "" {

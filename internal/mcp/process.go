@@ -344,7 +344,11 @@ func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	j, out := pr.job, pr.out
 	r := newPollResult(j, out)
 	state := fmt.Sprintf("%s/%t/%t/%d", j.Status, j.WaitingForInput, j.Stopped, j.Descendants)
-	retry := s.backoff.observe(j.ID, state, j.Runtime, j.Status.Terminal())
+	quiet := j.Runtime
+	if j.LastOutputAt != nil {
+		quiet = time.Since(*j.LastOutputAt)
+	}
+	retry := s.backoff.observe(j.ID, state, quiet, j.Status.Terminal())
 	r.RetryInMs = retry.Milliseconds()
 	if out.Note != "" {
 		notes = append(notes, out.Note)

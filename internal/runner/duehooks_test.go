@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // TestDueHooksRunOnceByNextSupervisors: the on_exit hooks of jobs that
@@ -50,7 +52,7 @@ func dueHooksRound(t *testing.T, round int) {
 	newJob := func(name string) db.Job {
 		j, err := d.CreateJob(ctx, db.NewJob{Scope: "default", Command: "true", Cwd: dir,
 			SupervisorID: dead.ID, Mode: "pipe", Stdin: "pipe", TTL: time.Hour,
-			OnExit: "echo ran >> " + shellQuote(marker(name))}, db.Limits{})
+			OnExit: "echo ran >> " + textclean.ShellQuote(marker(name))}, db.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,10 +61,10 @@ func dueHooksRound(t *testing.T, round int) {
 	read := newJob("read")   // marked lost by a read
 	ended := newJob("ended") // ended, its hook never claimed
 	old := newJob("old")     // lost before the event retention
-	if _, err := d.Transition(ctx, ended.ID, db.Transition{To: db.StatusFailed, Reason: "exec failed"}); err != nil {
+	if _, err := d.Transition(ctx, ended.ID, db.Transition{To: vocab.StatusFailed, Reason: "exec failed"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Transition(ctx, old.ID, db.Transition{To: db.StatusLost, Reason: "supervisor died"}); err != nil {
+	if _, err := d.Transition(ctx, old.ID, db.Transition{To: vocab.StatusLost, Reason: "supervisor died"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.ExecContext(ctx, `UPDATE jobs SET ended_at = ? WHERE id = ?`,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // environ is the supervisor's own environment (a variable for tests).
@@ -108,7 +109,7 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 		}
 		jobs, err := d.FindJobs(ctx, db.Filter{
 			AllScopes: true, SupervisorID: sup.ID,
-			Statuses: []db.Status{db.StatusStarting, db.StatusRunning},
+			Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning},
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -119,7 +120,7 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 				continue // its tmux-pipe helper still records it, see above
 			}
 			lost, err := d.Transition(ctx, j.ID, lostTransition(j, fmt.Sprintf("supervisor %s died", sup.ID)))
-			if errors.Is(err, db.ErrInvalidTransition) || errors.Is(err, db.ErrNotFound) {
+			if errors.Is(err, vocab.ErrInvalidTransition) || errors.Is(err, vocab.ErrNotFound) {
 				continue // finished or swept by someone else meanwhile
 			}
 			if err != nil {
@@ -147,7 +148,7 @@ func lostTransition(j db.Job, reason string) db.Transition {
 	if pids, err := proc.Members(TargetOf(j)); err == nil && pids != nil {
 		survivors = pids
 	}
-	return db.Transition{To: db.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}
+	return db.Transition{To: vocab.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}
 }
 
 // sweep is SweepLost that also runs the on_exit hooks of the jobs it marks.

@@ -11,13 +11,14 @@ import (
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // controller is what acts on a live child: the in-process supervisor or a
 // socket to the supervisor that owns the job.
 type controller interface {
 	Write(ctx context.Context, jobID string, data []byte, eof bool, idle time.Duration) (int, error)
-	Kill(ctx context.Context, jobID string, grace time.Duration) (runner.KillResult, error)
+	Kill(ctx context.Context, jobID string, grace time.Duration) (vocab.KillResult, error)
 	Signal(ctx context.Context, jobID string, sig string) ([]int, error)
 }
 
@@ -32,7 +33,7 @@ func (c *Client) controllerFor(ctx context.Context, j db.Job) (controller, func(
 	}
 	s, err := c.db.FindSupervisor(ctx, j.SupervisorID)
 	if err != nil {
-		if errors.Is(err, db.ErrNotFound) {
+		if errors.Is(err, vocab.ErrNotFound) {
 			return nil, func() {}, nil
 		}
 		return nil, nil, err
@@ -100,7 +101,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 		return 0, fmt.Errorf("job %s is %w (its supervisor is gone)", echo(ref), ErrNotRunning)
 	}
 	n, err := ctl.Write(ctx, j.ID, data, eof, c.opts.WriteTimeout)
-	if errors.Is(err, runner.ErrNotReading) {
+	if errors.Is(err, vocab.ErrNotReading) {
 		return n, fmt.Errorf("job %s is %w: it took %d of %d bytes, then none for %s", ref, ErrNotReading, n, len(data), c.opts.WriteTimeout)
 	}
 	return n, publicErr(ref, err)
@@ -165,7 +166,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	}
 	return KillResult{
 		JobID:       j.ID,
-		Status:      Status(cur.Status),
+		Status:      cur.Status,
 		Signalled:   nonNil(r.Signalled),
 		Survivors:   nonNil(r.Survivors),
 		Escalated:   r.Escalated,
@@ -173,15 +174,11 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	}, nil
 }
 
-func killResult(r runner.KillResult) KillResult {
-	return KillResult{
-		JobID:       r.JobID,
-		Status:      Status(r.Status),
-		Signalled:   nonNil(r.Signalled),
-		Survivors:   nonNil(r.Survivors),
-		Escalated:   r.Escalated,
-		AlreadyDone: r.AlreadyDone,
-	}
+// killResult is what a supervisor reported, with empty lists rather than
+// null ones in JSON.
+func killResult(r KillResult) KillResult {
+	r.Signalled, r.Survivors = nonNil(r.Signalled), nonNil(r.Survivors)
+	return r
 }
 
 func nonNil(p []int) []int {
@@ -201,7 +198,7 @@ func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult
 		return nil, err
 	}
 	_, _ = c.noticeLost(ctx)
-	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []db.Status{db.StatusStarting, db.StatusRunning}})
+	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning}})
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +226,7 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 	if err := c.writable(); err != nil {
 		return nil, err
 	}
-	s, err := proc.ParseSignal(sig)
+	s, err := vocab.ParseSignal(sig)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -238,7 +235,7 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 		return nil, err
 	}
 	if j.Status.Terminal() {
-		if j.Status != db.StatusLost {
+		if j.Status != vocab.StatusLost {
 			return nil, fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
 		}
 		return c.signalDirect(ctx, j, s)
@@ -304,7 +301,7 @@ func (c *Client) Remove(ctx context.Context, ref string) (KillResult, error) {
 	if err != nil {
 		return KillResult{}, err
 	}
-	r := KillResult{JobID: j.ID, Status: Status(j.Status), AlreadyDone: true, Signalled: []int{}, Survivors: []int{}}
+	r := KillResult{JobID: j.ID, Status: j.Status, AlreadyDone: true, Signalled: []int{}, Survivors: []int{}}
 	if !j.Status.Terminal() {
 		if r, err = c.kill(ctx, j, 0); err != nil {
 			return r, err

@@ -8,6 +8,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // addLiveFacts asks the kernel what the stored row cannot say: whether a
@@ -31,7 +32,7 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 		return false // recorded before a reboot: none of its pids is it now
 	}
 	switch {
-	case j.Status == db.StatusRunning:
+	case j.Status == vocab.StatusRunning:
 		main, err := proc.Inspect(j.PID)
 		mainAlive := err == nil && j.PIDStart != 0 && main.StartTime == j.PIDStart && !main.Dead()
 		if mainAlive {
@@ -52,7 +53,7 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 		}
 	case j.Status.Terminal() && j.SurvivorsGone:
 		out.Descendants = 0
-	case j.Status == db.StatusLost, full && j.Status.Terminal():
+	case j.Status == vocab.StatusLost, full && j.Status.Terminal():
 		out.Descendants, out.Stopped = proc.Census(t)
 		return out.Descendants == 0
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/runner"
 	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // MaxGrepLine is the longest line a grep examines whole: of a longer
@@ -179,7 +180,7 @@ func (c *Client) dbFilter(f Filter) (db.Filter, error) {
 	df := db.Filter{Scope: c.opts.Scope, AllScopes: f.AllScopes, Limit: f.Limit, CreatedSince: f.Since,
 		NameContains: f.Name, LabelContains: f.Label, CommandContains: f.Command}
 	for _, s := range f.Statuses {
-		df.Statuses = append(df.Statuses, db.Status(s))
+		df.Statuses = append(df.Statuses, vocab.Status(s))
 	}
 	if f.Cursor != "" {
 		pos, err := decodeCursor(f.Cursor)
@@ -325,15 +326,11 @@ func (c *Client) tail(ctx context.Context, id string, n int64, f logs.Filter, cl
 // retryIn suggests when to look again: soon after output, slower the
 // longer a job has been silent, never for a finished job.
 func retryIn(j Job) time.Duration {
-	if j.Status.Terminal() {
-		return 0
-	}
-	since := time.Since(j.CreatedAt)
+	quiet := time.Since(j.CreatedAt)
 	if j.LastOutputAt != nil {
-		since = time.Since(*j.LastOutputAt)
+		quiet = time.Since(*j.LastOutputAt)
 	}
-	d := since / 2
-	return min(max(d, time.Second), 30*time.Second)
+	return vocab.RetryIn(j.Status.Terminal(), quiet, 0)
 }
 
 // ReadNew returns output produced since the previous ReadNew of the job and

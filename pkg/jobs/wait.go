@@ -12,6 +12,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // statusLook is how often a wait that only an end can end looks at its
@@ -86,7 +87,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 				return WaitResult{}, publicErr(refs[i], err)
 			}
 			rows[i] = j
-			if o.Input && j.Status == db.StatusRunning {
+			if o.Input && j.Status == vocab.StatusRunning {
 				jobs[i] = c.viewFull(j, false)
 			} else {
 				jobs[i] = fromDB(j, time.Now())
