@@ -614,8 +614,9 @@ const (
 	// at its limit. Left to itself, the planner may prefer jobs_status for
 	// a status filter, then sort every job of those statuses; that is right
 	// only when the statuses are the active ones, which are few.
-	byScopeIndex  = ` INDEXED BY jobs_scope_created`
-	byStatusIndex = ` INDEXED BY jobs_status`
+	byScopeIndex   = ` INDEXED BY jobs_scope_created`
+	byStatusIndex  = ` INDEXED BY jobs_status`
+	byCreatedIndex = ` INDEXED BY jobs_created`
 )
 
 // listRow is a jobs row with its rowid, for positions, and the end of its
@@ -702,6 +703,8 @@ func (f Filter) where() (string, []any) {
 		b.WriteString(byStatusIndex)
 	case !f.AllScopes:
 		b.WriteString(byScopeIndex)
+	default:
+		b.WriteString(byCreatedIndex)
 	}
 	b.WriteString(` WHERE 1 = 1`)
 	if !f.AllScopes {
