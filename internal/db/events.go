@@ -172,7 +172,8 @@ const deleteEventsBeforeQuery = `DELETE FROM events WHERE id IN
 
 // DeleteEventsBefore deletes the events older than t, whether or not their
 // job still exists, and reports how many it deleted. It commits every
-// BatchBudget, so that other writers never wait long behind it.
+// BatchBudget or BatchStatements statements, so that other writers never
+// wait long behind it.
 func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
 	var total int64
 	cutoff := FormatTime(t)
@@ -181,7 +182,7 @@ func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error)
 		done := false
 		start := time.Now()
 		err := d.inTx(ctx, func(tx *sqlx.Tx) error {
-			for time.Since(start) <= BatchBudget {
+			for stmts := 0; time.Since(start) <= BatchBudget && stmts < BatchStatements; stmts++ {
 				res, err := tx.ExecContext(ctx, deleteEventsBeforeQuery, cutoff, eventSlice)
 				if err != nil {
 					return err

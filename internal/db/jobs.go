@@ -615,8 +615,9 @@ const (
 	// at its limit. Left to itself, the planner may prefer jobs_status for
 	// a status filter, then sort every job of those statuses; that is right
 	// only when the statuses are the active ones, which are few.
-	byScopeIndex  = ` INDEXED BY jobs_scope_created`
-	byStatusIndex = ` INDEXED BY jobs_status`
+	byScopeIndex   = ` INDEXED BY jobs_scope_created`
+	byStatusIndex  = ` INDEXED BY jobs_status`
+	byCreatedIndex = ` INDEXED BY jobs_created`
 )
 
 // listRow is a jobs row with its rowid, for positions, and the end of its
@@ -703,6 +704,8 @@ func (f Filter) where() (string, []any) {
 		b.WriteString(byStatusIndex)
 	case !f.AllScopes:
 		b.WriteString(byScopeIndex)
+	default:
+		b.WriteString(byCreatedIndex)
 	}
 	b.WriteString(` WHERE 1 = 1`)
 	if !f.AllScopes {
@@ -836,6 +839,12 @@ func (d *DB) ExpiredJobs(ctx context.Context, now time.Time) ([]Job, error) {
 // writers in. A writer that arrives meanwhile waits for the rest of it.
 const BatchBudget = 10 * time.Millisecond
 
+// BatchStatements is the most statements one transaction of a bulk delete
+// runs, each deleting at most chunkSlice chunks, eventSlice events or one
+// job: the bound of the rows a transaction deletes, on a machine however
+// fast (where BatchBudget would let it run on).
+const BatchStatements = 256
+
 // BatchRest is how long a bulk delete pauses between its transactions.
 // A writer that found the lock taken does not queue for it: SQLite's busy
 // handler sleeps and retries, up to 25 ms at a time by then, and a bulk
@@ -903,18 +912,21 @@ func (d *DB) DeleteFinishedJobs(ctx context.Context, ids []string) (int, error) 
 
 type batchResult struct{ done, jobs int }
 
-// deleteBatch deletes jobs from the front of ids until BatchBudget has
-// passed, in one transaction. A job whose output is not gone when the
-// budget runs out is finished by the next batch.
+// deleteBatch deletes jobs from the front of ids, in one transaction,
+// until BatchBudget has passed or it ran BatchStatements statements. A
+// job whose output is not gone then is finished by the next batch.
 func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error) {
 	var r batchResult
 	start := time.Now()
 	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		stmts := 0
 		for _, id := range ids {
 			for {
-				if time.Since(start) > BatchBudget {
+				// The job's own delete needs a statement after this one.
+				if time.Since(start) > BatchBudget || stmts+2 > BatchStatements {
 					return nil
 				}
+				stmts++
 				res, err := tx.ExecContext(ctx, deleteChunkSliceQuery, id, chunkSlice)
 				if err != nil {
 					return err
@@ -925,6 +937,7 @@ func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error)
 					break
 				}
 			}
+			stmts++
 			res, err := tx.ExecContext(ctx, deleteExpiredJobQuery, id)
 			if err != nil {
 				return err

@@ -206,11 +206,15 @@ func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.
 	return st, asCorrupt(c.path, err)
 }
 
+// BeginTx starts a transaction. A tracer is told its start and end too,
+// as "BEGIN" and "COMMIT" or "ROLLBACK", so that a test sees which
+// statements ran in one transaction.
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	tx, err := c.sqliteConn.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, asCorrupt(c.path, err)
 	}
+	trace("BEGIN")
 	return &corruptTx{Tx: tx, path: c.path}, nil
 }
 
@@ -220,7 +224,15 @@ type corruptTx struct {
 	path string
 }
 
-func (t *corruptTx) Commit() error { return asCorrupt(t.path, t.Tx.Commit()) }
+func (t *corruptTx) Commit() error {
+	trace("COMMIT")
+	return asCorrupt(t.path, t.Tx.Commit())
+}
+
+func (t *corruptTx) Rollback() error {
+	trace("ROLLBACK")
+	return t.Tx.Rollback()
+}
 
 // Close finalizes the cached statements, then closes the connection.
 func (c *cachingConn) Close() error {

@@ -18,9 +18,9 @@ import (
 // (proc.Target). full counts descendants of finished jobs too, which costs
 // a scan of every process's environment; list asks it only for lost jobs.
 // Without full, whether a running job waits for input is asked of the main
-// thread of its main process only (proc.MainWaitsForInput): a page of
-// running jobs would otherwise read the files of every thread of every
-// process in it.
+// thread of its main process only (proc.MainWaitsOnStdin, from the stat
+// file read for the liveness check): a page of running jobs would
+// otherwise read the files of every thread of every process in it.
 // It returns true when it found that no process of a finished job is left,
 // a fact the caller records so that later reads skip the scan.
 func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
@@ -44,7 +44,7 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 			if full {
 				out.WaitingForInput = proc.WaitingForInput(j.PID, stdinInode(j.PID), t)
 			} else {
-				out.WaitingForInput = proc.MainWaitsForInput(j.PID, stdinInode(j.PID))
+				out.WaitingForInput = proc.MainWaitsOnStdin(main)
 			}
 		}
 		if !mainAlive {
