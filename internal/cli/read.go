@@ -134,13 +134,9 @@ func omittedText(o jobs.Output, id string, isNew bool) string {
 	earlier := o.OmittedBefore - max(o.EvictedTotal-o.Evicted, 0)
 	if isNew && o.Skipped > 0 {
 		parts = append(parts, fmt.Sprintf("%s of new output skipped (jobs log %s --offset %d)", parse.FormatSize(o.Skipped), id, o.SkippedFrom))
-	} else if earlier > 0 {
-		hint := fmt.Sprintf("jobs log %s --offset %d", id, max(o.Start-o.OmittedBefore, 0))
-		if isNew {
-			parts = append(parts, fmt.Sprintf("%s of new output skipped (%s)", parse.FormatSize(earlier), hint))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s earlier (%s)", parse.FormatSize(earlier), hint))
-		}
+	} else if earlier > 0 && !isNew {
+		// Where the text starts, exactly, for paging by byte or by line.
+		parts = append(parts, fmt.Sprintf("%s earlier, before line %d at byte %d (jobs log %s --offset 0)", parse.FormatSize(earlier), o.FirstLine, o.Start, id))
 	}
 	if o.OmittedAfter > 0 {
 		parts = append(parts, fmt.Sprintf("%s more after this (jobs log %s --offset %d)", parse.FormatSize(o.OmittedAfter), id, o.NextOffset))
