@@ -583,7 +583,7 @@ func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
 		from := max(r.FromLine, 1)
 		n := r.Lines
 		if n == 0 {
-			n = 200
+			n = DefaultLogLines
 		}
 		p, err = logs.ReadLines(ctx, c.db, j.ID, from-1, n, f) // the store counts lines from 0
 	case r.TailLines > 0:
