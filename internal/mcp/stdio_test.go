@@ -63,8 +63,8 @@ func TestStdioBackgroundPollLog(t *testing.T) {
 	if got, want := l.Output.Text, lines(301, 500); got != want {
 		t.Errorf("default log page:\n got %.80q…\nwant %.80q…", got, want)
 	}
-	if l.Output.FirstLine != 300 || l.Output.TotalLines != 500 || l.Output.OmittedBefore == 0 {
-		t.Errorf("default log page: first_line %d total_lines %d omitted_before %d, want 300, 500, >0",
+	if l.Output.FirstLine != 301 || l.Output.TotalLines != 500 || l.Output.OmittedBefore == 0 {
+		t.Errorf("default log page: first_line %d total_lines %d omitted_before %d, want 301, 500, >0",
 			l.Output.FirstLine, l.Output.TotalLines, l.Output.OmittedBefore)
 	}
 	if !strings.Contains(l.Output.Note, "offset=0") {
