@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -151,5 +153,60 @@ func TestPollTailDescribesItsText(t *testing.T) {
 	}
 	if r := w.jobs("log", id, "--offset", "0", "--limit", fmt.Sprint(p.Output.Skipped)); r.code != 0 || r.stdout != full[:p.Output.Skipped] {
 		t.Errorf("poll --new: the skipped bytes are not those before its text")
+	}
+}
+
+func init() {
+	// lines-gate-lines N FILE M: lines 1…N, waits for FILE, lines N+1…N+M.
+	helperModes["lines-gate-lines"] = func(args []string) error {
+		n, _ := strconv.Atoi(args[0])
+		m, _ := strconv.Atoi(args[2])
+		for i := 1; i <= n; i++ {
+			fmt.Printf("line %d\n", i)
+		}
+		for {
+			if _, err := os.Stat(args[1]); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for i := n + 1; i <= n+m; i++ {
+			fmt.Printf("line %d\n", i)
+		}
+		return nil
+	}
+}
+
+// TestPollTailAfterClear: a tail that reaches back to bytes `jobs clear`
+// removed starts at the first stored byte and says where that is.
+func TestPollTailAfterClear(t *testing.T) {
+	w := newWorld(t)
+	gate := w.base + "/gate"
+	id := w.start(helper("lines-gate-lines", "300", gate, "40")...)
+	waitFor(t, 10*time.Second, "the first lines", func() bool {
+		return strings.Contains(w.jobs("log", id).stdout, "line 300\n")
+	})
+	w.ok("clear", id)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.jobs("wait", id)
+	cleared := int64(0)
+	for i := 1; i <= 300; i++ {
+		cleared += int64(len(fmt.Sprintf("line %d\n", i)))
+	}
+	var p struct {
+		Output page `json:"output"`
+	}
+	mustJSON(t, w.ok("--json", "poll", id, "--tail", "2000"), &p)
+	o := p.Output
+	if o.Start != cleared || o.FirstLine != 301 || o.Lines != 40 || !strings.HasPrefix(o.Text, "line 301\n") {
+		t.Errorf("poll --tail 2000 after a clear: start %d, first_line %d, lines %d, text %q…; want %d, 301, 40, \"line 301\\n…\"",
+			o.Start, o.FirstLine, o.Lines, cut(o.Text), cleared)
+	}
+	var byByte page
+	mustJSON(t, w.ok("--json", "log", id, "--offset", fmt.Sprint(o.Start), "--limit", fmt.Sprint(o.End-o.Start)), &byByte)
+	if byByte.Text != o.Text {
+		t.Errorf("log --offset %d gives other bytes than the poll's text", o.Start)
 	}
 }

@@ -324,8 +324,10 @@ func (c *Client) tail(ctx context.Context, id string, n int64, f logs.Filter, cl
 		return out, nil
 	}
 	from, fromIsLine := 0, true
-	if p.Start > 0 && len(p.Data) > 0 {
-		// The first character is the one before the window.
+	if p.Start > 0 && int64(utf8.RuneCount(p.Data)) == window {
+		// The first character is the one before the window. (A shorter
+		// read reached the first stored byte: the start of the output, or
+		// what follows bytes the cap or a clear removed.)
 		_, from = utf8.DecodeRune(p.Data)
 		fromIsLine = p.Data[0] == '\n'
 	}
