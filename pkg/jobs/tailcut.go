@@ -3,7 +3,6 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/internal/logs"
@@ -40,32 +39,41 @@ func tailStart(data []byte, from int, fromIsLine bool, n int64, clean bool) (int
 		}
 	}
 	if len(starts) > 0 {
-		first := render(data[starts[0]:], clean)
-		if fits(first) {
-			return starts[0], first
+		// Cleaning works line by line: count back from the end, one line
+		// at a time, to the earliest line start whose text fits, then
+		// check it with a render of its own.
+		k, chars := len(starts), int64(0)
+		for k > 0 {
+			end := len(data)
+			if k < len(starts) {
+				end = starts[k]
+			}
+			c := int64(utf8.RuneCountInString(render(data[starts[k-1]:end], clean)))
+			if chars+c > n {
+				break
+			}
+			chars += c
+			k--
 		}
-		// Cleaning works line by line, so the text of each line start is
-		// a suffix of first: count back from its end to the earliest line
-		// start that fits, then check it with a render of its own.
-		if k := lineThatFits(first, len(starts), n); k > 0 {
+		if k < len(starts) {
 			if text := render(data[starts[k]:], clean); fits(text) {
 				return starts[k], text
 			}
-		}
-		// Cleaning did not keep the lines apart (a NEL, a sequence left
-		// open across a newline): search the starts.
-		lo, hi := 1, len(starts) // starts[0] does not fit
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if fits(render(data[starts[mid]:], clean)) {
-				hi = mid
-			} else {
-				lo = mid + 1
+			// Cleaning did not keep the lines apart (a NEL, a sequence
+			// left open across a newline): search the starts.
+			lo, hi := 0, len(starts)
+			for lo < hi {
+				mid := (lo + hi) / 2
+				if fits(render(data[starts[mid]:], clean)) {
+					hi = mid
+				} else {
+					lo = mid + 1
+				}
 			}
-		}
-		if lo < len(starts) {
-			if text := render(data[starts[lo]:], clean); fits(text) {
-				return starts[lo], text
+			if lo < len(starts) {
+				if text := render(data[starts[lo]:], clean); fits(text) {
+					return starts[lo], text
+				}
 			}
 		}
 		from = starts[len(starts)-1]
@@ -102,33 +110,6 @@ func runeStart(data []byte, i, limit int) int {
 		i++
 	}
 	return i
-}
-
-// lineThatFits returns the index of the earliest of text's lines (the
-// last maybe without its newline) from which the rest of text has at most n
-// characters, or 0 when there is none or text does not hold want lines.
-func lineThatFits(text string, want int, n int64) int {
-	lines := strings.SplitAfter(text, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	if len(lines) != want {
-		return 0
-	}
-	chars := int64(0)
-	k := len(lines)
-	for k > 0 {
-		c := int64(utf8.RuneCountInString(lines[k-1]))
-		if chars+c > n {
-			break
-		}
-		chars += c
-		k--
-	}
-	if k == len(lines) {
-		return 0
-	}
-	return k
 }
 
 // placeTail fills out's offsets and line numbers for the text that
