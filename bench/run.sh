@@ -3,8 +3,11 @@
 # tmux, nohup, raw SQLite inserts, cat, tail) on the same workloads in one
 # run, prints a markdown table and writes it to bench/out/results.md.
 #
-#   bench/run.sh            full run (1 GiB capture, 100 jobs × 10 s; several minutes)
-#   bench/run.sh --quick    CI smoke run (64 MiB, 20 jobs × 3 s; under a minute)
+#   bench/run.sh            full run (1 GiB capture, 100 jobs × 10 s, history of
+#                           200,000 jobs and a million events, 100,000 expired
+#                           jobs; several minutes, about 2 GiB of scratch space)
+#   bench/run.sh --quick    CI smoke run (64 MiB, 20 jobs × 3 s, 20,000-job history;
+#                           about a minute)
 #   bench/run.sh --against REV [--only versus]
 #                           also run capture and the many-jobs workload with
 #                           jobs built from git revision REV, in the same run,
@@ -12,6 +15,7 @@
 #
 # Size knobs (environment): BENCH_CAPTURE_BYTES (e.g. 256MiB), BENCH_START_RUNS,
 # BENCH_POLL_RUNS, BENCH_CONC_JOBS, BENCH_CONC_RATE, BENCH_CONC_SECS,
+# BENCH_HISTORY_JOBS, BENCH_HISTORY_EVENTS, BENCH_HISTORY_EXPIRE, BENCH_HISTORY_RUNS,
 # BENCH_KILL_TRIALS. Run the full mode on a quiet machine (see `uptime`).
 set -euo pipefail
 cd "$(dirname "$0")/.."

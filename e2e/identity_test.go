@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 func init() {
@@ -132,7 +133,7 @@ func forgeRunning(t *testing.T, w *world, pid, pgid int, start int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Transition(ctx, j.ID, db.Transition{To: db.StatusRunning, PID: pid, PGID: pgid, PIDStart: start}); err != nil {
+	if _, err := d.Transition(ctx, j.ID, db.Transition{To: vocab.StatusRunning, PID: pid, PGID: pgid, PIDStart: start}); err != nil {
 		t.Fatal(err)
 	}
 	return j.ID

@@ -450,14 +450,6 @@ func TestB9DiskFullRecovers(t *testing.T) {
 		{"16m", 4 << 20, 20 << 20},
 	} {
 		t.Run(c.disk, func(t *testing.T) {
-			// Known defect, not yet fixed: on 16 MiB a flood transaction of
-			// several MiB can grow the WAL before the disk counts as tight,
-			// past the point where its copy into the database file fits in
-			// the space that returns (4 MiB here), and output stays dropped
-			// until more is freed. It fails in some runs of the whole suite.
-			if c.disk == "16m" && os.Getenv("JOBS_E2E_B9_16M") != "1" {
-				t.Skip("known defect on a 16 MiB disk (a WAL that outgrows its copy); JOBS_E2E_B9_16M=1 runs it")
-			}
 			diskFullRecovers(t, c.disk, c.ballast, c.n)
 		})
 	}

@@ -15,11 +15,11 @@ if (!bin || !profile) {
   process.exit(2);
 }
 
-async function connect(name) {
+async function connect(name, env = {}) {
   const client = new Client({ name: "jobs-profiles", version: "1.0.0" });
   const args = ["mcp"];
   if (name) args.push("--profile", name);
-  await client.connect(new StdioClientTransport({ command: bin, args, env: { ...process.env }, stderr: "inherit" }));
+  await client.connect(new StdioClientTransport({ command: bin, args, env: { ...process.env, ...env }, stderr: "inherit" }));
   return client;
 }
 
@@ -129,63 +129,142 @@ async function claudeCode() {
   await o.close();
 }
 
-// openclaw replays seeds 000/001: execute_command with background and
-// yieldMs, process poll/log/write/list, kill (idempotent) and the three
-// error wordings.
+// openclaw replays seeds 000/001: the tool schemas, execute_command with
+// background and yieldMs, process poll/log/write/list, kill/clear/remove
+// (through kill_process),
+// the status words (running, done, error, killed), the result fields
+// (sessionId, exitCode, output as a string, SessionMeta), log's character
+// slicing, the defaults and their PI_BASH_*/OPENCLAW_* variables, and the
+// three error wordings.
 async function openclaw() {
   const c = await connect("openclaw");
   const { tools } = await c.listTools();
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
   check("tools", byName.execute_command && byName.process, Object.keys(byName));
-  const actions = byName.process?.inputSchema?.properties?.action?.enum || [];
+  const pprops = byName.process?.inputSchema?.properties || {};
+  const actions = pprops.action?.enum || [];
   check("process actions", ["list", "poll", "log", "write", "kill", "clear", "remove"].every((a) => actions.includes(a)), actions);
+  check("process params", ["action", "sessionId", "offset", "limit", "data", "eof"].every((p) => p in pprops), Object.keys(pprops));
+  const eprops = byName.execute_command?.inputSchema?.properties || {};
+  check("execute_command params", ["command", "timeout", "description", "background", "yieldMs"].every((p) => p in eprops), Object.keys(eprops));
 
-  // US-1: background=true returns at once with a sessionId and "running".
+  // Start Background Session: {status: "running", sessionId}.
   let r = await call(c, "execute_command", { command: "cat", background: true, description: "echo stdin" });
   const cat = r.sc.sessionId;
   ids.push(cat);
-  check("background running", r.sc.status === "running" && cat, r.sc);
+  check("background running", r.sc.status === "running" && typeof cat === "string" && cat.length > 0, r.sc);
 
-  // US-4: write sends stdin, eof closes it.
+  // Write Input: data to stdin, eof closes it; poll: {status, output, exitCode}.
   r = await call(c, "process", { action: "write", sessionId: cat, data: "hello\n", eof: true });
   check("write eof", !r.isError, r.text);
   r = await call(c, "process", { action: "wait", sessionId: cat, timeout: 5 });
-  check("ends after eof", r.sc.status === "done" && r.text.includes("hello"), r.text);
-
-  // US-2: poll returns the status (wait has read the output).
+  check("ends after eof", r.sc.status === "done" && r.sc.output === "hello\n" && r.sc.exitCode === 0, r.sc);
   r = await call(c, "process", { action: "poll", sessionId: cat });
-  check("poll", r.sc.status === "done" && r.sc.sessionId === cat, r.text);
+  check("poll done", r.sc.status === "done" && r.sc.exitCode === 0 && typeof r.sc.output === "string" && !("exit_code" in r.sc), r.sc);
 
-  // A quick command within yieldMs returns its result.
+  // A quick command inside the yield window returns its result: output is a string.
   r = await call(c, "execute_command", { command: "for i in 1 2 3 4 5; do echo line$i; done", yieldMs: 5000, description: "five lines" });
-  const five = r.sc.sessionId;
-  ids.push(five);
-  check("yield result", r.sc.status === "done" && r.text.includes("line5"), r.text);
-
-  // US-3: log paginates with offset and limit.
-  r = await call(c, "process", { action: "log", sessionId: five, offset: 1, limit: 2 });
-  check("log offset/limit", r.text.includes("line2\nline3") && !r.text.includes("line4") && !r.text.includes("line1"), r.text);
-
-  // US-5: list, and kill is a no-op on a finished session.
-  r = await call(c, "process", { action: "list" });
-  check("list", r.text.includes(cat) && r.text.includes(five), r.text);
-  r = await call(c, "process", { action: "kill", sessionId: five });
-  const k = await call(c, "kill_process", { sessionId: five });
-  check("kill idempotent", !k.isError, k.text);
-
-  // The three error wordings.
-  r = await call(c, "process", { action: "poll", sessionId: "nosuch" });
-  check("not found", r.isError && r.text.includes("Session nosuch not found"), r.text);
-  r = await call(c, "process", { action: "write", sessionId: five, data: "x" });
-  check("not running", r.isError && r.text.includes(`Session ${five} is not running`), r.text);
-  r = await call(c, "execute_command", { command: "sleep 30", background: true, description: "no stdin" });
+  const five = r.sc.sessionId; // removed below, so not in ids
+  check("yield result", r.sc.status === "done" && r.sc.exitCode === 0 && r.sc.output === "line1\nline2\nline3\nline4\nline5\n", r.sc);
+  // The default window (10000 ms) waits for a command of a second.
+  r = await call(c, "execute_command", { command: "sleep 1; echo late", description: "one second" });
+  ids.push(r.sc.sessionId);
+  check("default yield 10000", r.sc.status === "done" && r.sc.output === "late\n", r.sc);
+  // A command longer than yieldMs keeps running and returns its sessionId.
+  const t0 = Date.now();
+  r = await call(c, "execute_command", { command: "sleep 30", yieldMs: 300, description: "long sleep" });
+  const slept = Date.now() - t0;
   const sl = r.sc.sessionId;
   ids.push(sl);
-  await call(c, "process", { action: "write", sessionId: sl, data: "", eof: true });
-  r = await call(c, "process", { action: "write", sessionId: sl, data: "x" });
-  check("stdin not available", r.isError && r.text.includes(`Session ${sl} stdin is not available`), r.text);
-  await call(c, "kill_process", { sessionId: sl });
+  check("yieldMs window", r.sc.status === "running" && sl && slept >= 250 && slept < 5000, { sc: r.sc, slept });
+
+  // A non-zero exit is "error", with exitCode.
+  r = await call(c, "execute_command", { command: "echo bad >&2; exit 3", description: "fails on purpose" });
+  const bad = r.sc.sessionId;
+  ids.push(bad);
+  check("error status", r.sc.status === "error" && r.sc.exitCode === 3 && r.sc.output === "bad\n" && !("exit_code" in r.sc), r.sc);
+  r = await call(c, "process", { action: "poll", sessionId: bad });
+  check("poll error", r.sc.status === "error" && r.sc.exitCode === 3, r.sc);
+
+  // Read Full Output: log's offset and limit slice characters.
+  r = await call(c, "execute_command", { command: "printf 'h\\303\\251llo w\\303\\266rld\\nsecond line'", description: "two lines" });
+  const chars = r.sc.sessionId;
+  ids.push(chars);
+  const full = "héllo wörld\nsecond line";
+  r = await call(c, "process", { action: "log", sessionId: chars, offset: 1, limit: 4 });
+  check("log slices characters", r.sc.output === full.slice(1, 5) && r.sc.output === "éllo", r.sc);
+  r = await call(c, "process", { action: "log", sessionId: chars, offset: 6, limit: 10 });
+  check("log across a line", r.sc.output === full.slice(6, 16) && r.sc.output_info?.next_offset === 16, r.sc);
+  r = await call(c, "process", { action: "log", sessionId: chars, offset: 16 });
+  check("log to the end", r.sc.output === full.slice(16) && r.sc.output_info?.next_offset === undefined, r.sc);
+
+  // Poll output is the last 500 characters by default.
+  r = await call(c, "execute_command", { command: "i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo \"row $i of the long output\"; done", description: "long output" });
+  const long = r.sc.sessionId;
+  ids.push(long);
+  r = await call(c, "process", { action: "poll", sessionId: long });
+  const p500 = r.sc.output || "";
+  check("poll 500 characters", p500.length > 0 && p500.length <= 500 && p500.endsWith("row 100 of the long output\n"), { length: p500.length, output: p500.slice(-60) });
+
+  // Manage: list is the seed's SessionMeta.
+  r = await call(c, "process", { action: "list" });
+  const metas = r.sc.sessions || [];
+  const m = metas.find((x) => x.sessionId === bad);
+  check("list SessionMeta", m && m.status === "error" && m.exitCode === 3 && typeof m.command === "string" &&
+    typeof m.createdAt === "number" && typeof m.lastAccessedAt === "number" && m.lastAccessedAt >= m.createdAt &&
+    m.outputLength === 4 && m.offloaded === false && metas.some((x) => x.sessionId === sl && x.status === "running" && x.pid > 0), metas);
+
+  // Kill, clear and remove are kill_process's (process is annotated
+  // non-destructive); process action=kill says where to go.
+  r = await call(c, "process", { action: "kill", sessionId: sl });
+  check("process kill points to kill_process", r.isError && r.text.includes("kill_process action=kill"), r.text);
+  // Kill: SIGTERM, then killed; killing a dead session is a no-op.
+  r = await call(c, "kill_process", { action: "kill", sessionId: sl });
+  check("kill", !r.isError && r.sc.status === "killed", r.sc);
+  r = await call(c, "process", { action: "poll", sessionId: sl });
+  check("killed status", r.sc.status === "killed", r.sc);
+  r = await call(c, "kill_process", { action: "kill", sessionId: five });
+  check("kill idempotent", !r.isError, r.text);
+  // Clear drops the output; remove deletes the session.
+  r = await call(c, "kill_process", { action: "clear", sessionId: five });
+  check("clear", !r.isError, r.text);
+  r = await call(c, "process", { action: "log", sessionId: five, offset: 0 });
+  check("cleared log", r.sc.output === "", r.sc);
+  r = await call(c, "kill_process", { action: "remove", sessionId: five });
+  check("remove", !r.isError, r.text);
+
+  // The three error wordings.
+  r = await call(c, "process", { action: "poll", sessionId: five });
+  check("not found", r.isError && r.text.includes(`Session ${five} not found`), r.text);
+  r = await call(c, "process", { action: "write", sessionId: bad, data: "x" });
+  check("not running", r.isError && r.text.includes(`Session ${bad} is not running`), r.text);
+  r = await call(c, "execute_command", { command: "sleep 30", background: true, description: "no stdin" });
+  const ns = r.sc.sessionId;
+  ids.push(ns);
+  await call(c, "process", { action: "write", sessionId: ns, data: "", eof: true });
+  r = await call(c, "process", { action: "write", sessionId: ns, data: "x" });
+  check("stdin not available", r.isError && r.text.includes(`Session ${ns} stdin is not available`), r.text);
+  await call(c, "kill_process", { sessionId: ns });
   await c.close();
+
+  // The seeds' variables: PI_BASH_YIELD_MS sets the window,
+  // PI_BASH_MAX_OUTPUT_CHARS (or OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS) poll's characters.
+  for (const [name, value] of [["PI_BASH_MAX_OUTPUT_CHARS", "100"], ["OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", "120"]]) {
+    const e = await connect("openclaw", { [name]: value, PI_BASH_YIELD_MS: "200" });
+    const t1 = Date.now();
+    r = await call(e, "execute_command", { command: "sleep 30", description: "window from env" });
+    const took = Date.now() - t1;
+    ids.push(r.sc.sessionId);
+    check(`PI_BASH_YIELD_MS with ${name}`, r.sc.status === "running" && took < 5000, { sc: r.sc, took });
+    await call(e, "kill_process", { sessionId: r.sc.sessionId });
+    // One write of 100 rows, which a poll that blocks for new output reads whole.
+    r = await call(e, "execute_command", { command: "sleep 0.3; awk 'BEGIN { for (i = 1; i <= 100; i++) s = s sprintf(\"row %d of the long output\\n\", i); printf \"%s\", s }'", background: true, description: "long output" });
+    const again = r.sc.sessionId;
+    ids.push(again);
+    r = await call(e, "process", { action: "poll", sessionId: again, timeout: 10 });
+    check(name, r.sc.output.length > 0 && r.sc.output.length <= Number(value) && r.sc.output.endsWith("row 100 of the long output\n"), r.sc.output);
+    await e.close();
+  }
 }
 
 // duragent replays seed 002: spawn_process with wait false and true,

@@ -122,7 +122,7 @@ async function waitDone(s, id, extra = {}) {
 }
 
 function isTerminal(st) {
-  return ["done", "failed", "killed", "timed_out", "lost"].includes(st);
+  return ["done", "error", "killed"].includes(st); // seed 000's words
 }
 
 const scenarios = {
@@ -130,7 +130,7 @@ const scenarios = {
   // output.
   async short(s) {
     const r = await s.call("execute_command", { command: "sleep 2; echo done" });
-    check(r.sc.status === "done" && (r.sc.output?.text ?? r.text).includes("done\n"), "short: not done", r.text);
+    check(r.sc.status === "done" && (r.sc.output ?? r.text).includes("done\n"), "short: not done", r.text);
     return { output: "done\n".length, text: r.text };
   },
 
@@ -147,7 +147,7 @@ const scenarios = {
       id = (l.sc.sessions || []).find((x) => x.command.includes("compiling unit"))?.sessionId;
     }
     if (!isTerminal(r.sc?.status)) r = await waitDone(s, id);
-    check(r.sc.status === "failed" && r.sc.exit_code === 2, "build: not failed with 2", r.text);
+    check(r.sc.status === "error" && r.sc.exitCode === 2, "build: not error with exitCode 2", r.text);
     check(r.all.includes("undefined reference"), "build: error line missing", r.text);
     return {};
   },
@@ -190,7 +190,7 @@ const scenarios = {
     return {
       escaped: r.text.includes("\\u003c") || r.text.includes("\\u0026"),
       verbatim: r.text.includes(raw),
-      output_bytes: r.sc.output?.total_bytes,
+      output_bytes: r.sc.output_info?.total_bytes,
     };
   },
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -318,7 +318,7 @@ func (cp *completion) flags(verb *ucli.Command) []string {
 func (cp *completion) values(ctx context.Context, flag, cur string) (files bool, out []string) {
 	switch flag {
 	case "signal", "s":
-		return false, withPrefixFold(proc.SignalNames(), cur)
+		return false, withPrefixFold(vocab.SignalNames(), cur)
 	case "status":
 		// Comma-separated lists: complete the last item.
 		head := ""

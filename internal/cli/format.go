@@ -87,7 +87,7 @@ func commandText(j jobs.Job) string {
 	if len(j.Argv) > 0 && j.Command == "" {
 		q := make([]string, len(j.Argv))
 		for i, a := range j.Argv {
-			q[i] = shellQuote(a)
+			q[i] = textclean.ShellQuote(a)
 		}
 		return shown(strings.Join(q, " "))
 	}
@@ -95,20 +95,6 @@ func commandText(j jobs.Job) string {
 		return shown(j.Command)
 	}
 	return shown(strings.Join(j.Argv, " "))
-}
-
-// shellQuote quotes s for a POSIX shell when it needs quoting.
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	if strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == ',' || r == '+' || r == '@' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // truncate shortens s to at most n characters, ending in "…" when cut, and

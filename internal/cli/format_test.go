@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -206,8 +207,8 @@ func TestParseSignal(t *testing.T) {
 
 func TestShellQuote(t *testing.T) {
 	for in, want := range map[string]string{"ls": "ls", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "--x=1": "--x=1"} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		if got := textclean.ShellQuote(in); got != want {
+			t.Errorf("textclean.ShellQuote(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	supervisor "github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -18,7 +19,7 @@ func runSupervisor(ctx context.Context, dbPath string, idle time.Duration) error
 		idle = -1 // RunDetached: 0 means its default, negative means never
 	}
 	err := supervisor.RunDetached(ctx, dbPath, idle)
-	if errors.Is(err, supervisor.ErrDefaultRunning) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, vocab.ErrDefaultRunning) || errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err

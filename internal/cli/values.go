@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // maxDuration bounds the durations read from the environment, as
@@ -87,44 +88,26 @@ func parseRegexp(verb, flag, s string) error {
 	return usagef(verb, "invalid regular expression for --%s: %s", flag, textclean.Echo(strings.TrimPrefix(err.Error(), "error parsing regexp: ")))
 }
 
-// signals maps the signal names kill --signal accepts to their numbers,
-// which are the same on Linux and macOS for these.
-var signals = map[string]int{
-	"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "FPE": 8,
-	"KILL": 9, "SEGV": 11, "PIPE": 13, "ALRM": 14, "TERM": 15,
-	"USR1": usr1, "USR2": usr2, "CHLD": chld, "CONT": cont, "STOP": stop,
-	"TSTP": tstp, "TTIN": 21, "TTOU": 22, "URG": urg, "XCPU": 24,
-	"XFSZ": 25, "VTALRM": 26, "PROF": 27, "WINCH": 28,
-}
-
 // parseSignal normalises a signal name ("int", "SIGINT", "2") to its
-// upper-case name without the SIG prefix.
+// upper-case name without the SIG prefix, by the one signal table
+// (vocab.ParseSignal); a signal without a name (a real-time one) stays its
+// number.
 func parseSignal(verb, s string) (string, error) {
-	name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "SIG")
-	if _, ok := signals[name]; ok {
-		return name, nil
+	sig, err := vocab.ParseSignal(s)
+	if err != nil {
+		return "", usagef(verb, "unknown signal %s: use a name such as INT, HUP, TERM, STOP, CONT, USR1, or a number", quoted(s))
 	}
-	if n, err := strconv.Atoi(name); err == nil {
-		for k, v := range signals {
-			if v == n {
-				return k, nil
-			}
-		}
-	}
-	return "", usagef(verb, "unknown signal %s: use a name such as INT, HUP, TERM, STOP, CONT, USR1", quoted(s))
+	return strings.TrimPrefix(vocab.SignalName(sig), "SIG"), nil
 }
 
 // signalNumber returns the number of a signal name as a job records it
 // ("TERM", "SIGTERM", "15"), or 0.
 func signalNumber(s string) int {
-	name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(s)), "SIG")
-	if n, ok := signals[name]; ok {
-		return n
+	sig, err := vocab.ParseSignal(s)
+	if err != nil {
+		return 0
 	}
-	if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 {
-		return n
-	}
-	return 0
+	return int(sig)
 }
 
 // checkEnv validates --env NAME=VALUE additions.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // BenchmarkJobLife records the life of a job as a supervisor does: created
@@ -25,10 +27,10 @@ func BenchmarkJobLife(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := d.Transition(ctx, j.ID, Transition{To: StatusRunning, PID: 4242, PGID: 4242, PIDStart: 1}); err != nil {
+		if _, err := d.Transition(ctx, j.ID, Transition{To: vocab.StatusRunning, PID: 4242, PGID: 4242, PIDStart: 1}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := d.Transition(ctx, j.ID, Transition{To: StatusDone, ExitCode: &code,
+		if _, err := d.Transition(ctx, j.ID, Transition{To: vocab.StatusDone, ExitCode: &code,
 			Usage: &Usage{UserCPU: time.Millisecond}, Runtime: time.Second,
 			Output: &OutputTotals{Bytes: 1234, Lines: 56}}); err != nil {
 			b.Fatal(err)

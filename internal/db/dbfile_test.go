@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Row B22 guards: a database moved away while open keeps everything
@@ -28,8 +30,8 @@ func TestB22MovedDatabaseKeepsItsWrites(t *testing.T) {
 	if err := os.Rename(path, moved); err != nil {
 		t.Fatal(err)
 	}
-	if err := old.CheckFile(); !errors.Is(err, ErrReplaced) {
-		t.Fatalf("CheckFile after the move: %v, want ErrReplaced", err)
+	if err := old.CheckFile(); !errors.Is(err, vocab.ErrReplaced) {
+		t.Fatalf("CheckFile after the move: %v, want vocab.ErrReplaced", err)
 	}
 	cur, err := Open(ctx, path)
 	if err != nil {
@@ -48,8 +50,8 @@ func TestB22MovedDatabaseKeepsItsWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.Conn(ctx); !errors.Is(err, ErrReplaced) {
-		t.Errorf("a new connection after the move: %v, want ErrReplaced", err)
+	if _, err := old.Conn(ctx); !errors.Is(err, vocab.ErrReplaced) {
+		t.Errorf("a new connection after the move: %v, want vocab.ErrReplaced", err)
 	}
 	held.Close()
 	if err := old.Close(); err != nil {
@@ -78,7 +80,7 @@ func TestB22MovedDatabaseKeepsItsWrites(t *testing.T) {
 }
 
 // Row B12 guards: damage met by any statement after open is a
-// *CorruptError naming the file, and CheckIntegrity finds damage that no
+// *vocab.CorruptError naming the file, and CheckIntegrity finds damage that no
 // statement has met yet.
 func TestB12CorruptErrorFromAnyStatement(t *testing.T) {
 	ctx := context.Background()
@@ -117,14 +119,14 @@ func TestB12CorruptErrorFromAnyStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	var ce *CorruptError
+	var ce *vocab.CorruptError
 	if err := d.CheckIntegrity(ctx); !errors.As(err, &ce) || ce.Path != path {
-		t.Errorf("CheckIntegrity: %v, want a CorruptError naming %s", err, path)
+		t.Errorf("CheckIntegrity: %v, want a vocab.CorruptError naming %s", err, path)
 	}
 	var n int
 	err = d.GetContext(ctx, &n, `SELECT count(*) FROM big WHERE length(x) > 0`)
-	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.Path != path {
-		t.Errorf("a query over the damaged page: %v, want a CorruptError naming %s", err, path)
+	if !errors.As(err, &ce) || !errors.Is(err, vocab.ErrCorrupt) || ce.Path != path {
+		t.Errorf("a query over the damaged page: %v, want a vocab.CorruptError naming %s", err, path)
 	}
 }
 

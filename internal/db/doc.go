@@ -4,7 +4,7 @@
 // Open creates the file (0600, in a 0700 directory), sets WAL, foreign keys,
 // the busy timeout and immediate write transactions on every pooled
 // connection through the connection string, and applies the embedded goose
-// migrations. A database written by a newer binary is refused (ErrTooNew).
+// migrations. A database written by a newer binary is refused (vocab.ErrTooNew).
 //
 // The jobs table is changed in a few narrow ways: CreateJob inserts a job in
 // status starting (checking name uniqueness and running limits in the same

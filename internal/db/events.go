@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -25,7 +26,7 @@ type Event struct {
 	// on-exit command's result) or "note".
 	Kind string
 
-	From, To Status // set for transitions; From is empty for the creation
+	From, To vocab.Status // set for transitions; From is empty for the creation
 	Detail   json.RawMessage
 }
 
@@ -64,8 +65,8 @@ func (r *eventRow) event() (Event, error) {
 		Scope:  r.Scope,
 		At:     at,
 		Kind:   r.Kind,
-		From:   Status(r.From.String),
-		To:     Status(r.To.String),
+		From:   vocab.Status(r.From.String),
+		To:     vocab.Status(r.To.String),
 		Detail: json.RawMessage(r.Detail),
 	}, nil
 }
@@ -78,7 +79,7 @@ const (
 
 // AddEvent appends a non-transition event (kind output_dropped, hook or
 // note) and returns it with its id. A zero At means d.Now(); an empty Scope
-// is taken from the job, which must then exist (else ErrNotFound). Status
+// is taken from the job, which must then exist (else vocab.ErrNotFound). vocab.Status
 // changes are recorded by Transition only.
 func (d *DB) AddEvent(ctx context.Context, e Event) (Event, error) {
 	switch e.Kind {
@@ -104,7 +105,7 @@ func (d *DB) AddEvent(ctx context.Context, e Event) (Event, error) {
 	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
 		if e.Scope == "" {
 			if err := tx.GetContext(ctx, &e.Scope, jobScopeQuery, e.JobID); errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("job %s: %w", e.JobID, ErrNotFound)
+				return fmt.Errorf("job %s: %w", e.JobID, vocab.ErrNotFound)
 			} else if err != nil {
 				return err
 			}
@@ -171,7 +172,8 @@ const deleteEventsBeforeQuery = `DELETE FROM events WHERE id IN
 
 // DeleteEventsBefore deletes the events older than t, whether or not their
 // job still exists, and reports how many it deleted. It commits every
-// BatchBudget, so that other writers never wait long behind it.
+// BatchBudget or BatchStatements statements, so that other writers never
+// wait long behind it.
 func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error) {
 	var total int64
 	cutoff := FormatTime(t)
@@ -180,7 +182,7 @@ func (d *DB) DeleteEventsBefore(ctx context.Context, t time.Time) (int64, error)
 		done := false
 		start := time.Now()
 		err := d.inTx(ctx, func(tx *sqlx.Tx) error {
-			for time.Since(start) <= BatchBudget {
+			for stmts := 0; time.Since(start) <= BatchBudget && stmts < BatchStatements; stmts++ {
 				res, err := tx.ExecContext(ctx, deleteEventsBeforeQuery, cutoff, eventSlice)
 				if err != nil {
 					return err

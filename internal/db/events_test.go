@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 func TestAddEventAndFilter(t *testing.T) {
@@ -29,9 +31,9 @@ func TestAddEventAndFilter(t *testing.T) {
 	}
 
 	bad := []Event{
-		{JobID: a.ID, Kind: "transition", To: StatusDone},
+		{JobID: a.ID, Kind: "transition", To: vocab.StatusDone},
 		{JobID: a.ID, Kind: "gossip"},
-		{JobID: a.ID, Kind: "note", To: StatusDone},
+		{JobID: a.ID, Kind: "note", To: vocab.StatusDone},
 		{JobID: a.ID, Kind: "note", Detail: json.RawMessage(`{`)},
 	}
 	for _, ev := range bad {
@@ -39,7 +41,7 @@ func TestAddEventAndFilter(t *testing.T) {
 			t.Errorf("AddEvent(%+v) accepted", ev)
 		}
 	}
-	if _, err := d.AddEvent(ctx, Event{JobID: "gone", Kind: "hook"}); !errors.Is(err, ErrNotFound) {
+	if _, err := d.AddEvent(ctx, Event{JobID: "gone", Kind: "hook"}); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("event of a missing job without a scope: %v", err)
 	}
 	// With its scope given, an event may name a job that is gone (a hook
@@ -88,7 +90,7 @@ func TestEventsOutliveJobs(t *testing.T) {
 	d, _ := openTest(t)
 	ctx := context.Background()
 	j := create(t, d, "s", "")
-	move(t, d, j.ID, StatusRunning, StatusDone)
+	move(t, d, j.ID, vocab.StatusRunning, vocab.StatusDone)
 	if _, err := d.Exec(`INSERT INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data)
 		VALUES (?, 0, 'stdout', 0, 0, 1, ?, x'68690a')`, j.ID, FormatTime(epoch)); err != nil {
 		t.Fatal(err)
@@ -96,7 +98,7 @@ func TestEventsOutliveJobs(t *testing.T) {
 	if err := d.DeleteJob(ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.DeleteJob(ctx, j.ID); !errors.Is(err, ErrNotFound) {
+	if err := d.DeleteJob(ctx, j.ID); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("second delete: %v", err)
 	}
 	var chunks int
@@ -122,7 +124,7 @@ func TestDeleteEventsBefore(t *testing.T) {
 	ctx := context.Background()
 	old := create(t, d, "s", "") // event at epoch
 	c.Set(epoch.Add(40 * 24 * time.Hour))
-	move(t, d, old.ID, StatusRunning) // a recent event of the same job
+	move(t, d, old.ID, vocab.StatusRunning) // a recent event of the same job
 	create(t, d, "s", "")
 	if err := d.DeleteJob(ctx, old.ID); err != nil {
 		t.Fatal(err)
@@ -173,7 +175,7 @@ func TestSupervisors(t *testing.T) {
 		got.LockPath != s.LockPath || got.SocketPath != s.SocketPath || got.Version != s.Version || !got.StartedAt.Equal(s.StartedAt) {
 		t.Errorf("FindSupervisor = %+v, want %+v", got, s)
 	}
-	if _, err := d.FindSupervisor(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
+	if _, err := d.FindSupervisor(ctx, "nobody"); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("FindSupervisor(nobody) = %v", err)
 	}
 
@@ -185,7 +187,7 @@ func TestSupervisors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	move(t, d, j2.ID, StatusFailed)
+	move(t, d, j2.ID, vocab.StatusFailed)
 	active, err := d.SupervisorsWithActiveJobs(ctx)
 	if err != nil || len(active) != 1 || active[0].ID != "sup1" {
 		t.Errorf("SupervisorsWithActiveJobs = %+v, %v", active, err)
@@ -199,7 +201,7 @@ func TestSupervisors(t *testing.T) {
 	if err := d.EndSupervisor(ctx, "sup1"); err != nil {
 		t.Errorf("second end: %v", err)
 	}
-	if err := d.EndSupervisor(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
+	if err := d.EndSupervisor(ctx, "nobody"); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("EndSupervisor(nobody) = %v", err)
 	}
 	got, _ = d.FindSupervisor(ctx, "sup1")
@@ -211,7 +213,7 @@ func TestSupervisors(t *testing.T) {
 	if active, _ := d.SupervisorsWithActiveJobs(ctx); len(active) != 1 {
 		t.Errorf("ended supervisor with an active job not listed")
 	}
-	move(t, d, j.ID, StatusLost)
+	move(t, d, j.ID, vocab.StatusLost)
 	if active, _ := d.SupervisorsWithActiveJobs(ctx); len(active) != 0 {
 		t.Errorf("supervisors listed with no active job: %+v", active)
 	}
@@ -231,9 +233,9 @@ func TestViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	move(t, d, a.ID, StatusRunning, StatusDone)
-	move(t, d, b.ID, StatusRunning, StatusTimedOut)
-	move(t, d, r.ID, StatusRunning)
+	move(t, d, a.ID, vocab.StatusRunning, vocab.StatusDone)
+	move(t, d, b.ID, vocab.StatusRunning, vocab.StatusTimedOut)
+	move(t, d, r.ID, vocab.StatusRunning)
 
 	var summary []struct {
 		ID       string   `db:"id"`

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // The files of a database: the main file and the two SQLite keeps beside
@@ -201,7 +203,7 @@ func checkHeader(path string, size int64) error {
 		return nil
 	}
 	if size < 100 {
-		return &CorruptError{Path: path, Cause: fmt.Sprintf("file is %d bytes, too short to be SQLite", size)}
+		return &vocab.CorruptError{Path: path, Cause: fmt.Sprintf("file is %d bytes, too short to be SQLite", size)}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -210,7 +212,7 @@ func checkHeader(path string, size int64) error {
 	defer f.Close()
 	head := make([]byte, 16)
 	if _, err := f.ReadAt(head, 0); err == nil && string(head) != "SQLite format 3\x00" {
-		return &CorruptError{Path: path, Cause: "not an SQLite file"}
+		return &vocab.CorruptError{Path: path, Cause: "not an SQLite file"}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // TestScopeIsolation: a job of another scope answers exactly like a job
@@ -19,8 +21,8 @@ func TestScopeIsolation(t *testing.T) {
 
 	for _, ref := range []string{theirs.ID, theirs.ID[:6], "worker", "nosuchjob"} {
 		_, err := d.FindJob(ctx, "me", ref)
-		if !errors.Is(err, ErrNotFound) {
-			t.Errorf("FindJob(me, %q) = %v, want ErrNotFound", ref, err)
+		if !errors.Is(err, vocab.ErrNotFound) {
+			t.Errorf("FindJob(me, %q) = %v, want vocab.ErrNotFound", ref, err)
 		}
 		if want := "find job " + ref + ": not found"; err.Error() != want {
 			t.Errorf("error %q, want %q (identical for missing and foreign jobs)", err, want)
@@ -44,7 +46,7 @@ func TestScopeIsolation(t *testing.T) {
 	if j, err := d.FindJobByID(ctx, theirs.ID); err != nil || j.Scope != "them" {
 		t.Errorf("FindJobByID = %+v, %v", j, err)
 	}
-	if _, err := d.FindJobByID(ctx, theirs.ID[:6]); !errors.Is(err, ErrNotFound) {
+	if _, err := d.FindJobByID(ctx, theirs.ID[:6]); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("FindJobByID takes no prefix: %v", err)
 	}
 }
@@ -75,11 +77,11 @@ func TestFindJobPrefix(t *testing.T) {
 		{"abcda", a.ID, nil},
 		{"abcdb", b.ID, nil},
 		{"abce", c.ID, nil},
-		{"abcd", "", ErrAmbiguous},
-		{"abc", "", ErrNotFound}, // shorter than 4: never a prefix
-		{"abcdz", "", ErrNotFound},
-		{"abcd-", "", ErrNotFound},
-		{"", "", ErrNotFound},
+		{"abcd", "", vocab.ErrAmbiguous},
+		{"abc", "", vocab.ErrNotFound}, // shorter than 4: never a prefix
+		{"abcdz", "", vocab.ErrNotFound},
+		{"abcd-", "", vocab.ErrNotFound},
+		{"", "", vocab.ErrNotFound},
 	}
 	for _, tt := range tests {
 		j, err := d.FindJob(ctx, "s", tt.ref)
@@ -95,9 +97,9 @@ func TestFindJobPrefix(t *testing.T) {
 	}
 
 	_, err := d.FindJob(ctx, "s", "abcd")
-	var amb *AmbiguousError
+	var amb *vocab.AmbiguousError
 	if !errors.As(err, &amb) {
-		t.Fatalf("err = %v, want *AmbiguousError", err)
+		t.Fatalf("err = %v, want *vocab.AmbiguousError", err)
 	}
 	if got := strings.Join(amb.Candidates, " "); got != a.ID+" "+b.ID {
 		t.Errorf("candidates = %s", got)
@@ -125,7 +127,7 @@ func TestFindJobPrefixManyCandidates(t *testing.T) {
 		createID(t, d, "s", "zzzz"+strings.Repeat(string(rune('a'+i)), 9), "")
 	}
 	_, err := d.FindJob(context.Background(), "s", "zzzz")
-	var amb *AmbiguousError
+	var amb *vocab.AmbiguousError
 	if !errors.As(err, &amb) || len(amb.Candidates) != maxCandidates {
 		t.Fatalf("err = %v; want %d candidates", err, maxCandidates)
 	}
@@ -136,7 +138,7 @@ func TestFindJobByName(t *testing.T) {
 	d, _ := openTest(t)
 	ctx := context.Background()
 	old := create(t, d, "s", "build")
-	move(t, d, old.ID, StatusRunning, StatusDone)
+	move(t, d, old.ID, vocab.StatusRunning, vocab.StatusDone)
 	newer := create(t, d, "s", "build")
 	create(t, d, "other", "build")
 
@@ -144,11 +146,11 @@ func TestFindJobByName(t *testing.T) {
 	if err != nil || j.ID != newer.ID {
 		t.Errorf("FindJob(build) = %s, %v; want the newest, %s", j.ID, err, newer.ID)
 	}
-	move(t, d, newer.ID, StatusFailed)
+	move(t, d, newer.ID, vocab.StatusFailed)
 	if j, err := d.FindJob(ctx, "s", "build"); err != nil || j.ID != newer.ID {
 		t.Errorf("FindJob(build) after it ended = %s, %v; want %s", j.ID, err, newer.ID)
 	}
-	if _, err := d.FindJob(ctx, "s", "Build"); !errors.Is(err, ErrNotFound) {
+	if _, err := d.FindJob(ctx, "s", "Build"); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("names are case-sensitive: %v", err)
 	}
 	jobs, err := d.FindJobs(ctx, Filter{Scope: "s", Name: "build"})
@@ -164,13 +166,13 @@ func TestNameUniqueAmongActiveJobs(t *testing.T) {
 	first := create(t, d, "s", "server")
 	n := NewJob{Scope: "s", Name: "server", Command: "true"}
 
-	for _, st := range []Status{StatusStarting, StatusRunning} {
-		if st == StatusRunning {
-			move(t, d, first.ID, StatusRunning)
+	for _, st := range []vocab.Status{vocab.StatusStarting, vocab.StatusRunning} {
+		if st == vocab.StatusRunning {
+			move(t, d, first.ID, vocab.StatusRunning)
 		}
 		_, err := d.CreateJob(ctx, n, Limits{})
-		var taken *NameTakenError
-		if !errors.As(err, &taken) || !errors.Is(err, ErrNameTaken) {
+		var taken *vocab.NameTakenError
+		if !errors.As(err, &taken) || !errors.Is(err, vocab.ErrNameTaken) {
 			t.Fatalf("second %q while the first is %s: %v", n.Name, st, err)
 		}
 		if taken.ID != first.ID || !strings.Contains(err.Error(), first.ID) {
@@ -180,7 +182,7 @@ func TestNameUniqueAmongActiveJobs(t *testing.T) {
 	if _, err := d.CreateJob(ctx, NewJob{Scope: "other", Name: "server", Command: "true"}, Limits{}); err != nil {
 		t.Errorf("same name in another scope: %v", err)
 	}
-	move(t, d, first.ID, StatusDone)
+	move(t, d, first.ID, vocab.StatusDone)
 	second, err := d.CreateJob(ctx, n, Limits{})
 	if err != nil {
 		t.Fatalf("name of a finished job: %v", err)
@@ -203,14 +205,14 @@ func TestLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	move(t, d, a2.ID, StatusRunning)
+	move(t, d, a2.ID, vocab.StatusRunning)
 
 	_, err = mk("a")
-	var le *LimitError
-	if !errors.As(err, &le) || !errors.Is(err, ErrLimit) {
+	var le *vocab.LimitError
+	if !errors.As(err, &le) || !errors.Is(err, vocab.ErrLimit) {
 		t.Fatalf("third job in scope a: %v", err)
 	}
-	if *le != (LimitError{Scope: "a", Running: 2, Max: 2}) {
+	if *le != (vocab.LimitError{Scope: "a", Running: 2, Max: 2}) {
 		t.Errorf("limit error %+v", *le)
 	}
 	if !strings.Contains(err.Error(), `2 of at most 2 in scope "a"`) {
@@ -228,7 +230,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("CountRunning(a) = %d, %d, %v", in, total, err)
 	}
 
-	move(t, d, a1.ID, StatusKilled)
+	move(t, d, a1.ID, vocab.StatusKilled)
 	if _, err := mk("a"); err != nil {
 		t.Errorf("after a job ended: %v", err)
 	}
@@ -250,8 +252,8 @@ func TestFindJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	j3 := create(t, d, "s", "n")
-	move(t, d, j1.ID, StatusRunning, StatusDone)
-	move(t, d, j2.ID, StatusRunning)
+	move(t, d, j1.ID, vocab.StatusRunning, vocab.StatusDone)
+	move(t, d, j2.ID, vocab.StatusRunning)
 
 	tests := []struct {
 		name string
@@ -260,7 +262,7 @@ func TestFindJobs(t *testing.T) {
 	}{
 		{"all, newest first", Filter{Scope: "s"}, []string{j3.ID, j2.ID, j1.ID}},
 		{"limit", Filter{Scope: "s", Limit: 2}, []string{j3.ID, j2.ID}},
-		{"statuses", Filter{Scope: "s", Statuses: []Status{StatusStarting, StatusDone}}, []string{j3.ID, j1.ID}},
+		{"statuses", Filter{Scope: "s", Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusDone}}, []string{j3.ID, j1.ID}},
 		{"supervisor", Filter{AllScopes: true, SupervisorID: "sup"}, []string{j2.ID}},
 		{"name", Filter{Scope: "s", Name: "n"}, []string{j3.ID}},
 		{"empty scope", Filter{}, nil},
@@ -288,7 +290,7 @@ func TestSetters(t *testing.T) {
 	if err := d.SetStdin(ctx, j.ID, "ajar"); err == nil {
 		t.Error("SetStdin accepted an unknown state")
 	}
-	if err := d.SetStdin(ctx, "nosuchjob", "closed"); !errors.Is(err, ErrNotFound) {
+	if err := d.SetStdin(ctx, "nosuchjob", "closed"); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("SetStdin of a missing job: %v", err)
 	}
 
@@ -297,7 +299,7 @@ func TestSetters(t *testing.T) {
 	if err := d.Touch(ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Touch(ctx, "nosuchjob"); !errors.Is(err, ErrNotFound) {
+	if err := d.Touch(ctx, "nosuchjob"); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("Touch of a missing job: %v", err)
 	}
 
@@ -310,7 +312,7 @@ func TestSetters(t *testing.T) {
 	if ok, err := d.AdvanceReadCursor(ctx, j.ID, 100, 150); !ok || err != nil {
 		t.Errorf("advance 100→150: %v, %v", ok, err)
 	}
-	if _, err := d.AdvanceReadCursor(ctx, "nosuchjob", 0, 1); !errors.Is(err, ErrNotFound) {
+	if _, err := d.AdvanceReadCursor(ctx, "nosuchjob", 0, 1); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("advance a missing job: %v", err)
 	}
 
@@ -338,10 +340,10 @@ func TestExpiredJobs(t *testing.T) {
 	forever := mk(0)
 	running := mk(time.Minute)
 	c.Set(epoch.Add(time.Hour))
-	move(t, d, finished.ID, StatusRunning)
-	end := move(t, d, finished.ID, StatusDone).EndedAt
-	move(t, d, forever.ID, StatusFailed)
-	move(t, d, running.ID, StatusRunning)
+	move(t, d, finished.ID, vocab.StatusRunning)
+	end := move(t, d, finished.ID, vocab.StatusDone).EndedAt
+	move(t, d, forever.ID, vocab.StatusFailed)
+	move(t, d, running.ID, vocab.StatusRunning)
 
 	check := func(now time.Time, want ...string) {
 		t.Helper()

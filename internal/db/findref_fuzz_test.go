@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // FuzzFindJobRef looks jobs up by random refs (ids, prefixes, names, SQL
 // and LIKE metacharacters, NULs): FindJob must never panic, never return a
 // job of another scope, return only a job that the ref names (exact id, id
-// prefix of 4+ characters, or name), fail with ErrNotFound or ErrAmbiguous
+// prefix of 4+ characters, or name), fail with vocab.ErrNotFound or vocab.ErrAmbiguous
 // otherwise, and leave the database as it was.
 func FuzzFindJobRef(f *testing.F) {
 	ctx := context.Background()
@@ -64,15 +65,15 @@ func FuzzFindJobRef(f *testing.F) {
 			if !byID && j.Name != ref {
 				t.Fatalf("FindJob(%q, %q) returned %s (name %q), which the ref does not name", scope, ref, j.ID, j.Name)
 			}
-		case errors.Is(err, db.ErrNotFound):
+		case errors.Is(err, vocab.ErrNotFound):
 			// Must not exist: no job of this scope with this exact id or name.
 			for _, m := range jobs {
 				if m.scope == scope && (m.id == strings.ToLower(ref) || (m.name != "" && m.name == ref)) {
 					t.Fatalf("FindJob(%q, %q): not found, but job %s matches", scope, ref, m.id)
 				}
 			}
-		case errors.Is(err, db.ErrAmbiguous):
-			var ae *db.AmbiguousError
+		case errors.Is(err, vocab.ErrAmbiguous):
+			var ae *vocab.AmbiguousError
 			if !errors.As(err, &ae) || len(ae.Candidates) < 2 {
 				t.Fatalf("FindJob(%q, %q): ambiguous without candidates: %v", scope, ref, err)
 			}

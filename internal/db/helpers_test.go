@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // clock is a fake d.Now: it starts at a fixed time and advances one
@@ -119,12 +121,12 @@ func createID(t *testing.T, d *DB, scope, id, name string) Job {
 }
 
 // move applies transitions in order and fails the test on any error.
-func move(t *testing.T, d *DB, id string, to ...Status) Job {
+func move(t *testing.T, d *DB, id string, to ...vocab.Status) Job {
 	t.Helper()
 	var j Job
 	for _, s := range to {
 		tr := Transition{To: s}
-		if s == StatusRunning {
+		if s == vocab.StatusRunning {
 			tr.PID, tr.PGID, tr.PIDStart = 4242, 4242, 99
 		}
 		var err error

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -37,17 +38,42 @@ func (d *DB) ClaimHook(ctx context.Context, jobID, scope string) (bool, error) {
 	return won, nil
 }
 
+// pendingHooksQuery finds lost jobs through the status index; lost jobs
+// are few.
 const pendingHooksQuery = `SELECT ` + jobColumns + ` FROM jobs j
-WHERE j.status = 'lost' AND j.on_exit <> ''
+WHERE j.status = 'lost' AND j.on_exit <> '' AND j.ended_at >= ?
   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.job_id = j.id AND e.kind = 'hook')
 ORDER BY j.ended_at`
 
-// PendingHooks lists lost jobs with an on_exit command whose hook nobody
-// has claimed yet: jobs marked lost by a process that is not a supervisor
-// (a poll, a list, `jobs gc`). Jobs that end any other way have their hook
-// run by whoever recorded the end.
-func (d *DB) PendingHooks(ctx context.Context) ([]Job, error) {
-	jobs, err := queryJobs(ctx, d, pendingHooksQuery)
+// PendingHooks lists the lost jobs that ended at or after since, have an
+// on_exit command and whose hook nobody has claimed (no hook event): jobs
+// marked lost by a process that is not a supervisor (a read, `jobs gc`) or
+// by a supervisor that was closing. since keeps out the jobs whose hook
+// event the janitor may have deleted already (events older than the
+// retention): their hooks ran long ago.
+func (d *DB) PendingHooks(ctx context.Context, since time.Time) ([]Job, error) {
+	jobs, err := queryJobs(ctx, d, pendingHooksQuery, FormatTime(since))
+	if err != nil {
+		return nil, fmt.Errorf("find pending hooks: %w", err)
+	}
+	return jobs, nil
+}
+
+// pendingEndedHooksQuery finds the jobs through their end's transition
+// event (the events_at index): its cost is that of the events since.
+const pendingEndedHooksQuery = `SELECT ` + jobColumns + ` FROM jobs j
+WHERE j.id IN (SELECT e.job_id FROM events e
+    WHERE e.at >= ? AND e.kind = 'transition' AND e.to_status IN ('done', 'failed', 'killed', 'timed_out'))
+  AND j.on_exit <> ''
+  AND NOT EXISTS (SELECT 1 FROM events h WHERE h.job_id = j.id AND h.kind = 'hook')
+ORDER BY j.ended_at`
+
+// PendingEndedHooks lists the jobs that ended done, failed, killed or
+// timed out at or after since, have an on_exit command and whose hook
+// nobody has claimed: the supervisor that recorded the end died before it
+// claimed the hook.
+func (d *DB) PendingEndedHooks(ctx context.Context, since time.Time) ([]Job, error) {
+	jobs, err := queryJobs(ctx, d, pendingEndedHooksQuery, FormatTime(since))
 	if err != nil {
 		return nil, fmt.Errorf("find pending hooks: %w", err)
 	}

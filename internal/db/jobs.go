@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -34,7 +35,7 @@ type Job struct {
 	TmuxSocket    string
 	TmuxSocketSet bool
 
-	Status   Status
+	Status   vocab.Status
 	ExitCode *int   // nil until the job ends with an exit status
 	Signal   string // signal name when the main process died of one
 	Reason   string // why it failed to start, was killed or lost
@@ -107,7 +108,7 @@ type Limits struct {
 type Filter struct {
 	Scope        string
 	AllScopes    bool
-	Statuses     []Status
+	Statuses     []vocab.Status
 	SupervisorID string
 	Name         string // exactly this name
 	// CreatedSince keeps the jobs created at or after it.
@@ -192,7 +193,7 @@ func (r *jobRow) job() (Job, error) {
 		Cwd:           r.Cwd,
 		Mode:          r.Mode,
 		TmuxSession:   r.TmuxSession.String,
-		Status:        Status(r.Status),
+		Status:        vocab.Status(r.Status),
 		Signal:        r.Signal.String,
 		Reason:        r.Reason.String,
 		PID:           int(r.PID.Int64),
@@ -381,8 +382,8 @@ const (
 
 // CreateJob inserts a job in status starting and its creation event (from
 // no status to starting). In the same transaction it checks that no active
-// job of the scope has the name (*NameTakenError) and that the limits allow
-// one more active job (*LimitError).
+// job of the scope has the name (*vocab.NameTakenError) and that the limits allow
+// one more active job (*vocab.LimitError).
 func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
 	if err := validateNewJob(&n); err != nil {
 		return Job{}, fmt.Errorf("create job: %w", err)
@@ -409,7 +410,7 @@ func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
 			var holder string
 			err := tx.GetContext(ctx, &holder, activeNameQuery, n.Scope, n.Name)
 			if err == nil {
-				return &NameTakenError{Name: n.Name, ID: holder}
+				return &vocab.NameTakenError{Name: n.Name, ID: holder}
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
@@ -420,10 +421,10 @@ func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
 			return err
 		}
 		if lim.PerScope > 0 && inScope >= lim.PerScope {
-			return &LimitError{Scope: n.Scope, Running: inScope, Max: lim.PerScope}
+			return &vocab.LimitError{Scope: n.Scope, Running: inScope, Max: lim.PerScope}
 		}
 		if lim.Total > 0 && total >= lim.Total {
-			return &LimitError{Scope: n.Scope, Running: total, Max: lim.Total, Total: true}
+			return &vocab.LimitError{Scope: n.Scope, Running: total, Max: lim.Total, Total: true}
 		}
 		job, err = getJob(ctx, tx, insertJobQuery,
 			n.ID, n.Scope, nullString(n.Name), n.Label, n.Command, string(argv), n.Cwd, string(envNames),
@@ -519,7 +520,7 @@ func (d *DB) CountRunning(ctx context.Context, scope string) (inScope, total int
 	return inScope, total, nil
 }
 
-// maxCandidates bounds the ids an AmbiguousError lists.
+// maxCandidates bounds the ids an vocab.AmbiguousError lists.
 const maxCandidates = 10
 
 const (
@@ -534,8 +535,8 @@ const (
 
 // FindJob resolves ref within scope: an exact id, else a unique id prefix of
 // at least four characters, else a name (the newest job with that name). A
-// prefix that matches several jobs is an *AmbiguousError unless ref is also
-// a job's name. A job of another scope is ErrNotFound, exactly like a
+// prefix that matches several jobs is an *vocab.AmbiguousError unless ref is also
+// a job's name. A job of another scope is vocab.ErrNotFound, exactly like a
 // missing one.
 func (d *DB) FindJob(ctx context.Context, scope, ref string) (Job, error) {
 	j, err := d.findJob(ctx, scope, ref)
@@ -547,7 +548,7 @@ func (d *DB) FindJob(ctx context.Context, scope, ref string) (Job, error) {
 
 func (d *DB) findJob(ctx context.Context, scope, ref string) (Job, error) {
 	if ref == "" {
-		return Job{}, ErrNotFound
+		return Job{}, vocab.ErrNotFound
 	}
 	id := strings.ToLower(ref)
 	j, err := getJob(ctx, d, jobInScopeQuery, id, scope)
@@ -566,7 +567,7 @@ func (d *DB) findJob(ctx context.Context, scope, ref string) (Job, error) {
 		case 1:
 			return jobs[0], nil
 		default:
-			e := &AmbiguousError{Ref: ref}
+			e := &vocab.AmbiguousError{Ref: ref}
 			for i, j := range jobs {
 				if i == maxCandidates {
 					break
@@ -585,7 +586,7 @@ func (d *DB) findJob(ctx context.Context, scope, ref string) (Job, error) {
 	case ambiguous != nil:
 		return Job{}, ambiguous
 	}
-	return Job{}, ErrNotFound
+	return Job{}, vocab.ErrNotFound
 }
 
 // FindJobByID returns the job with exactly this id, in any scope. It is for
@@ -593,7 +594,7 @@ func (d *DB) findJob(ctx context.Context, scope, ref string) (Job, error) {
 func (d *DB) FindJobByID(ctx context.Context, id string) (Job, error) {
 	j, err := getJob(ctx, d, jobByIDQuery, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = ErrNotFound
+		err = vocab.ErrNotFound
 	}
 	if err != nil {
 		return Job{}, fmt.Errorf("find job %s: %w", id, err)
@@ -614,8 +615,9 @@ const (
 	// at its limit. Left to itself, the planner may prefer jobs_status for
 	// a status filter, then sort every job of those statuses; that is right
 	// only when the statuses are the active ones, which are few.
-	byScopeIndex  = ` INDEXED BY jobs_scope_created`
-	byStatusIndex = ` INDEXED BY jobs_status`
+	byScopeIndex   = ` INDEXED BY jobs_scope_created`
+	byStatusIndex  = ` INDEXED BY jobs_status`
+	byCreatedIndex = ` INDEXED BY jobs_created`
 )
 
 // listRow is a jobs row with its rowid, for positions, and the end of its
@@ -702,6 +704,8 @@ func (f Filter) where() (string, []any) {
 		b.WriteString(byStatusIndex)
 	case !f.AllScopes:
 		b.WriteString(byScopeIndex)
+	default:
+		b.WriteString(byCreatedIndex)
 	}
 	b.WriteString(` WHERE 1 = 1`)
 	if !f.AllScopes {
@@ -779,7 +783,7 @@ const (
 
 // AdvanceReadCursor moves the job's read cursor from one offset to another
 // if it is still at from (compare and set). It reports false when another
-// reader moved the cursor first, and ErrNotFound when the job is gone.
+// reader moved the cursor first, and vocab.ErrNotFound when the job is gone.
 func (d *DB) AdvanceReadCursor(ctx context.Context, id string, from, to int64) (bool, error) {
 	res, err := d.ExecContext(ctx, advanceCursorQuery, to, id, from)
 	if err != nil {
@@ -795,7 +799,7 @@ func (d *DB) AdvanceReadCursor(ctx context.Context, id string, from, to int64) (
 		return false, fmt.Errorf("advance read cursor of job %s: %w", id, err)
 	}
 	if exists == 0 {
-		return false, fmt.Errorf("advance read cursor of job %s: %w", id, ErrNotFound)
+		return false, fmt.Errorf("advance read cursor of job %s: %w", id, vocab.ErrNotFound)
 	}
 	return false, nil
 }
@@ -834,6 +838,12 @@ func (d *DB) ExpiredJobs(ctx context.Context, now time.Time) ([]Job, error) {
 // old events) may hold the write lock before it commits and lets other
 // writers in. A writer that arrives meanwhile waits for the rest of it.
 const BatchBudget = 10 * time.Millisecond
+
+// BatchStatements is the most statements one transaction of a bulk delete
+// runs, each deleting at most chunkSlice chunks, eventSlice events or one
+// job: the bound of the rows a transaction deletes, on a machine however
+// fast (where BatchBudget would let it run on).
+const BatchStatements = 256
 
 // BatchRest is how long a bulk delete pauses between its transactions.
 // A writer that found the lock taken does not queue for it: SQLite's busy
@@ -902,18 +912,21 @@ func (d *DB) DeleteFinishedJobs(ctx context.Context, ids []string) (int, error) 
 
 type batchResult struct{ done, jobs int }
 
-// deleteBatch deletes jobs from the front of ids until BatchBudget has
-// passed, in one transaction. A job whose output is not gone when the
-// budget runs out is finished by the next batch.
+// deleteBatch deletes jobs from the front of ids, in one transaction,
+// until BatchBudget has passed or it ran BatchStatements statements. A
+// job whose output is not gone then is finished by the next batch.
 func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error) {
 	var r batchResult
 	start := time.Now()
 	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		stmts := 0
 		for _, id := range ids {
 			for {
-				if time.Since(start) > BatchBudget {
+				// The job's own delete needs a statement after this one.
+				if time.Since(start) > BatchBudget || stmts+2 > BatchStatements {
 					return nil
 				}
+				stmts++
 				res, err := tx.ExecContext(ctx, deleteChunkSliceQuery, id, chunkSlice)
 				if err != nil {
 					return err
@@ -924,6 +937,7 @@ func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error)
 					break
 				}
 			}
+			stmts++
 			res, err := tx.ExecContext(ctx, deleteExpiredJobQuery, id)
 			if err != nil {
 				return err
@@ -944,7 +958,7 @@ func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error)
 }
 
 // execOne runs a statement meant to change exactly one row; no row changed
-// is ErrNotFound.
+// is vocab.ErrNotFound.
 func (d *DB) execOne(ctx context.Context, query string, args ...any) error {
 	res, err := d.ExecContext(ctx, query, args...)
 	if err != nil {
@@ -955,7 +969,7 @@ func (d *DB) execOne(ctx context.Context, query string, args ...any) error {
 		return err
 	}
 	if n == 0 {
-		return ErrNotFound
+		return vocab.ErrNotFound
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 func TestNewID(t *testing.T) {
@@ -29,16 +31,16 @@ func TestNewID(t *testing.T) {
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		s               Status
+		s               vocab.Status
 		valid, terminal bool
 	}{
-		{StatusStarting, true, false},
-		{StatusRunning, true, false},
-		{StatusDone, true, true},
-		{StatusFailed, true, true},
-		{StatusKilled, true, true},
-		{StatusTimedOut, true, true},
-		{StatusLost, true, true},
+		{vocab.StatusStarting, true, false},
+		{vocab.StatusRunning, true, false},
+		{vocab.StatusDone, true, true},
+		{vocab.StatusFailed, true, true},
+		{vocab.StatusKilled, true, true},
+		{vocab.StatusTimedOut, true, true},
+		{vocab.StatusLost, true, true},
 		{"", false, false},
 		{"Done", false, false},
 	}
@@ -79,7 +81,7 @@ func TestCreateJob(t *testing.T) {
 	want := Job{
 		ID: j.ID, Scope: "agent-1", Name: "build", Label: "make it", Command: "make -j4",
 		Argv: []string{"/bin/sh", "-c", "make -j4"}, Cwd: "/src", EnvNames: []string{"GOFLAGS", "TOKEN"},
-		Mode: "pipe", Status: StatusStarting, Stdin: "pipe", Color: true, OnExit: "notify",
+		Mode: "pipe", Status: vocab.StatusStarting, Stdin: "pipe", Color: true, OnExit: "notify",
 		CreatedAt: epoch.Add(time.Millisecond), LastAccessAt: epoch.Add(time.Millisecond),
 		Timeout: 90 * time.Second, TTL: 2 * time.Millisecond, MaxOutput: 1 << 20,
 	}
@@ -103,7 +105,7 @@ func TestCreateJob(t *testing.T) {
 		t.Fatalf("events after create: %d", len(evs))
 	}
 	e := evs[0]
-	if e.Kind != "transition" || e.From != "" || e.To != StatusStarting || e.JobID != j.ID || !e.At.Equal(j.CreatedAt) {
+	if e.Kind != "transition" || e.From != "" || e.To != vocab.StatusStarting || e.JobID != j.ID || !e.At.Equal(j.CreatedAt) {
 		t.Errorf("creation event %+v", e)
 	}
 	var detail map[string]any
@@ -154,16 +156,16 @@ func TestCreateJobRejects(t *testing.T) {
 }
 
 // reach drives a new job to status s along allowed moves.
-func reach(t *testing.T, d *DB, s Status) Job {
+func reach(t *testing.T, d *DB, s vocab.Status) Job {
 	t.Helper()
 	j := create(t, d, "s", "")
 	switch s {
-	case StatusStarting:
+	case vocab.StatusStarting:
 		return j
-	case StatusRunning:
-		return move(t, d, j.ID, StatusRunning)
+	case vocab.StatusRunning:
+		return move(t, d, j.ID, vocab.StatusRunning)
 	default:
-		return move(t, d, j.ID, StatusRunning, s)
+		return move(t, d, j.ID, vocab.StatusRunning, s)
 	}
 }
 
@@ -173,24 +175,24 @@ func TestTransitions(t *testing.T) {
 	t.Parallel()
 	d, _ := openTest(t)
 	ctx := context.Background()
-	all := []Status{StatusStarting, StatusRunning, StatusDone, StatusFailed, StatusKilled, StatusTimedOut, StatusLost}
-	allowed := map[[2]Status]bool{
-		{StatusStarting, StatusRunning}: true,
-		{StatusStarting, StatusFailed}:  true,
-		{StatusStarting, StatusKilled}:  true,
-		{StatusStarting, StatusLost}:    true,
-		{StatusRunning, StatusDone}:     true,
-		{StatusRunning, StatusFailed}:   true,
-		{StatusRunning, StatusKilled}:   true,
-		{StatusRunning, StatusTimedOut}: true,
-		{StatusRunning, StatusLost}:     true,
+	all := []vocab.Status{vocab.StatusStarting, vocab.StatusRunning, vocab.StatusDone, vocab.StatusFailed, vocab.StatusKilled, vocab.StatusTimedOut, vocab.StatusLost}
+	allowed := map[[2]vocab.Status]bool{
+		{vocab.StatusStarting, vocab.StatusRunning}: true,
+		{vocab.StatusStarting, vocab.StatusFailed}:  true,
+		{vocab.StatusStarting, vocab.StatusKilled}:  true,
+		{vocab.StatusStarting, vocab.StatusLost}:    true,
+		{vocab.StatusRunning, vocab.StatusDone}:     true,
+		{vocab.StatusRunning, vocab.StatusFailed}:   true,
+		{vocab.StatusRunning, vocab.StatusKilled}:   true,
+		{vocab.StatusRunning, vocab.StatusTimedOut}: true,
+		{vocab.StatusRunning, vocab.StatusLost}:     true,
 	}
 	// eventsAt is how many events a job reached by reach(s) has.
-	eventsAt := func(s Status) int {
+	eventsAt := func(s vocab.Status) int {
 		switch s {
-		case StatusStarting:
+		case vocab.StatusStarting:
 			return 1
-		case StatusRunning:
+		case vocab.StatusRunning:
 			return 2
 		}
 		return 3
@@ -201,7 +203,7 @@ func TestTransitions(t *testing.T) {
 		// every refused target; allowed moves each get a fresh job.
 		refused := reach(t, d, from)
 		for _, to := range targets {
-			ok := allowed[[2]Status{from, to}]
+			ok := allowed[[2]vocab.Status{from, to}]
 			t.Run(fmt.Sprintf("%s→%s", from, to), func(t *testing.T) {
 				before := refused
 				if ok {
@@ -210,8 +212,8 @@ func TestTransitions(t *testing.T) {
 				got, err := d.Transition(ctx, before.ID, Transition{To: to, PID: 7, PGID: 7})
 				evs, _ := d.Events(ctx, EventFilter{Scope: "s", JobID: before.ID})
 				if !ok {
-					if !errors.Is(err, ErrInvalidTransition) {
-						t.Fatalf("err = %v, want ErrInvalidTransition", err)
+					if !errors.Is(err, vocab.ErrInvalidTransition) {
+						t.Fatalf("err = %v, want vocab.ErrInvalidTransition", err)
 					}
 					if msg := err.Error(); !strings.Contains(msg, "from "+string(from)+" to "+string(to)) {
 						t.Errorf("error %q does not name both statuses", msg)
@@ -234,7 +236,7 @@ func TestTransitions(t *testing.T) {
 				if got.EndedAt != nil != to.Terminal() {
 					t.Errorf("ended_at = %v for %s", got.EndedAt, to)
 				}
-				if to == StatusRunning && (got.StartedAt == nil || got.PID != 7 || got.PGID != 7) {
+				if to == vocab.StatusRunning && (got.StartedAt == nil || got.PID != 7 || got.PGID != 7) {
 					t.Errorf("running job: started_at %v pid %d pgid %d", got.StartedAt, got.PID, got.PGID)
 				}
 				if to.Terminal() && !got.LastAccessAt.Equal(*got.EndedAt) {
@@ -258,7 +260,7 @@ func TestTransitionRecordsExit(t *testing.T) {
 	ctx := context.Background()
 	j := create(t, d, "s", "")
 	startAt := epoch.Add(time.Hour)
-	j, err := d.Transition(ctx, j.ID, Transition{To: StatusRunning, At: startAt, PID: 100, PGID: 101, PIDStart: 555})
+	j, err := d.Transition(ctx, j.ID, Transition{To: vocab.StatusRunning, At: startAt, PID: 100, PGID: 101, PIDStart: 555})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +270,7 @@ func TestTransitionRecordsExit(t *testing.T) {
 	c.Set(epoch.Add(2 * time.Hour))
 	code := 137
 	j, err = d.Transition(ctx, j.ID, Transition{
-		To: StatusFailed, ExitCode: &code, Signal: "SIGKILL", Reason: "killed by the kernel",
+		To: vocab.StatusFailed, ExitCode: &code, Signal: "SIGKILL", Reason: "killed by the kernel",
 		Usage:  &Usage{UserCPU: 1500 * time.Millisecond, SysCPU: 250 * time.Millisecond, MaxRSSKB: 2048},
 		Detail: map[string]any{"survivors": 0, "signal": "overridden"},
 	})
@@ -296,21 +298,21 @@ func TestTransitionRecordsExit(t *testing.T) {
 		t.Errorf("running event detail %s", evs[1].Detail)
 	}
 
-	if _, err := d.Transition(ctx, "nosuchjob", Transition{To: StatusRunning}); !errors.Is(err, ErrNotFound) {
+	if _, err := d.Transition(ctx, "nosuchjob", Transition{To: vocab.StatusRunning}); !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("transition of a missing job: %v", err)
 	}
 }
 
 // TestTransitionConcurrent races two different terminal moves: exactly one
-// wins, the other is ErrInvalidTransition, and there is one terminal event.
+// wins, the other is vocab.ErrInvalidTransition, and there is one terminal event.
 func TestTransitionConcurrent(t *testing.T) {
 	t.Parallel()
 	d, _ := openTest(t)
 	ctx := context.Background()
 	for range 5 {
-		j := reach(t, d, StatusRunning)
+		j := reach(t, d, vocab.StatusRunning)
 		errs := make(chan error, 2)
-		for _, to := range []Status{StatusDone, StatusKilled} {
+		for _, to := range []vocab.Status{vocab.StatusDone, vocab.StatusKilled} {
 			go func() {
 				_, err := d.Transition(ctx, j.ID, Transition{To: to})
 				errs <- err
@@ -320,7 +322,7 @@ func TestTransitionConcurrent(t *testing.T) {
 		if (e1 == nil) == (e2 == nil) {
 			t.Fatalf("two racing moves: %v, %v; want one success", e1, e2)
 		}
-		if e := errors.Join(e1, e2); !errors.Is(e, ErrInvalidTransition) {
+		if e := errors.Join(e1, e2); !errors.Is(e, vocab.ErrInvalidTransition) {
 			t.Errorf("loser: %v", e)
 		}
 		evs, _ := d.Events(ctx, EventFilter{Scope: "s", JobID: j.ID})
@@ -335,9 +337,9 @@ func TestTransitionConcurrent(t *testing.T) {
 func TestSchemaChecks(t *testing.T) {
 	t.Parallel()
 	d, _ := openTest(t)
-	running := reach(t, d, StatusRunning)
-	starting := reach(t, d, StatusStarting)
-	done := reach(t, d, StatusDone)
+	running := reach(t, d, vocab.StatusRunning)
+	starting := reach(t, d, vocab.StatusStarting)
+	done := reach(t, d, vocab.StatusDone)
 	tests := []struct {
 		name, sql string
 		args      []any
@@ -381,21 +383,21 @@ func TestTransitionRaisesOutputTotals(t *testing.T) {
 	ctx := context.Background()
 	a, b := create(t, d, "s", ""), create(t, d, "s", "")
 	for _, j := range []Job{a, b} {
-		if _, err := d.Transition(ctx, j.ID, Transition{To: StatusRunning, PID: 1}); err != nil {
+		if _, err := d.Transition(ctx, j.ID, Transition{To: vocab.StatusRunning, PID: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := d.Exec(`UPDATE jobs SET output_bytes = 200, output_lines = 9 WHERE id = ?`, b.ID); err != nil {
 		t.Fatal(err)
 	}
-	got, err := d.Transition(ctx, a.ID, Transition{To: StatusDone, Output: &OutputTotals{Bytes: 100, Lines: 3, Dropped: 10}})
+	got, err := d.Transition(ctx, a.ID, Transition{To: vocab.StatusDone, Output: &OutputTotals{Bytes: 100, Lines: 3, Dropped: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.OutputBytes != 100 || got.OutputLines != 3 || got.DroppedBytes != 10 {
 		t.Errorf("job a: %d bytes, %d lines, %d dropped; want 100, 3, 10", got.OutputBytes, got.OutputLines, got.DroppedBytes)
 	}
-	got, err = d.Transition(ctx, b.ID, Transition{To: StatusDone, Output: &OutputTotals{Bytes: 100, Lines: 3}})
+	got, err = d.Transition(ctx, b.ID, Transition{To: vocab.StatusDone, Output: &OutputTotals{Bytes: 100, Lines: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +405,7 @@ func TestTransitionRaisesOutputTotals(t *testing.T) {
 		t.Errorf("job b: %d bytes, %d lines, %d dropped; want 200, 9, 0 (never lowered)", got.OutputBytes, got.OutputLines, got.DroppedBytes)
 	}
 	c := create(t, d, "s", "")
-	got, err = d.Transition(ctx, c.ID, Transition{To: StatusFailed, Reason: "no"})
+	got, err = d.Transition(ctx, c.ID, Transition{To: vocab.StatusFailed, Reason: "no"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,16 +19,13 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/agentjobs/jobs/migrations"
 )
 
 // BusyTimeout is how long a statement waits for another writer's lock before
 // it fails with "database is locked".
 const BusyTimeout = 10 * time.Second
-
-// ErrTooNew is returned by Open when the database was migrated by a newer
-// version of jobs than this binary knows.
-var ErrTooNew = errors.New("database schema is newer than this version of jobs")
 
 // DB is an open jobs database.
 type DB struct {
@@ -72,7 +69,7 @@ func DSN(path string) string {
 // owned by another user is refused (see prepareFile).
 //
 // Open writes nothing to a file SQLite finds damaged: the error is then a
-// *CorruptError, as is that of any later statement that meets damage.
+// *vocab.CorruptError, as is that of any later statement that meets damage.
 // Open does not read the whole file; a supervisor runs CheckIntegrity
 // before it writes.
 //
@@ -106,7 +103,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi}
 	if err := d.migrate(ctx); err != nil {
 		sqldb.Close()
-		var ce *CorruptError
+		var ce *vocab.CorruptError
 		if errors.As(err, &ce) {
 			return nil, err
 		}
@@ -250,7 +247,7 @@ func (d *DB) KeepConnections() {
 	d.SetMaxOpenConns(n)
 }
 
-// CheckFile returns a *ReplacedError when the path no longer names the
+// CheckFile returns a *vocab.ReplacedError when the path no longer names the
 // file that Open opened: it was removed, or replaced by another file.
 // Writes through d then reach a file nobody else will read. It costs one
 // stat(2).
@@ -265,7 +262,7 @@ func (d *DB) CheckFile() error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("check database file: %w", err)
 	}
-	return &ReplacedError{Path: d.Path}
+	return &vocab.ReplacedError{Path: d.Path}
 }
 
 // FullCheckMax is the largest database CheckIntegrity reads whole.
@@ -274,17 +271,27 @@ func (d *DB) CheckFile() error {
 // time a client gives a new supervisor to answer.
 const FullCheckMax = 64 << 20
 
-// CheckIntegrity runs SQLite's quick_check and returns a *CorruptError
+// LargeCheckBudget is how long CheckIntegrity may read a database larger
+// than FullCheckMax: the tables of a long history (jobs, events) grow with
+// it, and a supervisor's start, which a client waits for, must not.
+const LargeCheckBudget = 500 * time.Millisecond
+
+// CheckIntegrity runs SQLite's quick_check and returns a *vocab.CorruptError
 // naming the first problem it finds. A database of at most FullCheckMax
 // bytes is checked whole; a larger one has every table checked but the
 // output chunks, which is most of its pages, and damage there is reported
-// by the statements that meet it. It belongs where a process is about to
-// write for a long time (a supervisor's start), not in every read.
+// by the statements that meet it: the small tables first, then jobs and
+// events, for LargeCheckBudget in all (what is left unchecked then is
+// reported, like the chunks, by the statements that meet it). It belongs
+// where a process is about to write for a long time (a supervisor's
+// start), not in every read.
 func (d *DB) CheckIntegrity(ctx context.Context) error {
 	checks := []string{`PRAGMA quick_check(1)`}
+	budget := ctx
 	if fi, err := os.Stat(d.Path); err == nil && fi.Size() > FullCheckMax {
 		var tables []string
-		err := d.SelectContext(ctx, &tables, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name <> 'chunks' ORDER BY name`)
+		err := d.SelectContext(ctx, &tables, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name <> 'chunks'
+			ORDER BY name IN ('jobs', 'events'), name`)
 		if err != nil {
 			return d.checkError(err)
 		}
@@ -292,21 +299,27 @@ func (d *DB) CheckIntegrity(ctx context.Context) error {
 		for _, t := range tables {
 			checks = append(checks, `PRAGMA quick_check("`+strings.ReplaceAll(t, `"`, `""`)+`")`)
 		}
+		var cancel context.CancelFunc
+		budget, cancel = context.WithTimeout(ctx, LargeCheckBudget)
+		defer cancel()
 	}
 	for _, q := range checks {
 		var res string
-		if err := d.QueryRowxContext(ctx, q).Scan(&res); err != nil {
+		if err := d.QueryRowxContext(budget, q).Scan(&res); err != nil {
+			if budget.Err() != nil && ctx.Err() == nil {
+				return nil // out of time: the rest is left to the statements that meet it
+			}
 			return d.checkError(err)
 		}
 		if res != "ok" {
-			return &CorruptError{Path: d.Path, Cause: strings.TrimPrefix(res, "*** in database main ***\n")}
+			return &vocab.CorruptError{Path: d.Path, Cause: strings.TrimPrefix(res, "*** in database main ***\n")}
 		}
 	}
 	return nil
 }
 
 func (d *DB) checkError(err error) error {
-	var ce *CorruptError
+	var ce *vocab.CorruptError
 	if errors.As(err, &ce) {
 		return ce
 	}
@@ -357,7 +370,7 @@ func (d *DB) migrate(ctx context.Context) error {
 		}
 		// A damaged file must not reach goose, which writes: with its
 		// version table unreadable it would try to create it.
-		if errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, vocab.ErrCorrupt) {
 			return err
 		}
 	}
@@ -373,7 +386,7 @@ func (d *DB) migrate(ctx context.Context) error {
 	}
 	for attempt := 0; ; attempt++ {
 		if current > latest {
-			return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", ErrTooNew, current, latest)
+			return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", vocab.ErrTooNew, current, latest)
 		}
 		if current == latest {
 			return nil
@@ -419,16 +432,16 @@ func (d *DB) SchemaVersion(ctx context.Context) (int64, error) {
 	return v, err
 }
 
-// cleanSQLiteError keeps a CorruptError whole through goose's wrapping.
+// cleanSQLiteError keeps a vocab.CorruptError whole through goose's wrapping.
 func cleanSQLiteError(err error) error {
-	var ce *CorruptError
+	var ce *vocab.CorruptError
 	if errors.As(err, &ce) {
 		return ce
 	}
 	return err
 }
 
-// asCorrupt returns err as a *CorruptError for path when SQLite reports
+// asCorrupt returns err as a *vocab.CorruptError for path when SQLite reports
 // the file damaged (SQLITE_CORRUPT) or not a database (SQLITE_NOTADB),
 // else err unchanged.
 func asCorrupt(path string, err error) error {
@@ -439,7 +452,7 @@ func asCorrupt(path string, err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			return &CorruptError{Path: path, Cause: se.Error()}
+			return &vocab.CorruptError{Path: path, Cause: se.Error()}
 		}
 	}
 	return err

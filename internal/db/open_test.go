@@ -17,6 +17,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/agentjobs/jobs/migrations"
 )
 
@@ -126,8 +127,8 @@ func TestOpenTooNew(t *testing.T) {
 	d.Close()
 
 	_, err = Open(ctx, path)
-	if !errors.Is(err, ErrTooNew) {
-		t.Fatalf("open newer database: err = %v, want ErrTooNew", err)
+	if !errors.Is(err, vocab.ErrTooNew) {
+		t.Fatalf("open newer database: err = %v, want vocab.ErrTooNew", err)
 	}
 	if !strings.Contains(err.Error(), "9999") {
 		t.Errorf("error %q does not name the schema version", err)
@@ -322,8 +323,8 @@ func TestOpenBadFile(t *testing.T) {
 				d.Close()
 				t.Fatal("open succeeded")
 			}
-			if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "database corrupt: "+path) || !errors.Is(err, ErrCorrupt) {
-				t.Errorf("error %q: want ErrCorrupt, \"database corrupt: PATH\" and %q", err, tt.want)
+			if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "database corrupt: "+path) || !errors.Is(err, vocab.ErrCorrupt) {
+				t.Errorf("error %q: want vocab.ErrCorrupt, \"database corrupt: PATH\" and %q", err, tt.want)
 			}
 			got, err := os.ReadFile(path)
 			if err != nil {

@@ -12,11 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/jmoiron/sqlx"
 )
-
-// ErrReadOnly is returned by a write through a database opened read-only.
-var ErrReadOnly = errors.New("database is open read-only")
 
 // OpenReadOnly opens the database at path for reading only: SQLite's
 // mode=ro, so that no statement can change the file, whoever runs it. It
@@ -27,7 +25,7 @@ var ErrReadOnly = errors.New("database is open read-only")
 // the checks Open makes before SQLite sees the file (a symlink to a file
 // others can read, another user's file, a file that is not SQLite) and
 // refuses a schema other than the one this binary writes: a newer one
-// (ErrTooNew), or an older one, which only a read-write Open would bring
+// (vocab.ErrTooNew), or an older one, which only a read-write Open would bring
 // up to date.
 //
 // A database in WAL mode needs its -shm to be read: SQLite creates one
@@ -144,14 +142,14 @@ func (d *DB) checkSchema(ctx context.Context) error {
 	}
 	v, err := d.SchemaVersion(ctx)
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, vocab.ErrCorrupt) {
 			return err
 		}
 		return fmt.Errorf("open database %s: read schema version: %w", d.Path, err)
 	}
 	switch {
 	case v > latest:
-		return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", ErrTooNew, v, latest)
+		return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", vocab.ErrTooNew, v, latest)
 	case v < latest:
 		return fmt.Errorf("open database %s read-only: its schema (%d) is older than this jobs' (%d); a read-write open would migrate it", d.Path, v, latest)
 	}

@@ -1,60 +1,18 @@
 package db
 
-// Status is where a job is in its life. The schema's CHECK constraint holds
-// the same vocabulary, and a terminal status always has an end time.
-type Status string
+import "github.com/agentjobs/jobs/internal/vocab"
 
-const (
-	// StatusStarting: the job row exists and its process is being started.
-	// Every job is created in this status.
-	StatusStarting Status = "starting"
-
-	// StatusRunning: the main process was started; pid, pgid and the start
-	// time are recorded.
-	StatusRunning Status = "running"
-
-	// StatusDone: the main process exited with status 0 and its pipes are
-	// drained.
-	StatusDone Status = "done"
-
-	// StatusFailed: the main process exited non-zero or died of a signal, or
-	// it could not be started at all (the reason says why).
-	StatusFailed Status = "failed"
-
-	// StatusKilled: a kill verb ended the job.
-	StatusKilled Status = "killed"
-
-	// StatusTimedOut: the job ran past its timeout and was ended.
-	StatusTimedOut Status = "timed_out"
-
-	// StatusLost: the supervisor that owned the job died, so nobody records
-	// its exit. Processes of a lost job may still run.
-	StatusLost Status = "lost"
-)
-
-// Terminal reports whether s is a final status: the job has an end time and
-// no further transition is allowed.
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusDone, StatusFailed, StatusKilled, StatusTimedOut, StatusLost:
-		return true
-	}
-	return false
-}
-
-// Valid reports whether s is one of the seven statuses.
-func (s Status) Valid() bool {
-	return s == StatusStarting || s == StatusRunning || s.Terminal()
-}
+// The statuses are vocab.Status; the moves between them are the database's
+// rule (Transition).
 
 // allowedMoves lists every transition Transition accepts.
-var allowedMoves = map[Status][]Status{
-	StatusStarting: {StatusRunning, StatusFailed, StatusKilled, StatusLost},
-	StatusRunning:  {StatusDone, StatusFailed, StatusKilled, StatusTimedOut, StatusLost},
+var allowedMoves = map[vocab.Status][]vocab.Status{
+	vocab.StatusStarting: {vocab.StatusRunning, vocab.StatusFailed, vocab.StatusKilled, vocab.StatusLost},
+	vocab.StatusRunning:  {vocab.StatusDone, vocab.StatusFailed, vocab.StatusKilled, vocab.StatusTimedOut, vocab.StatusLost},
 }
 
 // canMove reports whether a job may go from one status to another.
-func canMove(from, to Status) bool {
+func canMove(from, to vocab.Status) bool {
 	for _, s := range allowedMoves[from] {
 		if s == to {
 			return true

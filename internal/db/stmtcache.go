@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentjobs/jobs/internal/vocab"
 	"modernc.org/sqlite"
 )
 
@@ -26,11 +27,11 @@ const stmtCacheSize = 64
 // keyed by their text, and runs a statement again without compiling it.
 //
 // Its connections also turn SQLITE_CORRUPT and SQLITE_NOTADB into a
-// *CorruptError naming the file, whichever statement meets them, so that
+// *vocab.CorruptError naming the file, whichever statement meets them, so that
 // every verb and layer reports a damaged database in the same words.
 type connector struct {
 	dsn  string
-	path string      // the database file, for CorruptError
+	path string      // the database file, for vocab.CorruptError
 	file os.FileInfo // the file Open prepared; nil: not checked
 	drv  sqlite.Driver
 }
@@ -41,7 +42,7 @@ func (c *connector) Connect(context.Context) (driver.Conn, error) {
 	// the wrong database. One stat(2) per new connection.
 	if c.file != nil {
 		if fi, err := os.Stat(c.path); err != nil || !os.SameFile(fi, c.file) {
-			return nil, &ReplacedError{Path: c.path}
+			return nil, &vocab.ReplacedError{Path: c.path}
 		}
 	}
 	conn, err := c.drv.Open(c.dsn)
@@ -205,21 +206,33 @@ func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.
 	return st, asCorrupt(c.path, err)
 }
 
+// BeginTx starts a transaction. A tracer is told its start and end too,
+// as "BEGIN" and "COMMIT" or "ROLLBACK", so that a test sees which
+// statements ran in one transaction.
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	tx, err := c.sqliteConn.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, asCorrupt(c.path, err)
 	}
+	trace("BEGIN")
 	return &corruptTx{Tx: tx, path: c.path}, nil
 }
 
-// corruptTx reports a commit that meets a damaged file as a CorruptError.
+// corruptTx reports a commit that meets a damaged file as a vocab.CorruptError.
 type corruptTx struct {
 	driver.Tx
 	path string
 }
 
-func (t *corruptTx) Commit() error { return asCorrupt(t.path, t.Tx.Commit()) }
+func (t *corruptTx) Commit() error {
+	trace("COMMIT")
+	return asCorrupt(t.path, t.Tx.Commit())
+}
+
+func (t *corruptTx) Rollback() error {
+	trace("ROLLBACK")
+	return t.Tx.Rollback()
+}
 
 // Close finalizes the cached statements, then closes the connection.
 func (c *cachingConn) Close() error {

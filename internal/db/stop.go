@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Stop intent and tmux settings live in columns of their own (migration
@@ -23,13 +25,13 @@ const (
 )
 
 // RequestStop records that job id is being ended on purpose, with status
-// StatusKilled or StatusTimedOut, before the killer signals it. Whoever
+// vocab.StatusKilled or vocab.StatusTimedOut, before the killer signals it. Whoever
 // records the job's exit — possibly another process — then records that
 // status instead of failed. The first request wins; a request for a job
 // that has finished, or already has one, changes nothing and is not an
-// error. Errors: ErrNotFound, or a status other than killed or timed_out.
-func (d *DB) RequestStop(ctx context.Context, id string, status Status) error {
-	if status != StatusKilled && status != StatusTimedOut {
+// error. Errors: vocab.ErrNotFound, or a status other than killed or timed_out.
+func (d *DB) RequestStop(ctx context.Context, id string, status vocab.Status) error {
+	if status != vocab.StatusKilled && status != vocab.StatusTimedOut {
 		return fmt.Errorf("request stop of job %s: status %q is not killed or timed_out", id, status)
 	}
 	res, err := d.ExecContext(ctx, requestStopQuery, string(status), id)
@@ -46,27 +48,27 @@ func (d *DB) RequestStop(ctx context.Context, id string, status Status) error {
 	return nil
 }
 
-// StopRequested returns the status a stop request asked for (StatusKilled
-// or StatusTimedOut), or "" when nobody asked job id to stop. Errors:
-// ErrNotFound.
-func (d *DB) StopRequested(ctx context.Context, id string) (Status, error) {
+// StopRequested returns the status a stop request asked for (vocab.StatusKilled
+// or vocab.StatusTimedOut), or "" when nobody asked job id to stop. Errors:
+// vocab.ErrNotFound.
+func (d *DB) StopRequested(ctx context.Context, id string) (vocab.Status, error) {
 	var s sql.NullString
 	if err := d.GetContext(ctx, &s, stopRequestedQuery, id); errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("read stop request of job %s: %w", id, ErrNotFound)
+		return "", fmt.Errorf("read stop request of job %s: %w", id, vocab.ErrNotFound)
 	} else if err != nil {
 		return "", fmt.Errorf("read stop request of job %s: %w", id, err)
 	}
-	return Status(s.String), nil
+	return vocab.Status(s.String), nil
 }
 
 // SetKeepTmux records whether a tmux job's session stays open after the
-// job ends. Errors: ErrNotFound.
+// job ends. Errors: vocab.ErrNotFound.
 func (d *DB) SetKeepTmux(ctx context.Context, id string, keep bool) error {
 	res, err := d.ExecContext(ctx, setKeepTmuxQuery, keep, id)
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {
-			err = ErrNotFound
+			err = vocab.ErrNotFound
 		}
 	}
 	if err != nil {
@@ -76,11 +78,11 @@ func (d *DB) SetKeepTmux(ctx context.Context, id string, keep bool) error {
 }
 
 // KeepTmux reports whether a tmux job's session stays open after the job
-// ends. Errors: ErrNotFound.
+// ends. Errors: vocab.ErrNotFound.
 func (d *DB) KeepTmux(ctx context.Context, id string) (bool, error) {
 	var keep bool
 	if err := d.GetContext(ctx, &keep, keepTmuxQuery, id); errors.Is(err, sql.ErrNoRows) {
-		return false, fmt.Errorf("read keep_tmux of job %s: %w", id, ErrNotFound)
+		return false, fmt.Errorf("read keep_tmux of job %s: %w", id, vocab.ErrNotFound)
 	} else if err != nil {
 		return false, fmt.Errorf("read keep_tmux of job %s: %w", id, err)
 	}

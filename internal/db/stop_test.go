@@ -4,46 +4,48 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 func TestRequestStop(t *testing.T) {
 	ctx := context.Background()
 	d, _ := openTest(t)
 	j := create(t, d, "s", "")
-	move(t, d, j.ID, StatusRunning)
+	move(t, d, j.ID, vocab.StatusRunning)
 
 	if got, err := d.StopRequested(ctx, j.ID); got != "" || err != nil {
 		t.Fatalf("StopRequested of a fresh job = %q, %v; want empty", got, err)
 	}
-	if err := d.RequestStop(ctx, j.ID, StatusKilled); err != nil {
+	if err := d.RequestStop(ctx, j.ID, vocab.StatusKilled); err != nil {
 		t.Fatal(err)
 	}
 	// The first request wins: a timeout during a kill stays a kill.
-	if err := d.RequestStop(ctx, j.ID, StatusTimedOut); err != nil {
+	if err := d.RequestStop(ctx, j.ID, vocab.StatusTimedOut); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := d.StopRequested(ctx, j.ID); got != StatusKilled || err != nil {
+	if got, err := d.StopRequested(ctx, j.ID); got != vocab.StatusKilled || err != nil {
 		t.Errorf("StopRequested = %q, %v; want killed", got, err)
 	}
 
 	// A finished job takes no request, quietly.
 	done := create(t, d, "s", "")
-	move(t, d, done.ID, StatusRunning, StatusDone)
-	if err := d.RequestStop(ctx, done.ID, StatusTimedOut); err != nil {
+	move(t, d, done.ID, vocab.StatusRunning, vocab.StatusDone)
+	if err := d.RequestStop(ctx, done.ID, vocab.StatusTimedOut); err != nil {
 		t.Errorf("RequestStop of a finished job = %v, want nil", err)
 	}
 	if got, _ := d.StopRequested(ctx, done.ID); got != "" {
 		t.Errorf("finished job got stop request %q", got)
 	}
 
-	if err := d.RequestStop(ctx, j.ID, StatusDone); err == nil {
+	if err := d.RequestStop(ctx, j.ID, vocab.StatusDone); err == nil {
 		t.Error("RequestStop(done) = nil, want an error")
 	}
-	if err := d.RequestStop(ctx, "nosuchjob", StatusKilled); !errors.Is(err, ErrNotFound) {
-		t.Errorf("RequestStop of a missing job = %v, want ErrNotFound", err)
+	if err := d.RequestStop(ctx, "nosuchjob", vocab.StatusKilled); !errors.Is(err, vocab.ErrNotFound) {
+		t.Errorf("RequestStop of a missing job = %v, want vocab.ErrNotFound", err)
 	}
-	if _, err := d.StopRequested(ctx, "nosuchjob"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("StopRequested of a missing job = %v, want ErrNotFound", err)
+	if _, err := d.StopRequested(ctx, "nosuchjob"); !errors.Is(err, vocab.ErrNotFound) {
+		t.Errorf("StopRequested of a missing job = %v, want vocab.ErrNotFound", err)
 	}
 	// The schema refuses other values too.
 	if _, err := d.ExecContext(ctx, `UPDATE jobs SET stop_requested = 'done' WHERE id = ?`, j.ID); err == nil {
@@ -64,10 +66,10 @@ func TestKeepTmux(t *testing.T) {
 	if keep, err := d.KeepTmux(ctx, j.ID); !keep || err != nil {
 		t.Errorf("KeepTmux = %v, %v; want true", keep, err)
 	}
-	if err := d.SetKeepTmux(ctx, "nosuchjob", true); !errors.Is(err, ErrNotFound) {
-		t.Errorf("SetKeepTmux of a missing job = %v, want ErrNotFound", err)
+	if err := d.SetKeepTmux(ctx, "nosuchjob", true); !errors.Is(err, vocab.ErrNotFound) {
+		t.Errorf("SetKeepTmux of a missing job = %v, want vocab.ErrNotFound", err)
 	}
-	if _, err := d.KeepTmux(ctx, "nosuchjob"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("KeepTmux of a missing job = %v, want ErrNotFound", err)
+	if _, err := d.KeepTmux(ctx, "nosuchjob"); !errors.Is(err, vocab.ErrNotFound) {
+		t.Errorf("KeepTmux of a missing job = %v, want vocab.ErrNotFound", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Supervisor is a process that owns live children: a detached `jobs
@@ -87,12 +89,12 @@ func (d *DB) CreateSupervisor(ctx context.Context, s Supervisor) error {
 
 const supervisorByIDQuery = `SELECT ` + supervisorColumns + ` FROM supervisors WHERE id = ?`
 
-// FindSupervisor returns the supervisor with this id, or ErrNotFound.
+// FindSupervisor returns the supervisor with this id, or vocab.ErrNotFound.
 func (d *DB) FindSupervisor(ctx context.Context, id string) (Supervisor, error) {
 	var r supervisorRow
 	err := d.GetContext(ctx, &r, supervisorByIDQuery, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = ErrNotFound
+		err = vocab.ErrNotFound
 	}
 	if err != nil {
 		return Supervisor{}, fmt.Errorf("find supervisor %s: %w", id, err)
@@ -106,7 +108,7 @@ const (
 )
 
 // EndSupervisor sets the supervisor's end time to now. Ending one that has
-// already ended keeps the first end time; an unknown id is ErrNotFound.
+// already ended keeps the first end time; an unknown id is vocab.ErrNotFound.
 func (d *DB) EndSupervisor(ctx context.Context, id string) error {
 	res, err := d.ExecContext(ctx, endSupervisorQuery, FormatTime(d.Now()), id)
 	if err != nil {
@@ -122,7 +124,7 @@ func (d *DB) EndSupervisor(ctx context.Context, id string) error {
 		return fmt.Errorf("end supervisor %s: %w", id, err)
 	}
 	if exists == 0 {
-		return fmt.Errorf("end supervisor %s: %w", id, ErrNotFound)
+		return fmt.Errorf("end supervisor %s: %w", id, vocab.ErrNotFound)
 	}
 	return nil
 }
@@ -153,15 +155,22 @@ func (d *DB) SupervisorsWithActiveJobs(ctx context.Context) ([]Supervisor, error
 	return sups, nil
 }
 
-const openSupervisorPIDsQuery = `SELECT pid FROM supervisors WHERE ended_at IS NULL`
+const openSupervisorsQuery = `SELECT ` + supervisorColumns + ` FROM supervisors WHERE ended_at IS NULL ORDER BY started_at, id`
 
-// OpenSupervisorPIDs returns the pids of the supervisors not recorded as
-// ended. Some may be dead and their pids reused; they are for lists of
-// processes never to signal, where one too many costs nothing.
-func (d *DB) OpenSupervisorPIDs(ctx context.Context) ([]int, error) {
-	var pids []int
-	if err := d.SelectContext(ctx, &pids, openSupervisorPIDsQuery); err != nil {
-		return nil, fmt.Errorf("list supervisors: %w", err)
+// OpenSupervisors returns the supervisors not recorded as ended: the live
+// ones and those that died unnoticed.
+func (d *DB) OpenSupervisors(ctx context.Context) ([]Supervisor, error) {
+	var rows []supervisorRow
+	if err := d.SelectContext(ctx, &rows, openSupervisorsQuery); err != nil {
+		return nil, fmt.Errorf("find open supervisors: %w", err)
 	}
-	return pids, nil
+	sups := make([]Supervisor, 0, len(rows))
+	for i := range rows {
+		s, err := rows[i].supervisor()
+		if err != nil {
+			return nil, err
+		}
+		sups = append(sups, s)
+	}
+	return sups, nil
 }

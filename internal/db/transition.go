@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Usage is the resource usage of a finished job's main process and its
@@ -25,10 +26,10 @@ type Usage struct {
 
 // Transition describes a status move and what changes with it.
 type Transition struct {
-	To Status
+	To vocab.Status
 	At time.Time // zero means d.Now()
 
-	// PID, PGID and PIDStart are recorded with To = StatusRunning, with
+	// PID, PGID and PIDStart are recorded with To = vocab.StatusRunning, with
 	// the boot they belong to (proc.BootID).
 	PID, PGID int
 	PIDStart  int64
@@ -87,12 +88,12 @@ const (
 // transaction; it returns the job as it is afterwards. The allowed moves are
 // starting → running | failed | killed | lost and running → done | failed |
 // killed | timed_out | lost. Anything else, including every move out of a
-// terminal status, is ErrInvalidTransition, wrapped with both statuses. A
+// terminal status, is vocab.ErrInvalidTransition, wrapped with both statuses. A
 // terminal move sets ended_at and restarts the ttl clock (last_access_at).
 // A move to running records the current boot (boot_id) and a terminal move
 // the process clock (end_ticks): they bound which processes can be the
 // job's (proc.Target).
-// A missing job is ErrNotFound.
+// A missing job is vocab.ErrNotFound.
 func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, error) {
 	at := t.At
 	if at.IsZero() {
@@ -101,17 +102,17 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 	when := FormatTime(at)
 	var job Job
 	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
-		var from Status
+		var from vocab.Status
 		if err := tx.GetContext(ctx, &from, jobStatusQuery, id); errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
+			return vocab.ErrNotFound
 		} else if err != nil {
 			return err
 		}
 		if !canMove(from, t.To) {
-			return fmt.Errorf("from %s to %s: %w", from, t.To, ErrInvalidTransition)
+			return fmt.Errorf("from %s to %s: %w", from, t.To, vocab.ErrInvalidTransition)
 		}
 		var err error
-		if t.To == StatusRunning {
+		if t.To == vocab.StatusRunning {
 			job, err = getJob(ctx, tx, toRunningQuery, when,
 				nullInt(int64(t.PID)), nullInt(int64(t.PGID)), nullInt(t.PIDStart),
 				nullString(proc.BootID()), id, from)
@@ -143,7 +144,7 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 		if errors.Is(err, sql.ErrNoRows) {
 			// Cannot happen inside an immediate transaction; kept so that a
 			// change of locking can never turn into a silent overwrite.
-			return fmt.Errorf("from %s to %s: status changed meanwhile: %w", from, t.To, ErrInvalidTransition)
+			return fmt.Errorf("from %s to %s: status changed meanwhile: %w", from, t.To, vocab.ErrInvalidTransition)
 		}
 		if err != nil {
 			return err
@@ -190,7 +191,7 @@ func (d *DB) touchStatusMark() {
 func transitionDetail(t Transition) map[string]any {
 	m := make(map[string]any, len(t.Detail)+4)
 	maps.Copy(m, t.Detail)
-	if t.To == StatusRunning {
+	if t.To == vocab.StatusRunning {
 		if t.PID != 0 {
 			m["pid"] = t.PID
 		}

@@ -119,12 +119,13 @@ type Appender struct {
 	full     chan struct{} // MaxBatchBytes are queued
 
 	// The WAL is checkpointed beside the flusher (see checkpointer).
-	ckpt      chan struct{} // wakes the checkpointer
-	ckptMu    sync.Mutex    // held while a checkpoint runs
-	walFrames atomic.Int64  // frames in the WAL at the last checkpoint
-	walBytes  int64         // committed since the checkpointer was woken; guarded by flushing
-	commits   int           // transactions since the checkpointer was woken; guarded by flushing
-	walSync   int64         // committed since the flusher last checkpointed; guarded by flushing
+	ckpt          chan struct{} // wakes the checkpointer
+	ckptMu        sync.Mutex    // held while a checkpoint runs
+	walFrames     atomic.Int64  // frames in the WAL at the last checkpoint
+	walBytes      int64         // committed since the checkpointer was woken; guarded by flushing
+	commits       int           // transactions since the checkpointer was woken; guarded by flushing
+	walSync       int64         // committed since the flusher last checkpointed; guarded by flushing
+	restartMisses int           // restarts in a row that readers kept from starting the WAL over; guarded by flushing
 
 	stopWait atomic.Bool // Untrack no longer waits for spooled output
 

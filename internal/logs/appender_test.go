@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 func TestRoundTripBinary(t *testing.T) {
@@ -137,7 +138,7 @@ func TestRowLagsReadersDoNot(t *testing.T) {
 	}
 
 	// A terminal status set without counts (as when a job is marked lost).
-	if _, err := d.Transition(ctx, id, db.Transition{To: db.StatusFailed, Reason: "test"}); err != nil {
+	if _, err := d.Transition(ctx, id, db.Transition{To: vocab.StatusFailed, Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if row := readJobRow(t, d, id); row.Output != 14 || row.Lines != 3 || row.LastOutput == nil || *row.LastOutput != newest {

@@ -239,11 +239,6 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	for _, b := range *batch {
 		n += b.bytes
 	}
-	if err := a.checkRoom(n); err != nil {
-		// Copying the WAL may give room back (room.go).
-		signal(a.ckpt)
-		return err
-	}
 	// On a tight disk the WAL is copied and truncated before every
 	// transaction: a WAL left to grow to walRestartFrames, beside the
 	// database file holding the same pages, filled a small disk twice over
@@ -259,6 +254,11 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	if restarted {
 		a.walFrames.Store(0)
 		a.walSync = 0
+	}
+	if err := a.roomForWAL(ctx, w.conn, n); err != nil {
+		// Copying the WAL may give room back (room.go).
+		signal(a.ckpt)
+		return err
 	}
 	// The connection's busy timeout says how long BEGIN waits for the
 	// lock: BusyTimeout, or spoolBusy while output is spooled, so that the
@@ -302,7 +302,10 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	txStart := time.Now()
 	for i := 0; ; {
 		if i == len(*batch) {
-			if !more || time.Since(txStart) >= maxTxSpan || a.checkRoom(n+int64(a.o.MaxBatchBytes)) != nil {
+			// A transaction that takes the WAL past walRestartFrames
+			// ends there, so that the next one starts the WAL over.
+			if !more || time.Since(txStart) >= maxTxSpan || a.walSync+n >= walRestartFrames*4096 ||
+				a.roomForWAL(ctx, w.conn, n+int64(a.o.MaxBatchBytes)) != nil {
 				break
 			}
 			more := a.takeMore()
@@ -830,8 +833,16 @@ func (a *Appender) checkpoint(ctx context.Context, conn *sql.Conn) error {
 // its next transaction.
 var errPinned = errors.New("checkpoint: frames still in use by a reader")
 
-// restartWait bounds how long restartWAL waits for readers of old frames.
-const restartWait = 100 * time.Millisecond
+// restartWait bounds how long restartWAL waits for readers of old frames;
+// after restarts that readers kept from starting the WAL over, it waits
+// twice as long each time, up to restartWaitMax. On a loaded machine many
+// short reads of log -f followers overlap, and a WAL whose restart missed
+// grows by another transaction of output each time (48.9 MiB seen, beyond
+// the 48 MiB the load rows accept).
+const (
+	restartWait    = 100 * time.Millisecond
+	restartWaitMax = 800 * time.Millisecond
+)
 
 // restartWAL copies the whole WAL into the database file and starts it
 // over (a RESTART checkpoint), waiting up to restartWait for readers that
@@ -855,7 +866,8 @@ func (a *Appender) restartWAL(ctx context.Context, conn *sql.Conn) (err error) {
 	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busyMS); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", restartWait.Milliseconds())); err != nil {
+	wait := min(restartWait<<min(a.restartMisses, 3), restartWaitMax)
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", wait.Milliseconds())); err != nil {
 		return err
 	}
 	defer func() {
@@ -868,8 +880,10 @@ func (a *Appender) restartWAL(ctx context.Context, conn *sql.Conn) (err error) {
 		return err
 	}
 	if busy != 0 {
+		a.restartMisses++
 		a.walFrames.Store(frames)
 		return errPinned
 	}
+	a.restartMisses = 0
 	return nil
 }

@@ -7,8 +7,9 @@ import (
 	"math/rand"
 	"regexp"
 
-	"github.com/agentjobs/jobs/internal/db"
 	"testing"
+
+	"github.com/agentjobs/jobs/internal/db"
 )
 
 // FuzzAppendRead appends the writes a script describes (sizes, streams,

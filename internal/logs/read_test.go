@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 func TestTailNeverSplitsUTF8(t *testing.T) {
@@ -137,7 +137,7 @@ func TestReadBadArguments(t *testing.T) {
 	if _, err := ReadRange(ctx, d, id, 0, 0, Filter{Stream: "stdin"}); err == nil {
 		t.Error("invalid stream accepted")
 	}
-	if _, err := ReadRange(ctx, d, "nosuchjob", 0, 0, Filter{}); !errors.Is(err, ErrJobNotFound) || !errors.Is(err, db.ErrNotFound) {
+	if _, err := ReadRange(ctx, d, "nosuchjob", 0, 0, Filter{}); !errors.Is(err, ErrJobNotFound) || !errors.Is(err, vocab.ErrNotFound) {
 		t.Errorf("missing job: %v", err)
 	}
 	p, err := Tail(ctx, d, id, 0, Chars, Filter{})

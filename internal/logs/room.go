@@ -3,7 +3,6 @@ package logs
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
-
-// ErrDiskFull is why output is dropped when the database's file system is
-// (nearly) full.
-var ErrDiskFull = errors.New("disk full")
 
 // Room on the disk.
 //
@@ -23,10 +19,12 @@ var ErrDiskFull = errors.New("disk full")
 // few bytes of a job's final status would not fit either, and the job
 // would stay running until space came back. A WAL whose frames are all
 // committed cannot start over before they are copied into the database
-// file, which needs room too. So the flusher does not write a batch that
-// could take the free space below MinFree, and no checkpoint copies while
-// less than twice that (plus the WAL) is free: output is dropped and counted
-// instead, and the room is left for status changes and events.
+// file, which needs room too. So the flusher writes a batch only when the
+// disk has room for it twice (in the WAL, then in the database file) beside
+// the growth the WAL's uncopied pages still owe the file and MinFree
+// (roomForWAL), and no checkpoint copies while less than twice MinFree
+// (plus the WAL) is free: output is dropped and counted instead, and the
+// room is left for status changes and events.
 //
 // Once the disk is tight (less than twice MinFree plus the WAL free), a
 // checkpoint copies only when what it adds to the database file fits (the
@@ -61,7 +59,7 @@ func freeBytes(path string) (int64, bool) {
 	return int64(st.Bavail) * int64(st.Bsize), true
 }
 
-// checkRoom returns an error wrapping ErrDiskFull when writing n bytes of
+// checkRoom returns an error wrapping vocab.ErrDiskFull when writing n bytes of
 // output (and the pages around them) would leave less than MinFree.
 func (a *Appender) checkRoom(n int64) error {
 	free, ok := freeBytes(a.d.Path)
@@ -70,9 +68,45 @@ func (a *Appender) checkRoom(n int64) error {
 	}
 	if need := n + n/4 + a.o.MinFree; free < need {
 		return fmt.Errorf("%w: %s free on the database's file system, %s kept for status changes",
-			ErrDiskFull, parse.FormatSize(free), parse.FormatSize(a.o.MinFree))
+			vocab.ErrDiskFull, parse.FormatSize(free), parse.FormatSize(a.o.MinFree))
 	}
 	return nil
+}
+
+// roomForWAL is checkRoom for output written to the database: its n bytes
+// (and the pages around them) take room twice, in the WAL now and in the
+// database file when a checkpoint copies them there, and so do the WAL's
+// pages not copied yet. A WAL allowed to take the room its own copy needs
+// could never be copied: output stayed dropped after space returned, and
+// the WAL kept its space for good. conn is the writer's connection.
+func (a *Appender) roomForWAL(ctx context.Context, conn *sql.Conn, n int64) error {
+	free, ok := freeBytes(a.d.Path)
+	if !ok {
+		return nil // cannot tell: let SQLite find out
+	}
+	grow := n + n/4
+	wal := fileSize(a.d.Path + "-wal")
+	if free >= 2*grow+wal+a.o.MinFree {
+		return nil // even a copy of the whole WAL fits
+	}
+	if need := 2*grow + a.copyGrowth(ctx, conn, wal) + a.o.MinFree; free < need {
+		return fmt.Errorf("%w: %s free on the database's file system, %s needed to store %s of output and copy it into the database, %s kept for status changes",
+			vocab.ErrDiskFull, parse.FormatSize(free), parse.FormatSize(need), parse.FormatSize(n), parse.FormatSize(a.o.MinFree))
+	}
+	return nil
+}
+
+// copyGrowth returns by how much copying the WAL would grow the database
+// file: the pages of the newest snapshot past the file's end (a
+// checkpoint rewrites the others in place). It is at most wal, the WAL's
+// size, which is the answer when SQLite cannot be asked.
+func (a *Appender) copyGrowth(ctx context.Context, conn *sql.Conn, wal int64) int64 {
+	var pages, pageSize int64
+	if conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages) != nil ||
+		conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize) != nil {
+		return wal
+	}
+	return min(max(pages*pageSize-fileSize(a.d.Path), 0), wal)
 }
 
 // tight reports whether the database's file system has less than twice
@@ -87,7 +121,7 @@ func (a *Appender) tight() (free int64, tight bool) {
 
 // checkpointMode returns how to checkpoint on conn: PASSIVE while there is
 // room, TRUNCATE on a tight disk when what the copy adds to the database
-// file fits, and an error wrapping ErrDiskFull when it does not.
+// file fits, and an error wrapping vocab.ErrDiskFull when it does not.
 func (a *Appender) checkpointMode(ctx context.Context, conn *sql.Conn) (string, error) {
 	free, tight := a.tight()
 	if !tight {
@@ -101,7 +135,7 @@ func (a *Appender) checkpointMode(ctx context.Context, conn *sql.Conn) (string, 
 		return "", fmt.Errorf("read page size: %w", err)
 	}
 	if growth := pages*pageSize - fileSize(a.d.Path); free < growth+checkpointMargin {
-		return "", fmt.Errorf("%w: %s free, a checkpoint needs %s", ErrDiskFull, parse.FormatSize(free), parse.FormatSize(growth+checkpointMargin))
+		return "", fmt.Errorf("%w: %s free, a checkpoint needs %s", vocab.ErrDiskFull, parse.FormatSize(free), parse.FormatSize(growth+checkpointMargin))
 	}
 	return "TRUNCATE", nil
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Stream names the pipe a chunk was read from.
@@ -79,8 +79,8 @@ const (
 
 var (
 	// ErrJobNotFound is returned when the jobs row does not exist. It is
-	// also db.ErrNotFound.
-	ErrJobNotFound = fmt.Errorf("job %w", db.ErrNotFound)
+	// also vocab.ErrNotFound.
+	ErrJobNotFound = fmt.Errorf("job %w", vocab.ErrNotFound)
 	// ErrNotTracked is returned by Write for a job the appender does not
 	// track.
 	ErrNotTracked = errors.New("job not tracked")

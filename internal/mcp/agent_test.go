@@ -67,7 +67,7 @@ func TestShellIsBash(t *testing.T) {
 	t.Parallel()
 	cs := inProcess(t)
 	r := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "set -o pipefail; [[ 1 == 1 ]] && echo {1..3}"})
-	if r.Output == nil || r.Output.Text != "1 2 3\n" {
+	if r.Output == nil || *r.Output != "1 2 3\n" {
 		t.Fatalf("bash syntax: %+v", r)
 	}
 	st := callOK[statusResult](t, cs, "process", map[string]any{"action": "status", "sessionId": r.SessionID})
@@ -75,7 +75,7 @@ func TestShellIsBash(t *testing.T) {
 		t.Errorf("argv = %q, want bash -c …", st.Session.Argv)
 	}
 	r = callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "echo $0", "shell": "sh"})
-	if r.Output == nil || !strings.HasSuffix(strings.TrimSpace(r.Output.Text), "sh") {
+	if r.Output == nil || !strings.HasSuffix(strings.TrimSpace(*r.Output), "sh") {
 		t.Errorf("shell=sh ran %+v", r.Output)
 	}
 }
@@ -90,12 +90,12 @@ func TestPromptEndsTheWindow(t *testing.T) {
 	if took := time.Since(t0); took > 5*time.Second {
 		t.Errorf("the window ran %s with the job blocked on stdin", took)
 	}
-	if !r.WaitingForInput || r.Output == nil || r.Output.Text != "continue? " {
+	if !r.WaitingForInput || r.Output == nil || *r.Output != "continue? " {
 		t.Fatalf("at the prompt: %+v %+v", r, r.Output)
 	}
 	callOK[writeResult](t, cs, "process", map[string]any{"action": "write", "sessionId": r.SessionID, "data": "yes\n"})
 	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": r.SessionID, "timeout": 20})
-	if p.Status != "done" || !strings.Contains(p.Output.Text, "got yes") {
+	if p.Status != "done" || !strings.Contains(p.Output, "got yes") {
 		t.Errorf("after the answer: %+v", p)
 	}
 }
@@ -133,15 +133,15 @@ func TestPollGivesNewest(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id})
-	if !strings.HasSuffix(p.Output.Text, "READY\n") || !strings.HasPrefix(p.Output.Text, "compiling unit ") || len(p.Output.Text) > defaultPollChars {
-		t.Fatalf("poll: %q", p.Output.Text)
+	if !strings.HasSuffix(p.Output, "READY\n") || !strings.HasPrefix(p.Output, "compiling unit ") || len(p.Output) > defaultPollChars {
+		t.Fatalf("poll: %q", p.Output)
 	}
-	if p.Output.Skipped == 0 || !strings.Contains(p.Note, "offset=0") {
-		t.Errorf("skipped %d, note %q", p.Output.Skipped, p.Note)
+	if p.OutputInfo.Skipped == 0 || !strings.Contains(p.Note, "offset=0") {
+		t.Errorf("skipped %d, note %q", p.OutputInfo.Skipped, p.Note)
 	}
 	p = callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id})
-	if p.Output.Text != "" || p.RetryInMs != 2000 {
-		t.Errorf("second poll: %q, retry %d ms", p.Output.Text, p.RetryInMs)
+	if p.Output != "" || p.RetryInMs != 2000 {
+		t.Errorf("second poll: %q, retry %d ms", p.Output, p.RetryInMs)
 	}
 	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": id})
 }
@@ -160,9 +160,9 @@ func TestParametersBelongToTheirAction(t *testing.T) {
 	// Empty values ask for nothing and pass.
 	callOK[statusResult](t, cs, "process", map[string]any{"action": "status", "sessionId": id, "until": "", "eof": false})
 	callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": id, "until": "two", "timeout": 10})
-	l := callOK[logResult](t, cs, "process", map[string]any{"action": "log", "sessionId": id, "filter": "tw"})
-	if l.Output.Text != "two\n" {
-		t.Errorf("log filter=tw: %q", l.Output.Text)
+	l := callOK[logPage](t, cs, "process", map[string]any{"action": "log", "sessionId": id, "filter": "tw"})
+	if l.Output != "two\n" {
+		t.Errorf("log filter=tw: %q", l.Output)
 	}
 	callErr(t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": 1e30}, "number too large")
 	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": id})
@@ -332,8 +332,8 @@ func TestPollTimeoutBlocks(t *testing.T) {
 	id := start(t, cs, "sleep 0.5; echo late; sleep 30", nil)
 	t0 := time.Now()
 	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id, "timeout": 20})
-	if took := time.Since(t0); p.Output.Text != "late\n" || took > 10*time.Second {
-		t.Errorf("blocking poll: %q after %s", p.Output.Text, took)
+	if took := time.Since(t0); p.Output != "late\n" || took > 10*time.Second {
+		t.Errorf("blocking poll: %q after %s", p.Output, took)
 	}
 	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": id})
 }

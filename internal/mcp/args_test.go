@@ -129,7 +129,7 @@ func TestBackoffGrows(t *testing.T) {
 	for range 8 {
 		got = append(got, b.observe("j", "running", time.Second, false).Milliseconds())
 	}
-	want := []int64{1000, 2000, 5000, 10000, 30000, 60000, 60000, 60000}
+	want := []int64{1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000}
 	if !slices.Equal(got, want) {
 		t.Fatalf("retry hints = %v, want %v", got, want)
 	}
@@ -137,9 +137,9 @@ func TestBackoffGrows(t *testing.T) {
 	if got := b.observe("j", "running/input", time.Second, false).Milliseconds(); got != 1000 {
 		t.Errorf("after a change of state: retry = %d, want 1000", got)
 	}
-	// An old job starts further on.
-	if got := b.observe("old", "running", 10*time.Minute, false).Milliseconds(); got != 10000 {
-		t.Errorf("a job 10 min old: retry = %d, want 10000", got)
+	// A job silent for long starts further on: half its silence.
+	if got := b.observe("quiet", "running", 40*time.Second, false).Milliseconds(); got != 20000 {
+		t.Errorf("a job silent 40 s: retry = %d, want 20000", got)
 	}
 	if got := b.observe("j", "done", time.Second, true); got != 0 {
 		t.Errorf("finished job: retry = %v, want 0", got)
@@ -160,22 +160,22 @@ func TestInProcessRoundTrip(t *testing.T) {
 	if r.Status != "done" || r.Output == nil {
 		t.Fatalf("seq: %+v", r)
 	}
-	if !strings.HasSuffix(r.Output.Text, "\n5000\n") {
-		t.Errorf("tail of seq: %.40q … %.40q", r.Output.Text, r.Output.Text[max(0, len(r.Output.Text)-40):])
+	if !strings.HasSuffix(*r.Output, "\n5000\n") {
+		t.Errorf("tail of seq: %.40q … %.40q", *r.Output, (*r.Output)[max(0, len(*r.Output)-40):])
 	}
 	// The tail starts at a whole line and says what it left out.
-	first, _, _ := strings.Cut(r.Output.Text, "\n")
+	first, _, _ := strings.Cut(*r.Output, "\n")
 	if n, err := strconv.Atoi(first); err != nil || n < 2 {
 		t.Errorf("tail starts with %q, want a whole line past the first", first)
 	}
-	if r.Output.OmittedBefore == 0 || !strings.Contains(r.Note, "offset=0") {
-		t.Errorf("tail of a long output: omitted_before %d, note %q", r.Output.OmittedBefore, r.Note)
+	if r.OutputInfo.OmittedBefore == 0 || !strings.Contains(r.Note, "offset=0") {
+		t.Errorf("tail of a long output: omitted_before %d, note %q", r.OutputInfo.OmittedBefore, r.Note)
 	}
 
 	id := start(t, cs, "cat", nil)
 	callOK[writeResult](t, cs, "process", map[string]any{"action": "write", "sessionId": id, "data": "ping\n", "eof": true})
 	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": id, "timeout": 20})
-	if p.Status != "done" || p.Output.Text != "ping\n" {
+	if p.Status != "done" || p.Output != "ping\n" {
 		t.Errorf("cat: %+v", p)
 	}
 	callErr(t, cs, "process", map[string]any{"action": "poll", "sessionId": "zzzzzzzz"}, "Session zzzzzzzz not found")
@@ -183,15 +183,15 @@ func TestInProcessRoundTrip(t *testing.T) {
 	// A page of long lines is cut to whole lines under the size bound, and
 	// says where to go on.
 	wide := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": `i=0; while [ $i -lt 2000 ]; do i=$((i+1)); printf '%0100d\n' $i; done`})
-	l := callOK[logResult](t, cs, "process", map[string]any{"action": "log", "sessionId": wide.SessionID, "offset": 0, "limit": 2000})
-	if !l.Output.Truncated || len(l.Output.Text) > maxPageChars || !strings.HasSuffix(l.Output.Text, "\n") {
-		t.Fatalf("wide page: truncated %v, %d bytes", l.Output.Truncated, len(l.Output.Text))
+	l := callOK[logPage](t, cs, "process", map[string]any{"action": "log", "sessionId": wide.SessionID, "unit": "lines", "offset": 0, "limit": 2000})
+	if !l.OutputInfo.Truncated || len(l.Output) > maxPageChars || !strings.HasSuffix(l.Output, "\n") {
+		t.Fatalf("wide page: truncated %v, %d bytes", l.OutputInfo.Truncated, len(l.Output))
 	}
-	if l.Output.NextOffset == nil || *l.Output.NextOffset != l.Output.Lines || !strings.Contains(l.Output.Note, "page cut") {
-		t.Errorf("wide page: lines %d, next_offset %v, note %q", l.Output.Lines, l.Output.NextOffset, l.Output.Note)
+	if l.OutputInfo.NextOffset == nil || *l.OutputInfo.NextOffset != l.OutputInfo.Lines || !strings.Contains(l.OutputInfo.Note, "page cut") {
+		t.Errorf("wide page: lines %d, next_offset %v, note %q", l.OutputInfo.Lines, l.OutputInfo.NextOffset, l.OutputInfo.Note)
 	}
-	next := callOK[logResult](t, cs, "process", map[string]any{"action": "log", "sessionId": wide.SessionID, "offset": *l.Output.NextOffset, "limit": 1})
-	if got, want := next.Output.Text, fmt.Sprintf("%0100d\n", *l.Output.NextOffset+1); got != want {
+	next := callOK[logPage](t, cs, "process", map[string]any{"action": "log", "sessionId": wide.SessionID, "unit": "lines", "offset": *l.OutputInfo.NextOffset, "limit": 1})
+	if got, want := next.Output, fmt.Sprintf("%0100d\n", *l.OutputInfo.NextOffset+1); got != want {
 		t.Errorf("next page starts with %.20q…, want %.20q…", got, want)
 	}
 }

@@ -3,23 +3,9 @@ package mcp
 import (
 	"sync"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
-
-// backoffSteps is the retry_in_ms poll suggests; the step grows with
-// each poll that saw no change of state and with the job's age, and the
-// last step repeats.
-var backoffSteps = []time.Duration{
-	1 * time.Second,
-	2 * time.Second,
-	5 * time.Second,
-	10 * time.Second,
-	30 * time.Second,
-	60 * time.Second,
-}
-
-// ageSteps: a job older than each of these starts one step further on. A
-// job that has run for minutes is not about to change within a second.
-var ageSteps = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute}
 
 // maxBackoffEntries bounds the per-job state kept; the oldest entries go
 // first. A forgotten entry only resets its job's hint to the first step.
@@ -41,11 +27,13 @@ type pollState struct {
 func newBackoff() *backoff { return &backoff{jobs: make(map[string]*pollState)} }
 
 // observe records a poll of job id that saw state (its status and what the
-// kernel says of it) after age of runtime, and returns the suggested wait
-// before the next poll, or 0 once the job is finished. New output is not a
+// kernel says of it), quiet for quiet (since its last output, else since it
+// started), and returns the suggested wait before the next poll
+// (vocab.RetryIn, one step further for each poll in a row that saw no
+// change), or 0 once the job is finished. New output is not a
 // change: a chatty job would otherwise be polled every second for its
 // whole life, and wait serves an agent that wants to see it end.
-func (b *backoff) observe(id, state string, age time.Duration, terminal bool) time.Duration {
+func (b *backoff) observe(id, state string, quiet time.Duration, terminal bool) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st, ok := b.jobs[id]
@@ -60,16 +48,7 @@ func (b *backoff) observe(id, state string, age time.Duration, terminal bool) ti
 		st.misses = 0
 	}
 	st.state, st.seen = state, time.Now()
-	if terminal {
-		return 0
-	}
-	step := st.misses
-	for _, a := range ageSteps {
-		if age >= a {
-			step++
-		}
-	}
-	return backoffSteps[min(step, len(backoffSteps)-1)]
+	return vocab.RetryIn(terminal, quiet, st.misses)
 }
 
 // reset forgets job id (after remove, or when something else changed it).

@@ -14,17 +14,19 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// executeResult is execute_command's structured result.
+// executeResult is execute_command's structured result: seed 000's
+// status, sessionId, exitCode and output (a string), then what jobs adds.
 type executeResult struct {
 	Status          string      `json:"status"`
 	SessionID       string      `json:"sessionId"`
+	ExitCode        *int        `json:"exitCode,omitempty"`
+	Output          *string     `json:"output,omitempty"`
 	Name            string      `json:"name,omitempty"`
-	ExitCode        *int        `json:"exit_code,omitempty"`
 	Signal          string      `json:"signal,omitempty"`
 	Reason          string      `json:"reason,omitempty"`
 	RuntimeMs       int64       `json:"runtime_ms"`
 	WaitingForInput bool        `json:"waiting_for_input"`
-	Output          *outputView `json:"output,omitempty"`
+	OutputInfo      *outputView `json:"output_info,omitempty"`
 	Note            string      `json:"note,omitempty"`
 }
 
@@ -44,6 +46,7 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	if err != nil {
 		return nil, nil, err
 	}
+	spec.TTL = s.ttl
 	window := s.yield
 	if in.YieldMs != nil {
 		if *in.YieldMs < 0 {
@@ -86,7 +89,7 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	}
 
 	r := executeResult{
-		Status:          string(job.Status),
+		Status:          openclawStatus(job.Status),
 		SessionID:       job.ID,
 		Name:            job.Name,
 		ExitCode:        job.ExitCode,
@@ -102,7 +105,7 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 			return nil, nil, err
 		}
 		out := pr.out
-		r.Output = &out
+		r.Output, r.OutputInfo = &out.Text, &out
 		if out.Note != "" {
 			notes = append(notes, out.Note)
 		}
@@ -112,7 +115,7 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 			return nil, nil, err
 		}
 		out := pr.out
-		r.Output = &out
+		r.Output, r.OutputInfo = &out.Text, &out
 		if reason == jobs.WaitInput {
 			if !job.WaitingForInput { // else the summary says so
 				notes = append(notes, "it waits for input on stdin (use process action=write)")
@@ -131,7 +134,7 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	if r.Note != "" {
 		line += ". " + r.Note
 	}
-	res, v, err := resultWith(line, r.Output, r)
+	res, v, err := resultWith(line, r.OutputInfo, r)
 	if res != nil && job.Status == jobs.StatusFailed && job.ExitCode == nil && job.Signal == "" {
 		// The command never ran (bad cwd, missing shell …): that is the
 		// tool failing, not the command.

@@ -104,3 +104,18 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 		<-tick.C
 	}
 }
+
+// logPage is log's structured result as a test reads it: output_info
+// holds the fields of an outputView (unit lines or bytes) or a charPage
+// (unit chars).
+type logPage struct {
+	SessionID  string `json:"sessionId"`
+	Status     string `json:"status"`
+	Unit       string `json:"unit"`
+	Output     string `json:"output"`
+	OutputInfo struct {
+		outputView
+		Offset *int64 `json:"offset"`
+		Chars  int64  `json:"chars"`
+	} `json:"output_info"`
+}

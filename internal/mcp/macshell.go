@@ -131,21 +131,13 @@ func addMacShell(s *server, srv *sdk.Server) {
 		InputSchema: schemaOf[macKillInput]("kill_process"), Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}}, s.macKill)
 }
 
-// shellQuote quotes an argument for a POSIX shell.
-func shellQuote(a string) string {
-	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-}
-
 func (s *server) macRun(ctx context.Context, req *sdk.CallToolRequest, in macRunInput) (*sdk.CallToolResult, any, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return nil, nil, argError("command is required and must not be empty")
 	}
 	line := in.Command
 	for _, a := range in.Args {
-		line += " " + shellQuote(a)
+		line += " " + textclean.ShellQuote(a)
 	}
 	session := in.Session
 	if session == "" {
@@ -230,34 +222,34 @@ func (s *server) macLines(ctx context.Context, id string, from, n int64, typ str
 	if err != nil {
 		return j, o, nil, macError(id, err)
 	}
-	// The stream of each line, when all are read: the lines of stderr,
-	// matched in order. jobs stores times per write, not per line: every
-	// line carries the time of the job's latest output.
-	stderr := map[string]int{}
-	if r.Stream == "" && j.OutputLines > 0 {
-		r.Stream = jobs.Stderr
-		if e, err := s.c.Log(ctx, j.ID, r); err == nil {
-			for _, l := range strings.Split(e.Text, "\n") {
-				stderr[l]++
-			}
-		}
-	}
-	at := stamp(j.LastOutputAt)
-	if at == "" {
-		at = stamp(&j.CreatedAt)
-	}
 	var lines []macLine
 	text := strings.TrimSuffix(o.Text, "\n")
 	if text == "" {
 		return j, o, []macLine{}, nil
 	}
-	for i, l := range strings.Split(text, "\n") {
-		t := typ
+	split := strings.Split(text, "\n")
+	// Each line's type and timestamp: the stream that wrote its end and
+	// the time of the stored chunk holding that end (jobs stores output in
+	// chunks of up to about 1 KiB, each stamped with its latest write).
+	marks, err := s.c.LineMarks(ctx, j.ID, o.FirstLine, int64(len(split)), r.Stream)
+	if err != nil {
+		return j, o, nil, macError(id, err)
+	}
+	fallback := stamp(j.LastOutputAt)
+	if fallback == "" {
+		fallback = stamp(&j.CreatedAt)
+	}
+	for i, l := range split {
+		t, at := typ, fallback
 		if t == "" || t == "all" {
 			t = "stdout"
-			if stderr[l] > 0 {
+		}
+		if i < len(marks) {
+			at = stamp(&marks[i].At)
+			if marks[i].Stream == jobs.Stderr {
 				t = "stderr"
-				stderr[l]--
+			} else {
+				t = "stdout"
 			}
 		}
 		lines = append(lines, macLine{Timestamp: at, Type: t, Content: l, LineNumber: o.FirstLine + int64(i)})

@@ -8,12 +8,14 @@ package mcp
 // notifications once they set a level (logging/setLevel), as MCP asks.
 //
 // Ends that happen while a server runs are told by that server to each of
-// its own clients, so two servers of one scope each tell their own. Each
-// delivered end is recorded on the job's audit trail (a note, "completion
-// notice delivered"). Ends that happened while no server ran, so that no
-// note records them, are told once per scope: the first client of the next
-// server that sets a logging level gets them, and the note makes sure no
-// other server's client gets them again.
+// its own clients, so two servers of one scope each tell their own. An end
+// counts as delivered only when a completion message was actually sent to
+// a client; each delivered end is recorded on the job's audit trail (a
+// note, "completion notice delivered"). Ends that no client received —
+// they happened while no server ran, or while no client had set a level
+// taking info — stay pending: the next client, of this server or a later
+// one, that sets such a level gets them, and the note keeps other clients
+// from getting them again.
 
 import (
 	"context"
@@ -21,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -76,32 +80,118 @@ func addJobResources(c *jobs.Client, srv *sdk.Server) {
 	})
 }
 
-// announce follows the scope's audit trail until ctx ends and tells srv's
-// clients of each status change that happens from start on. Run owns it.
-func announce(ctx context.Context, c *jobs.Client, srv *sdk.Server, start time.Time) {
-	for e, err := range c.Events(ctx, jobs.EventOptions{Follow: true}) {
+// notifier tells one server's clients of the scope's job ends. A
+// completion message counts as delivered, and is noted on the job's audit
+// trail, only when the SDK handed it to a client's connection: a client
+// that set no logging level, or one above info, is sent nothing (the SDK
+// drops the message without an error), so for it the end stays pending.
+// A pending end is told to the next client, of this server or a later
+// one, that sets a level taking info. told keeps one client from being
+// told one end twice, by the live announcement and the pending ones.
+//
+// Two servers whose clients set their level at the same moment may both
+// tell one pending end; none records an end as delivered that no client
+// got.
+type notifier struct {
+	c     *jobs.Client
+	srv   *sdk.Server
+	start time.Time
+	mu    sync.Mutex
+	told  map[*sdk.ServerSession]map[string]bool
+}
+
+func newNotifier(c *jobs.Client, start time.Time) *notifier {
+	return &notifier{c: c, start: start, told: map[*sdk.ServerSession]map[string]bool{}}
+}
+
+// sentKey marks the context of a completion message so that the sending
+// middleware can report that it went out.
+type sentKey struct{}
+
+// sending is a sending middleware: it records, in the flag the context
+// carries, that a logging notification was written to the connection.
+func sending(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if flag, ok := ctx.Value(sentKey{}).(*atomic.Bool); ok && err == nil && method == "notifications/message" {
+			flag.Store(true)
+		}
+		return res, err
+	}
+}
+
+// tell sends msg to ss unless ss was told of job id already, and reports
+// whether it went out.
+func (n *notifier) tell(ctx context.Context, ss *sdk.ServerSession, id, msg string) bool {
+	n.mu.Lock()
+	if n.told[ss][id] {
+		n.mu.Unlock()
+		return false
+	}
+	if n.told[ss] == nil {
+		n.told[ss] = map[string]bool{}
+	}
+	n.told[ss][id] = true // held while sending, so that a concurrent tell skips it
+	n.mu.Unlock()
+	var sent atomic.Bool
+	//lint:ignore SA1019 seed 002's completion message is a logging notification; clients still take it
+	err := ss.Log(context.WithValue(ctx, sentKey{}, &sent), &sdk.LoggingMessageParams{Level: "info", Logger: "jobs", Data: msg})
+	ok := err == nil && sent.Load()
+	if !ok {
+		n.mu.Lock()
+		delete(n.told[ss], id)
+		n.mu.Unlock()
+	}
+	return ok
+}
+
+// forget drops the record of sessions that have ended.
+func (n *notifier) forget() {
+	live := map[*sdk.ServerSession]bool{}
+	for ss := range n.srv.Sessions() {
+		live[ss] = true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ss := range n.told {
+		if !live[ss] {
+			delete(n.told, ss)
+		}
+	}
+}
+
+// announce follows the scope's audit trail until ctx ends and tells the
+// server's clients of each status change that happens from start on. Run
+// owns it.
+func (n *notifier) announce(ctx context.Context) {
+	for e, err := range n.c.Events(ctx, jobs.EventOptions{Follow: true}) {
 		if err != nil {
 			return // ctx ended or the database failed: notices stop, tools go on
 		}
-		if e.Kind != "transition" || e.At.Before(start) {
+		if e.Kind != "transition" || e.At.Before(n.start) {
 			continue
 		}
-		_ = srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: jobURI(e.JobID)})
-		if !e.To.Terminal() {
-			continue
+		_ = n.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: jobURI(e.JobID)})
+		if e.To.Terminal() {
+			n.ended(ctx, e.JobID)
 		}
-		msg, err := completionMessage(ctx, c, e.JobID)
-		if err != nil {
-			continue // removed since
-		}
-		sent := false
-		for ss := range srv.Sessions() {
-			//lint:ignore SA1019 seed 002's completion message is a logging notification; clients still take it
-			sent = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "jobs", Data: msg}) == nil || sent
-		}
-		if sent {
-			_, _ = c.NoteOnce(ctx, e.JobID, noticeNote)
-		}
+	}
+}
+
+// ended tells every client of the server of job id's end, and notes the
+// delivery when at least one got it.
+func (n *notifier) ended(ctx context.Context, id string) {
+	msg, err := completionMessage(ctx, n.c, id)
+	if err != nil {
+		return // removed since
+	}
+	n.forget()
+	sent := false
+	for ss := range n.srv.Sessions() {
+		sent = n.tell(ctx, ss, id, msg) || sent
+	}
+	if sent {
+		_, _ = n.c.NoteOnce(ctx, id, noticeNote)
 	}
 }
 
@@ -109,43 +199,61 @@ func announce(ctx context.Context, c *jobs.Client, srv *sdk.Server, start time.T
 // notice.
 const noticeNote = "completion notice delivered"
 
-// maxBacklog bounds the ends told at once when a server starts.
+// maxBacklog bounds the ends told at once when a client sets its level.
 const maxBacklog = 100
 
-// backlog returns a middleware that, when a client sets its logging level,
-// tells it of the scope's jobs that ended before start and whose end no
-// server has told yet.
-func backlog(c *jobs.Client, start time.Time) sdk.Middleware {
-	return func(next sdk.MethodHandler) sdk.MethodHandler {
-		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			res, err := next(ctx, method, req)
-			if method != "logging/setLevel" || err != nil {
-				return res, err
-			}
-			ss, ok := req.GetSession().(*sdk.ServerSession)
-			if !ok {
-				return res, err
-			}
-			list, lerr := c.List(ctx, jobs.Filter{Statuses: []jobs.Status{jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost}, Limit: maxBacklog})
-			if lerr != nil {
-				return res, err
-			}
-			for i := len(list) - 1; i >= 0; i-- { // oldest first
-				j := list[i]
-				if j.EndedAt == nil || !j.EndedAt.Before(start) {
-					continue // the live announcement tells it
-				}
-				if ok, nerr := c.NoteOnce(ctx, j.ID, noticeNote); nerr != nil || !ok {
-					continue
-				}
-				if msg, merr := completionMessage(ctx, c, j.ID); merr == nil {
-					//lint:ignore SA1019 seed 002's completion message is a logging notification; clients still take it
-					_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "jobs", Data: msg})
-				}
-			}
+// backlog is a receiving middleware: when a client sets its logging
+// level, it tells it of the scope's ended jobs whose end no client has
+// received yet (no delivery note), oldest first.
+func (n *notifier) backlog(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "logging/setLevel" || err != nil {
 			return res, err
 		}
+		ss, ok := req.GetSession().(*sdk.ServerSession)
+		if !ok {
+			return res, err
+		}
+		list, lerr := n.c.List(ctx, jobs.Filter{Statuses: []jobs.Status{jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost}, Limit: maxBacklog})
+		if lerr != nil {
+			return res, err
+		}
+		for i := len(list) - 1; i >= 0; i-- {
+			j := list[i]
+			if delivered(ctx, n.c, j.ID) {
+				continue
+			}
+			msg, merr := completionMessage(ctx, n.c, j.ID)
+			if merr != nil {
+				continue
+			}
+			if !n.tell(ctx, ss, j.ID, msg) {
+				continue // told already, or the level does not take info
+			}
+			_, _ = n.c.NoteOnce(ctx, j.ID, noticeNote)
+		}
+		return res, err
 	}
+}
+
+// delivered reports whether job id's audit trail records a delivered
+// completion notice. An error counts as delivered: better a notice missed
+// than one told twice on every start.
+func delivered(ctx context.Context, c *jobs.Client, id string) bool {
+	evs, err := c.History(ctx, id)
+	if err != nil {
+		return true
+	}
+	for _, e := range evs {
+		var d struct {
+			Message string `json:"message"`
+		}
+		if e.Kind == "note" && json.Unmarshal(e.Detail, &d) == nil && d.Message == noticeNote {
+			return true
+		}
+	}
+	return false
 }
 
 // completionMessage is seed 002's completion message for job id.

@@ -141,14 +141,24 @@ type listResult struct {
 	Note        string `json:"note,omitempty"`
 }
 
-// listView is a session as list shows it: what tells sessions apart.
+// listView is a session as list shows it: seed 000's SessionMeta, then
+// what jobs adds. Times are milliseconds since the epoch. lastAccessedAt
+// is the job's last read or change as jobs records it (its TTL counts
+// from there, as the seed's does); outputLength counts the bytes the job
+// wrote. offloaded is always false: jobs keeps all output in its
+// database, and log reads any part of it.
 type listView struct {
-	SessionID string `json:"sessionId"`
-	Name      string `json:"name,omitempty"`
-	Status    string `json:"status"`
-	ExitCode  *int   `json:"exit_code,omitempty"`
-	RuntimeMs int64  `json:"runtime_ms"`
-	Command   string `json:"command"`
+	SessionID      string `json:"sessionId"`
+	Command        string `json:"command"`
+	Status         string `json:"status"`
+	CreatedAt      int64  `json:"createdAt"`
+	LastAccessedAt int64  `json:"lastAccessedAt"`
+	PID            int    `json:"pid,omitempty"`
+	ExitCode       *int   `json:"exitCode,omitempty"`
+	OutputLength   int64  `json:"outputLength"`
+	Offloaded      bool   `json:"offloaded"`
+	Name           string `json:"name,omitempty"`
+	RuntimeMs      int64  `json:"runtime_ms"`
 }
 
 // listFilter reads list's arguments. status takes one word or several
@@ -174,9 +184,15 @@ func listFilter(in processInput) (jobs.Filter, error) {
 			f.Statuses = append(f.Statuses, jobs.StatusStarting, jobs.StatusRunning)
 		case "finished":
 			f.Statuses = append(f.Statuses, jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost)
+		case "error": // the seeds' words, as results use them
+			f.Statuses = append(f.Statuses, jobs.StatusFailed, jobs.StatusLost)
+		case "killed":
+			f.Statuses = append(f.Statuses, jobs.StatusKilled, jobs.StatusTimedOut)
+		case "running":
+			f.Statuses = append(f.Statuses, jobs.StatusStarting, jobs.StatusRunning)
 		default:
 			if !slices.Contains(statuses, jobs.Status(st)) {
-				return f, argError("unknown status \"%s\": use %s, active or finished", textclean.Echo(st), joinStatuses())
+				return f, argError("unknown status \"%s\": use %s, error, active or finished", textclean.Echo(st), joinStatuses())
 			}
 			f.Statuses = append(f.Statuses, jobs.Status(st))
 		}
@@ -205,10 +221,14 @@ func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult
 	}
 	var b strings.Builder
 	for _, j := range js {
-		v := listView{SessionID: j.ID, Name: j.Name, Status: string(j.Status), ExitCode: j.ExitCode,
+		v := listView{SessionID: j.ID, Name: j.Name, Status: openclawStatus(j.Status), ExitCode: j.ExitCode,
+			CreatedAt: j.CreatedAt.UnixMilli(), LastAccessedAt: lastAccess(j).UnixMilli(), OutputLength: j.OutputBytes,
 			RuntimeMs: j.Runtime.Milliseconds(), Command: cutEnd(textclean.Escape(commandLine(j)), listCommandChars)}
+		if !j.Status.Terminal() {
+			v.PID = j.PID
+		}
 		r.Sessions = append(r.Sessions, v)
-		fmt.Fprintf(&b, "\n%s %s", j.ID, j.Status)
+		fmt.Fprintf(&b, "\n%s %s", j.ID, v.Status)
 		if j.ExitCode != nil {
 			fmt.Fprintf(&b, " %d", *j.ExitCode)
 		}
@@ -228,6 +248,18 @@ func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult
 	return result(line+b.String(), r)
 }
 
+// lastAccess is the latest of the job's recorded access, creation, last
+// output and end: jobs records reads of a finished job only.
+func lastAccess(j jobs.Job) time.Time {
+	t := j.CreatedAt
+	for _, u := range []*time.Time{&j.LastAccess, j.LastOutputAt, j.EndedAt} {
+		if u != nil && u.After(t) {
+			t = *u
+		}
+	}
+	return t
+}
+
 // statuses are the words list's status filter takes (besides active).
 var statuses = []jobs.Status{jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
 	jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost}
@@ -240,18 +272,20 @@ func joinStatuses() string {
 	return strings.Join(names, ", ")
 }
 
-// pollResult is poll's and wait's structured result.
+// pollResult is poll's and wait's structured result: seed 000's status,
+// output (a string) and exitCode, then what jobs adds.
 type pollResult struct {
 	SessionID       string     `json:"sessionId"`
 	Status          string     `json:"status"`
-	ExitCode        *int       `json:"exit_code,omitempty"`
+	Output          string     `json:"output"`
+	ExitCode        *int       `json:"exitCode,omitempty"`
 	Signal          string     `json:"signal,omitempty"`
 	Reason          string     `json:"reason,omitempty"`
 	RuntimeMs       int64      `json:"runtime_ms"`
 	WaitingForInput bool       `json:"waiting_for_input"`
 	Stopped         bool       `json:"stopped,omitempty"`
 	Descendants     int        `json:"descendants,omitempty"`
-	Output          outputView `json:"output"`
+	OutputInfo      outputView `json:"output_info"`
 	RetryInMs       int64      `json:"retry_in_ms,omitempty"`
 	// WaitReason and Match are wait's: why it returned, and the matching
 	// line.
@@ -267,7 +301,8 @@ type pollResult struct {
 func newPollResult(j jobs.Job, out outputView) pollResult {
 	return pollResult{
 		SessionID:       j.ID,
-		Status:          string(j.Status),
+		Status:          openclawStatus(j.Status),
+		Output:          out.Text,
 		ExitCode:        j.ExitCode,
 		Signal:          j.Signal,
 		Reason:          j.Reason,
@@ -275,7 +310,7 @@ func newPollResult(j jobs.Job, out outputView) pollResult {
 		WaitingForInput: j.WaitingForInput,
 		Stopped:         j.Stopped,
 		Descendants:     j.Descendants,
-		Output:          out,
+		OutputInfo:      out,
 	}
 }
 
@@ -309,7 +344,11 @@ func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	j, out := pr.job, pr.out
 	r := newPollResult(j, out)
 	state := fmt.Sprintf("%s/%t/%t/%d", j.Status, j.WaitingForInput, j.Stopped, j.Descendants)
-	retry := s.backoff.observe(j.ID, state, j.Runtime, j.Status.Terminal())
+	quiet := j.Runtime
+	if j.LastOutputAt != nil {
+		quiet = time.Since(*j.LastOutputAt)
+	}
+	retry := s.backoff.observe(j.ID, state, quiet, j.Status.Terminal())
 	r.RetryInMs = retry.Milliseconds()
 	if out.Note != "" {
 		notes = append(notes, out.Note)
@@ -328,14 +367,18 @@ func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	if out.Text == "" && !j.Status.Terminal() {
 		line += "; no new output"
 	}
-	return resultWith(line+". "+r.Note, &r.Output, r)
+	return resultWith(line+". "+r.Note, &r.OutputInfo, r)
 }
 
+// logResult is log's structured result: the page as the output string,
+// and where it lies in output_info (a charPage with unit=chars, else the
+// output view).
 type logResult struct {
-	SessionID string     `json:"sessionId"`
-	Status    string     `json:"status"`
-	Unit      string     `json:"unit"`
-	Output    outputView `json:"output"`
+	SessionID  string `json:"sessionId"`
+	Status     string `json:"status,omitempty"`
+	Unit       string `json:"unit"`
+	Output     string `json:"output"`
+	OutputInfo any    `json:"output_info"`
 }
 
 func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.CallToolResult, any, error) {
@@ -346,8 +389,8 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 		return nil, nil, argError("limit must not be negative, got %d", *in.Limit)
 	}
 	unit := in.Unit
-	if unit == "" {
-		unit = "lines"
+	if unit == "" || unit == "chars" {
+		return s.logChars(ctx, ref, in)
 	}
 	r := jobs.Range{Stream: jobs.Stream(in.Stream), Grep: in.Grep, Clean: true}
 	var notes []string
@@ -383,7 +426,7 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 		}
 		r.Limit = limit
 	default:
-		return nil, nil, argError("unit must be lines or bytes, got %q", unit)
+		return nil, nil, argError("unit must be chars, lines or bytes, got %q", unit)
 	}
 	switch in.Stream {
 	case "", "stdout", "stderr", "pty":
@@ -443,7 +486,7 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 	}
 	out.Note = strings.Join(notes, "; ")
 	line := fmt.Sprintf("log of session %s: %s", textclean.Echo(ref), out.Note)
-	return resultWith(line, &out, logResult{SessionID: o.JobID, Unit: unit, Output: out, Status: s.statusOf(ctx, ref)})
+	return resultWith(line, &out, logResult{SessionID: o.JobID, Unit: unit, Output: out.Text, OutputInfo: out, Status: s.statusOf(ctx, ref)})
 }
 
 // statusOf returns the job's status for a result that is mainly about
@@ -453,7 +496,7 @@ func (s *server) statusOf(ctx context.Context, ref string) string {
 	if err != nil {
 		return ""
 	}
-	return string(j.Status)
+	return openclawStatus(j.Status)
 }
 
 type eventView struct {
@@ -599,11 +642,13 @@ type killResult struct {
 func viewKill(k jobs.KillResult) killResult {
 	r := killResult{
 		SessionID:   k.JobID,
-		Status:      string(k.Status),
 		Signalled:   k.Signalled,
 		Survivors:   k.Survivors,
 		Escalated:   k.Escalated,
 		AlreadyDone: k.AlreadyDone,
+	}
+	if k.Status != "" {
+		r.Status = openclawStatus(k.Status)
 	}
 	if r.Signalled == nil {
 		r.Signalled = []int{}
@@ -694,7 +739,7 @@ func (s *server) remove(ctx context.Context, ref string) (*sdk.CallToolResult, a
 type sessionState struct {
 	SessionID       string `json:"sessionId"`
 	Status          string `json:"status"`
-	ExitCode        *int   `json:"exit_code,omitempty"`
+	ExitCode        *int   `json:"exitCode,omitempty"`
 	RuntimeMs       int64  `json:"runtime_ms"`
 	WaitingForInput bool   `json:"waiting_for_input,omitempty"`
 }
@@ -797,7 +842,7 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processI
 	if len(refs) > 1 {
 		var others []string
 		for _, w := range wr.Jobs {
-			r.Sessions = append(r.Sessions, sessionState{SessionID: w.ID, Status: string(w.Status), ExitCode: w.ExitCode,
+			r.Sessions = append(r.Sessions, sessionState{SessionID: w.ID, Status: openclawStatus(w.Status), ExitCode: w.ExitCode,
 				RuntimeMs: w.Runtime.Milliseconds(), WaitingForInput: w.WaitingForInput})
 			if w.Status.Terminal() {
 				r.Ended = append(r.Ended, w.ID)
@@ -812,12 +857,12 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processI
 	if r.Note != "" {
 		line += "; " + r.Note
 	}
-	return resultWith(line, &r.Output, r)
+	return resultWith(line, &r.OutputInfo, r)
 }
 
 // shortState is a job's status in a few words, for a list of several.
 func shortState(j jobs.Job) string {
-	st := string(j.Status)
+	st := openclawStatus(j.Status)
 	switch {
 	case j.ExitCode != nil:
 		st = fmt.Sprintf("%s (exit %d)", st, *j.ExitCode)

@@ -45,12 +45,19 @@ func Profiles() []string {
 // NewProfileServer returns an MCP server whose tools are profile's, acting
 // on c's scope. An empty profile is DefaultProfile.
 func NewProfileServer(c *jobs.Client, version, name string) (*sdk.Server, error) {
+	srv, _, err := newProfileServer(c, version, name, time.Now())
+	return srv, err
+}
+
+// newProfileServer is NewProfileServer with the notifier that tells its
+// clients of job ends from start on; Run runs its announce.
+func newProfileServer(c *jobs.Client, version, name string, start time.Time) (*sdk.Server, *notifier, error) {
 	if name == "" {
 		name = DefaultProfile
 	}
 	p, ok := profiles[name]
 	if !ok {
-		return nil, fmt.Errorf("unknown profile %q (one of %s)", name, strings.Join(Profiles(), ", "))
+		return nil, nil, fmt.Errorf("unknown profile %q (one of %s)", name, strings.Join(Profiles(), ", "))
 	}
 	if version == "" {
 		version = "dev"
@@ -61,6 +68,9 @@ func NewProfileServer(c *jobs.Client, version, name string) (*sdk.Server, error)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version}, opts)
 	p.add(s, srv)
 	addJobResources(c, srv)
-	srv.AddReceivingMiddleware(backlog(c, time.Now()))
-	return srv, nil
+	n := newNotifier(c, start)
+	n.srv = srv
+	srv.AddReceivingMiddleware(n.backlog)
+	srv.AddSendingMiddleware(sending)
+	return srv, n, nil
 }

@@ -11,8 +11,27 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// jobView is a job as the model sees it: the seeds' sessionId, times in
-// milliseconds, the command cut to a readable length.
+// openclawStatus is a job's status in seeds 000/001's words: running,
+// done, error or killed. A job that is still starting counts as running;
+// one that exited non-zero, never started or was lost (its supervisor
+// died) is error; one ended by its timeout was killed, as the seeds' maximum
+// runtime kills. The engine's finer word is kept in reason ("timed out
+// after 30m0s", "supervisor … lost track of it").
+func openclawStatus(st jobs.Status) string {
+	switch st {
+	case jobs.StatusStarting, jobs.StatusRunning:
+		return "running"
+	case jobs.StatusDone:
+		return "done"
+	case jobs.StatusKilled, jobs.StatusTimedOut:
+		return "killed"
+	}
+	return "error"
+}
+
+// jobView is a job as the model sees it: the seeds' sessionId, exitCode
+// and status words, times in milliseconds, the command cut to a readable
+// length.
 type jobView struct {
 	SessionID       string   `json:"sessionId"`
 	Name            string   `json:"name,omitempty"`
@@ -20,7 +39,7 @@ type jobView struct {
 	Command         string   `json:"command"`
 	Argv            []string `json:"argv,omitempty"`
 	Status          string   `json:"status"`
-	ExitCode        *int     `json:"exit_code,omitempty"`
+	ExitCode        *int     `json:"exitCode,omitempty"`
 	Signal          string   `json:"signal,omitempty"`
 	Reason          string   `json:"reason,omitempty"`
 	PID             int      `json:"pid,omitempty"`
@@ -52,7 +71,7 @@ func viewJob(j jobs.Job, full bool) jobView {
 		Name:            j.Name,
 		Label:           j.Label,
 		Command:         commandLine(j),
-		Status:          string(j.Status),
+		Status:          openclawStatus(j.Status),
 		ExitCode:        j.ExitCode,
 		Signal:          j.Signal,
 		Reason:          j.Reason,
@@ -95,9 +114,11 @@ func stamp(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// outputView is a piece of output and what it left out.
+// outputView is a piece of output and what it left out. Its text is the
+// seeds' output string, a field of the result of its own; the rest is
+// the result's output_info.
 type outputView struct {
-	Text string `json:"text"`
+	Text string `json:"-"`
 	// Start and End are the absolute byte offsets covered.
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
@@ -106,8 +127,9 @@ type outputView struct {
 	// FirstLine is offset FirstLine-1); Lines how many lines end in Text.
 	FirstLine int64 `json:"first_line"`
 	Lines     int64 `json:"lines"`
-	// NextOffset is the offset to pass to log to continue reading: a line
-	// with unit=lines, a byte with unit=bytes.
+	// NextOffset is the offset to pass to log to continue reading: a
+	// character with unit=chars, a line with unit=lines, a byte with
+	// unit=bytes.
 	NextOffset *int64 `json:"next_offset,omitempty"`
 	TotalBytes int64  `json:"total_bytes"`
 	TotalLines int64  `json:"total_lines"`
@@ -221,7 +243,7 @@ func summary(j jobs.Job) string {
 		name += " (" + textclean.Escape(j.Name) + ")"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "session %s: %s", name, j.Status)
+	fmt.Fprintf(&b, "session %s: %s", name, openclawStatus(j.Status))
 	switch {
 	case j.ExitCode != nil && j.Signal != "":
 		fmt.Fprintf(&b, " (exit %d, signal %s)", *j.ExitCode, j.Signal)
@@ -236,7 +258,7 @@ func summary(j jobs.Job) string {
 		fmt.Fprintf(&b, " for %s", round(j.Runtime))
 	}
 	fmt.Fprintf(&b, ", %s of output", size(j.OutputBytes))
-	if j.Reason != "" && j.Reason != string(j.Status) {
+	if j.Reason != "" && j.Reason != string(j.Status) && j.Reason != openclawStatus(j.Status) {
 		fmt.Fprintf(&b, "; %s", textclean.Escape(j.Reason))
 	}
 	if j.Stopped {

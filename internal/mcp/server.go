@@ -59,7 +59,11 @@ type server struct {
 	bound     time.Duration
 	yield     time.Duration
 	pollChars int64
-	backoff   *backoff
+	// ttl is how long a finished job is kept after its last access
+	// ($PI_BASH_JOB_TTL_MS, as the CLI reads it): 0 leaves the engine's
+	// default (30 min, the seeds' cleanupMs), negative keeps it for ever.
+	ttl     time.Duration
+	backoff *backoff
 }
 
 // NewServer returns an MCP server whose tools act on c's scope, with the
@@ -81,6 +85,13 @@ func newState(c *jobs.Client) *server {
 		yield:     envDuration("PI_BASH_YIELD_MS", defaultYield),
 		pollChars: envInt("PI_BASH_MAX_OUTPUT_CHARS", envInt("OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", defaultPollChars)),
 		backoff:   newBackoff(),
+	}
+	if v := os.Getenv("PI_BASH_JOB_TTL_MS"); v != "" {
+		if d := envDuration("PI_BASH_JOB_TTL_MS", -2); d == 0 {
+			s.ttl = -1 // 0 keeps finished jobs for ever, as for the CLI
+		} else if d > 0 {
+			s.ttl = d
+		}
 	}
 	if s.bound <= 0 {
 		s.bound = defaultBound
@@ -124,10 +135,9 @@ func addOpenClaw(s *server, srv *sdk.Server) {
 // up or ctx ends. A malformed frame is answered with a JSON-RPC error and
 // the server reads on.
 func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
-	// Ends from start on are announced live; the server's backlog takes
-	// those before its own (later) start, so none falls between.
-	start := time.Now()
-	srv, err := NewProfileServer(c, version, profile)
+	// Ends from the server's start on are announced live; any end no
+	// client received is told when a client sets its logging level.
+	srv, n, err := newProfileServer(c, version, profile, time.Now())
 	if err != nil {
 		return err
 	}
@@ -139,7 +149,7 @@ func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		announce(nctx, c, srv, start)
+		n.announce(nctx)
 	}()
 	defer func() {
 		stop()
@@ -175,9 +185,9 @@ func processDescription(bound time.Duration) string {
 
 Actions (each takes only the parameters listed):
 - wait (sessionId or sessionIds, all, until, idle, timeout): block until the job ends, waits for input on stdin, its output matches until (a regex; the unfinished last line counts, so prompts match) or it has been silent idle seconds. With several sessionIds it returns when the first ends (all=true: when all have), naming which, with the others' status. The output is what you have not read yet (the newest part when long). timeout in seconds (default and at most ` + round(bound) + `; call again to keep waiting). Sends progress notifications.
-- poll (sessionId, timeout, grep): status, exit_code, waiting_for_input and the output that is NEW since the last poll: when more is new than 500 characters, the newest part from a line start, saying what it skipped. retry_in_ms says when to look again; it grows while nothing changes. timeout blocks up to that many seconds for new output.
-- log (sessionId, offset, limit, unit, stream, grep): page through the cleaned full output. offset/limit count lines (offset 0 = first line); default the last 200 lines; at most 2000 lines and 64 KiB. unit="bytes" makes them byte offsets (continue with next_offset).
-- list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default 20, at most 100) and how many more. status takes running, done, failed, killed, timed_out, lost, starting, active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
+- poll (sessionId, timeout, grep): status (running, done, error, killed), exitCode, waiting_for_input and the output that is NEW since the last poll: when more is new than 500 characters, the newest part from a line start, saying what it skipped. retry_in_ms says when to look again; it grows while nothing changes. timeout blocks up to that many seconds for new output.
+- log (sessionId, offset, limit, unit, stream, grep): page through the cleaned full output. offset/limit slice characters (offset 0 = the first character; continue with next_offset); without offset, the last limit characters; limit defaults to 20000, at most 65536. unit="lines" makes them lines (default the last 200, at most 2000), unit="bytes" byte offsets.
+- list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default 20, at most 100) and how many more. status takes the words results use: running (with starting), done, error (failed or lost), killed (with timed_out); jobs' finer failed, timed_out, lost, starting; or active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
 - status (sessionId): all metadata and the transition history.
 - write (sessionId, data, eof): send data to stdin (add "\n" to end a line); eof=true closes stdin (it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
 - send_keys (sessionId, keys, literal): tmux jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
@@ -214,10 +224,10 @@ type processInput struct {
 	SessionID  string   `json:"sessionId,omitempty" jsonschema:"the job: id, unique id prefix or name (every action but list)"`
 	SessionIDs []string `json:"sessionIds,omitempty" jsonschema:"wait: several jobs; returns when the first ends (or all, with all=true)"`
 	All        bool     `json:"all,omitempty" jsonschema:"wait: with several sessionIds, return only when all have ended"`
-	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in these statuses (running, done, failed, killed, timed_out, lost, starting; active; finished; several separated by commas)"`
-	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first line to read, from 0 (or byte offset with unit=bytes)"`
-	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many lines to read (or bytes with unit=bytes); default 200 lines. list: how many sessions (default 20, at most 100)"`
-	Unit       string   `json:"unit,omitempty" jsonschema:"log: lines (default) or bytes"`
+	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in these statuses (running, done, error, killed; failed, timed_out, lost, starting; active; finished; several separated by commas)"`
+	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first character to read, from 0 (a line with unit=lines, a byte with unit=bytes); without it log reads the last limit characters"`
+	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many characters to read (lines with unit=lines, bytes with unit=bytes); default 20000 characters. list: how many sessions (default 20, at most 100)"`
+	Unit       string   `json:"unit,omitempty" jsonschema:"log: chars (default), lines or bytes"`
 	Stream     string   `json:"stream,omitempty" jsonschema:"log: stdout or stderr only"`
 	Grep       string   `json:"grep,omitempty" jsonschema:"log, poll: keep only lines matching this regular expression"`
 	Filter     string   `json:"filter,omitempty" jsonschema:"the same as grep"`
@@ -296,7 +306,7 @@ func processSchema() *jsonschema.Schema {
 	for _, a := range killActions {
 		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
 	}
-	s.Properties["unit"].Enum = []any{"lines", "bytes"}
+	s.Properties["unit"].Enum = []any{"chars", "lines", "bytes"}
 	s.Properties["stream"].Enum = []any{"stdout", "stderr", "pty"}
 	// No "minimum" on the numbers: the handlers say "offset must not be
 	// negative, got -1", which reads better than the validator's message.

@@ -46,62 +46,65 @@ func TestStdioBackgroundPollLog(t *testing.T) {
 	if p.Status != "done" || p.ExitCode == nil || *p.ExitCode != 0 {
 		t.Fatalf("final poll: status %s exit %v, want done 0", p.Status, p.ExitCode)
 	}
-	if got, want := p.Output.TotalBytes, int64(len(lines(1, 500))); got != want {
+	if got, want := p.OutputInfo.TotalBytes, int64(len(lines(1, 500))); got != want {
 		t.Errorf("total_bytes = %d, want %d", got, want)
 	}
 	if p.RetryInMs != 0 {
 		t.Errorf("finished job: retry_in_ms = %d, want 0", p.RetryInMs)
 	}
 
-	logOf := func(args map[string]any) logResult {
+	logOf := func(args map[string]any) logPage {
 		t.Helper()
 		args["action"], args["sessionId"] = "log", id
-		return callOK[logResult](t, cs, "process", args)
+		if args["unit"] == nil {
+			args["unit"] = "lines"
+		}
+		return callOK[logPage](t, cs, "process", args)
 	}
-	// Default: the last 200 lines.
+	// unit=lines, default: the last 200 lines.
 	l := logOf(map[string]any{})
-	if got, want := l.Output.Text, lines(301, 500); got != want {
+	if got, want := l.Output, lines(301, 500); got != want {
 		t.Errorf("default log page:\n got %.80q…\nwant %.80q…", got, want)
 	}
-	if l.Output.FirstLine != 301 || l.Output.TotalLines != 500 || l.Output.OmittedBefore == 0 {
+	if l.OutputInfo.FirstLine != 301 || l.OutputInfo.TotalLines != 500 || l.OutputInfo.OmittedBefore == 0 {
 		t.Errorf("default log page: first_line %d total_lines %d omitted_before %d, want 301, 500, >0",
-			l.Output.FirstLine, l.Output.TotalLines, l.Output.OmittedBefore)
+			l.OutputInfo.FirstLine, l.OutputInfo.TotalLines, l.OutputInfo.OmittedBefore)
 	}
-	if !strings.Contains(l.Output.Note, "offset=0") {
-		t.Errorf("default log page note %q does not say how to read the start", l.Output.Note)
+	if !strings.Contains(l.OutputInfo.Note, "offset=0") {
+		t.Errorf("default log page note %q does not say how to read the start", l.OutputInfo.Note)
 	}
 	// Page forward by lines.
 	l = logOf(map[string]any{"offset": 0, "limit": 100})
-	if got, want := l.Output.Text, lines(1, 100); got != want {
+	if got, want := l.Output, lines(1, 100); got != want {
 		t.Errorf("page 1: got %.80q…, want %.80q…", got, want)
 	}
-	if l.Output.NextOffset == nil || *l.Output.NextOffset != 100 {
-		t.Fatalf("page 1: next_offset = %v, want 100", l.Output.NextOffset)
+	if l.OutputInfo.NextOffset == nil || *l.OutputInfo.NextOffset != 100 {
+		t.Fatalf("page 1: next_offset = %v, want 100", l.OutputInfo.NextOffset)
 	}
-	l = logOf(map[string]any{"offset": *l.Output.NextOffset, "limit": 100})
-	if got, want := l.Output.Text, lines(101, 200); got != want {
+	l = logOf(map[string]any{"offset": *l.OutputInfo.NextOffset, "limit": 100})
+	if got, want := l.Output, lines(101, 200); got != want {
 		t.Errorf("page 2: got %.80q…, want %.80q…", got, want)
 	}
 	// A huge limit is capped and says so.
 	l = logOf(map[string]any{"offset": 0, "limit": 1_000_000_000})
-	if got, want := l.Output.Text, lines(1, 500); got != want {
+	if got, want := l.Output, lines(1, 500); got != want {
 		t.Errorf("huge limit: got %d bytes, want the whole log (%d bytes)", len(got), len(want))
 	}
-	if !strings.Contains(l.Output.Note, "capped") {
-		t.Errorf("huge limit: note %q does not say it was capped", l.Output.Note)
+	if !strings.Contains(l.OutputInfo.Note, "capped") {
+		t.Errorf("huge limit: note %q does not say it was capped", l.OutputInfo.Note)
 	}
 	// Bytes.
 	l = logOf(map[string]any{"unit": "bytes", "offset": 0, "limit": 14})
-	if got, want := l.Output.Text, "line 1\nline 2\n"; got != want {
+	if got, want := l.Output, "line 1\nline 2\n"; got != want {
 		t.Errorf("byte page: got %q, want %q", got, want)
 	}
-	if l.Output.NextOffset == nil || *l.Output.NextOffset != 14 {
-		t.Errorf("byte page: next_offset = %v, want 14", l.Output.NextOffset)
+	if l.OutputInfo.NextOffset == nil || *l.OutputInfo.NextOffset != 14 {
+		t.Errorf("byte page: next_offset = %v, want 14", l.OutputInfo.NextOffset)
 	}
 	// Past the end: empty, not an error.
 	l = logOf(map[string]any{"offset": 10_000})
-	if l.Output.Text != "" {
-		t.Errorf("past the end: got %q, want nothing", l.Output.Text)
+	if l.Output != "" {
+		t.Errorf("past the end: got %q, want nothing", l.Output)
 	}
 	// Negative offset: a clear tool error, and the server carries on.
 	callErr(t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": -5}, "offset must not be negative")
@@ -138,13 +141,13 @@ func TestStdioForeground(t *testing.T) {
 	r := callOK[executeResult](t, cs, "execute_command", map[string]any{
 		"command": `printf 'hello\n'; printf 'oops\n' >&2; printf '\033[31mred\033[0m\n'; printf 'progress 10%%\rprogress 50%%\rprogress 100%%\n'; exit 3`,
 	})
-	if r.Status != "failed" || r.ExitCode == nil || *r.ExitCode != 3 {
-		t.Fatalf("status %s exit %v, want failed 3", r.Status, r.ExitCode)
+	if r.Status != "error" || r.ExitCode == nil || *r.ExitCode != 3 {
+		t.Fatalf("status %s exit %v, want error 3 (seed 000's word for a non-zero exit)", r.Status, r.ExitCode)
 	}
 	if r.Output == nil {
 		t.Fatal("finished command without output")
 	}
-	out := r.Output.Text
+	out := *r.Output
 	for _, want := range []string{"hello\n", "oops\n", "red\n", "progress 100%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output %q lacks %q", out, want)
@@ -160,8 +163,8 @@ func TestStdioForeground(t *testing.T) {
 		"env":     map[string]any{"GREETING": "hi there"},
 		"cwd":     dir,
 	})
-	if r.Status != "done" || !strings.Contains(r.Output.Text, "hi there\n") || !strings.Contains(r.Output.Text, dir) {
-		t.Errorf("env and cwd: status %s output %q", r.Status, r.Output.Text)
+	if r.Status != "done" || !strings.Contains(*r.Output, "hi there\n") || !strings.Contains(*r.Output, dir) {
+		t.Errorf("env and cwd: status %s output %q", r.Status, *r.Output)
 	}
 
 	// Still running after the window: the id comes back and the job runs on.
@@ -176,8 +179,8 @@ func TestStdioForeground(t *testing.T) {
 
 	// The timeout ends the job.
 	r = callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "sleep 60", "timeout": 0.5})
-	if r.Status != "timed_out" {
-		t.Errorf("timeout: status %s, want timed_out", r.Status)
+	if r.Status != "killed" || !strings.HasPrefix(r.Reason, "timed out after") {
+		t.Errorf("timeout: status %s reason %q, want killed, timed out after …", r.Status, r.Reason)
 	}
 
 	// A command that cannot start is a tool error.
@@ -237,8 +240,8 @@ func TestStdioBigWrite(t *testing.T) {
 		t.Fatalf("10 MiB write: wrote %d bytes", w.Written)
 	}
 	r := waitDone(t, cs, id)
-	if !strings.Contains(r.Output.Text, strconv.Itoa(n)) {
-		t.Errorf("wc -c says %q, want %d", r.Output.Text, n)
+	if !strings.Contains(r.Output, strconv.Itoa(n)) {
+		t.Errorf("wc -c says %q, want %d", r.Output, n)
 	}
 	// Past the limit: refused, saying why, and the server carries on.
 	callErr(t, cs, "process", map[string]any{"action": "write", "sessionId": id, "data": strings.Repeat("b", maxWriteBytes+1)}, "at most")
@@ -255,9 +258,9 @@ func TestStdioKillTree(t *testing.T) {
 	id := start(t, cs, `sleep 300 & echo "child $!"; sh -c 'sleep 300 & echo "child $!"; wait' & echo "child $!"; wait`, nil)
 	var pids []int
 	waitFor(t, "three child pids in the log", 20*time.Second, func() bool {
-		l := callOK[logResult](t, cs, "process", map[string]any{"action": "log", "sessionId": id})
+		l := callOK[logPage](t, cs, "process", map[string]any{"action": "log", "sessionId": id})
 		pids = pids[:0]
-		for _, m := range childRE.FindAllStringSubmatch(l.Output.Text, -1) {
+		for _, m := range childRE.FindAllStringSubmatch(l.Output, -1) {
 			pid, _ := strconv.Atoi(m[1])
 			pids = append(pids, pid)
 		}
@@ -305,7 +308,7 @@ func TestStdioSignal(t *testing.T) {
 	}
 	r := waitDone(t, cs, id)
 	if r.ExitCode == nil || *r.ExitCode != 7 {
-		t.Errorf("after INT: status %s exit %v output %q, want exit 7", r.Status, r.ExitCode, r.Output.Text)
+		t.Errorf("after INT: status %s exit %v output %q, want exit 7", r.Status, r.ExitCode, r.Output)
 	}
 }
 
@@ -342,7 +345,7 @@ func TestStdioWait(t *testing.T) {
 	// A timeout past the cap is capped, and says so.
 	id = start(t, cs, "sleep 0.3; echo bye", nil)
 	p = callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": id, "timeout": 100000})
-	if p.WaitReason != "exited" || p.Status != "done" || !strings.Contains(p.Note, "capped") || !strings.Contains(p.Output.Text, "bye") {
+	if p.WaitReason != "exited" || p.Status != "done" || !strings.Contains(p.Note, "capped") || !strings.Contains(p.Output, "bye") {
 		t.Errorf("capped wait: %+v", p)
 	}
 }
@@ -424,9 +427,9 @@ func TestStdioStatusClearRemove(t *testing.T) {
 		t.Errorf("status: %+v", st)
 	}
 	callOK[clearResult](t, cs, "kill_process", map[string]any{"action": "clear", "sessionId": id})
-	l := callOK[logResult](t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": 0})
-	if l.Output.Text != "" {
-		t.Errorf("log after clear: %q", l.Output.Text)
+	l := callOK[logPage](t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": 0})
+	if l.Output != "" {
+		t.Errorf("log after clear: %q", l.Output)
 	}
 	rm := callOK[killResult](t, cs, "kill_process", map[string]any{"action": "remove", "sessionId": id})
 	if !rm.Removed {
@@ -457,8 +460,8 @@ func TestStdioRestart(t *testing.T) {
 	if r.Status != "done" {
 		t.Fatalf("job after restart: %+v", r)
 	}
-	l := callOK[logResult](t, second, "process", map[string]any{"action": "log", "sessionId": id, "offset": 0, "limit": 1000})
-	if got, want := l.Output.Text, "begin\n"+lines(1, 500)+"end\n"; got != want {
+	l := callOK[logPage](t, second, "process", map[string]any{"action": "log", "sessionId": id, "unit": "lines", "offset": 0, "limit": 1000})
+	if got, want := l.Output, "begin\n"+lines(1, 500)+"end\n"; got != want {
 		t.Errorf("full output after restart: got %d bytes, want %d", len(got), len(want))
 	}
 	if p := callOK[pollResult](t, second, "process", map[string]any{"action": "poll", "sessionId": id}); p.Status != "done" {

@@ -6,3 +6,6 @@ func WaitingForInput(pid int, stdinPipeInode uint64, t Target) bool { return fal
 
 // MainWaitsForInput always reports false on darwin, as WaitingForInput.
 func MainWaitsForInput(pid int, stdinPipeInode uint64) bool { return false }
+
+// MainWaitsOnStdin always reports false on darwin, as WaitingForInput.
+func MainWaitsOnStdin(main Info) bool { return false }

@@ -150,7 +150,8 @@ func fdsLinkingTo(dir, link string) map[int]bool {
 // taskSleeping reports whether the thread in tdir is in interruptible
 // sleep, the state of a thread blocked in read on an empty pipe.
 func taskSleeping(tdir string) bool {
-	b, err := os.ReadFile(tdir + "/stat")
+	var buf [1024]byte
+	b, err := readSmall(tdir+"/stat", buf[:])
 	if err != nil {
 		return false
 	}
@@ -162,7 +163,8 @@ func taskSleeping(tdir string) bool {
 // reading one of fds. known is false when the file cannot be read or parsed,
 // so the caller falls back to the wait channel.
 func syscallWaitsOn(dir, tdir string, fds map[int]bool, inode uint64) (waits, known bool) {
-	b, err := os.ReadFile(tdir + "/" + syscallFile)
+	var buf [256]byte
+	b, err := readSmall(tdir+"/"+syscallFile, buf[:])
 	if err != nil {
 		return false, false
 	}
@@ -348,12 +350,39 @@ func MainWaitsForInput(pid int, stdinPipeInode uint64) bool {
 	if l, err := os.Readlink(dir + "/fd/0"); err != nil || l != "pipe:["+strconv.FormatUint(stdinPipeInode, 10)+"]" {
 		return false
 	}
-	tdir := dir + "/task/" + strconv.Itoa(pid)
-	if !taskSleeping(tdir) {
+	return mainReadsStdin(dir, pid, taskSleeping(dir+"/task/"+strconv.Itoa(pid)), stdinPipeInode)
+}
+
+// MainWaitsOnStdin is MainWaitsForInput for a listing that has just read
+// the main process's stat (main): whatever pipe its fd 0 is, and with the
+// main thread's state taken from that stat (the state /proc/PID/stat shows
+// is the main thread's). It reads two small files, where
+// MainWaitsForInput with the pipe read first reads five.
+func MainWaitsOnStdin(main Info) bool {
+	if main.PID <= 0 || main.State != 'S' {
 		return false
 	}
+	dir := procRoot + "/" + strconv.Itoa(main.PID)
+	l, err := os.Readlink(dir + "/fd/0")
+	if err != nil || !strings.HasPrefix(l, "pipe:[") {
+		return false
+	}
+	inode, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "pipe:["), "]"), 10, 64)
+	if err != nil || inode == 0 {
+		return false
+	}
+	return mainReadsStdin(dir, main.PID, true, inode)
+}
+
+// mainReadsStdin: the main thread of the process in dir, sleeping, is
+// inside a read of fd 0 (which holds the pipe inode).
+func mainReadsStdin(dir string, pid int, sleeping bool, inode uint64) bool {
+	if !sleeping {
+		return false
+	}
+	tdir := dir + "/task/" + strconv.Itoa(pid)
 	fds := map[int]bool{0: true}
-	if w, known := syscallWaitsOn(dir, tdir, fds, stdinPipeInode); known {
+	if w, known := syscallWaitsOn(dir, tdir, fds, inode); known {
 		return w
 	}
 	return wchanIsPipeRead(tdir)

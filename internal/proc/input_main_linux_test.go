@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// TestMainWaitsForInput: the listing's cheap check sees a single-threaded
-// main process blocked reading its stdin, and not one that sleeps or reads
+// TestMainWaitsForInput: the listing's cheap checks (MainWaitsForInput,
+// and MainWaitsOnStdin from the stat just read) see a single-threaded main
+// process blocked reading its stdin, and not one that sleeps or reads
 // another pipe.
 func TestMainWaitsForInput(t *testing.T) {
 	tests := []struct {
@@ -31,6 +32,10 @@ func TestMainWaitsForInput(t *testing.T) {
 				eventually(t, 10*time.Second, "input-wait", func() bool {
 					return MainWaitsForInput(j.target.PID, j.inode)
 				})
+				eventually(t, 10*time.Second, "input-wait from the stat", func() bool {
+					main, err := Inspect(j.target.PID)
+					return err == nil && MainWaitsOnStdin(main)
+				})
 				if MainWaitsForInput(j.target.PID, j.inode+1) {
 					t.Error("MainWaitsForInput on another pipe's inode = true")
 				}
@@ -41,6 +46,9 @@ func TestMainWaitsForInput(t *testing.T) {
 			})
 			if MainWaitsForInput(j.target.PID, j.inode) {
 				t.Error("MainWaitsForInput = true")
+			}
+			if main, err := Inspect(j.target.PID); err != nil || MainWaitsOnStdin(main) {
+				t.Errorf("MainWaitsOnStdin = true (or inspect: %v)", err)
 			}
 		})
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // KillWait bounds how long KillTree waits for processes to disappear after
@@ -32,13 +34,13 @@ const pollInterval = 15 * time.Millisecond
 // Each pid is checked against its start time right before each signal, and
 // the caller's own pid and process group and t.Exclude are never signalled.
 // Calling KillTree when nothing of the job runs does nothing and returns a
-// zero KillResult. Cancelling ctx cuts the grace period short (survivors get
+// zero vocab.KillResult. Cancelling ctx cuts the grace period short (survivors get
 // SIGKILL at once). The wait after SIGKILL does not heed ctx: it is short
 // (SIGKILL takes effect at once unless a process is stuck in the kernel) and
 // bounded by KillWait, and cutting it would report processes that are
 // already dying as survivors.
-func KillTree(ctx context.Context, t Target, grace time.Duration) (KillResult, error) {
-	var res KillResult
+func KillTree(ctx context.Context, t Target, grace time.Duration) (vocab.KillResult, error) {
+	var res vocab.KillResult
 	signalled := map[int]bool{}
 	var errs []error
 	seenErr := map[string]bool{}
@@ -54,7 +56,7 @@ func KillTree(ctx context.Context, t Target, grace time.Duration) (KillResult, e
 			errs = append(errs, err)
 		}
 	}
-	finish := func(left map[int]Info, err error) (KillResult, error) {
+	finish := func(left map[int]Info, err error) (vocab.KillResult, error) {
 		res.Signalled = sortedKeys(signalled)
 		res.Survivors = sortedKeys(left)
 		if err != nil {

@@ -86,18 +86,6 @@ type Target struct {
 	ExcludeGroups []int
 }
 
-// KillResult reports what KillTree did.
-type KillResult struct {
-	// Signalled lists, sorted, every pid that received a signal.
-	Signalled []int
-	// Survivors lists the pids still alive when KillTree gave up waiting
-	// after SIGKILL; normally empty.
-	Survivors []int
-	// Escalated is true when some process outlived the grace period and
-	// was sent SIGKILL.
-	Escalated bool
-}
-
 // Usage is the resource usage of a finished process.
 type Usage struct {
 	UserCPU, SysCPU time.Duration

@@ -14,6 +14,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // timeNow is the clock for durations the supervisor measures itself.
@@ -42,8 +43,8 @@ type child struct {
 	stdin    *os.File // write end; nil for /dev/null or once closed
 	pid      int
 	pidStart int64
-	exited   bool      // the main process has exited
-	end      db.Status // set by kill, timeout or Close before they signal
+	exited   bool         // the main process has exited
+	end      vocab.Status // set by kill, timeout or Close before they signal
 	reason   string
 	final    db.Job
 	spawned  time.Time // when the runner goroutine took the process over
@@ -76,7 +77,7 @@ func (c *child) target() proc.Target {
 // setEnd records why the job is about to end, unless a reason is already
 // recorded or (without force) the main process has already exited on its
 // own. It reports whether it recorded status.
-func (c *child) setEnd(status db.Status, reason string, force bool) bool {
+func (c *child) setEnd(status vocab.Status, reason string, force bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.end != "" || (c.exited && !force) {
@@ -127,7 +128,7 @@ wait:
 			expired = nil
 			<-c.ready
 			reason := fmt.Sprintf("timed out after %s", timeout)
-			if _, err := s.signalEnd(context.Background(), c, db.StatusTimedOut, reason, s.cfg.Grace); err != nil {
+			if _, err := s.signalEnd(context.Background(), c, vocab.StatusTimedOut, reason, s.cfg.Grace); err != nil {
 				s.logf("time out job %s: %v", c.id, err)
 			}
 		}
@@ -162,9 +163,9 @@ wait:
 
 // finish stores the job's final status. The output goes in first, so that
 // whoever sees the job finished can read all of it.
-func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db.Status, reason string) db.Job {
+func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vocab.Status, reason string) db.Job {
 	c.mu.Lock()
-	started := c.job.Status == db.StatusRunning
+	started := c.job.Status == vocab.StatusRunning
 	scope := c.job.Scope
 	spawned, spawnerPeak := c.spawned, c.spawnerPeakKB
 	c.mu.Unlock()
@@ -185,19 +186,19 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end db
 	case end != "":
 		t.To, t.Reason = end, reason
 	case ps == nil:
-		t.To, t.Reason = db.StatusFailed, fmt.Sprintf("wait: %v", waitErr)
+		t.To, t.Reason = vocab.StatusFailed, fmt.Sprintf("wait: %v", waitErr)
 	case *t.ExitCode == 0:
-		t.To = db.StatusDone
+		t.To = vocab.StatusDone
 	default:
-		t.To = db.StatusFailed
+		t.To = vocab.StatusFailed
 		if t.Signal != "" {
 			t.Reason = "killed by " + t.Signal
 		}
 	}
-	if !started && t.To != db.StatusFailed && t.To != db.StatusKilled {
+	if !started && t.To != vocab.StatusFailed && t.To != vocab.StatusKilled {
 		// Still starting in the database (its running transition did not
 		// land): only these moves are allowed from there.
-		t.To = db.StatusFailed
+		t.To = vocab.StatusFailed
 	}
 
 	if !spawned.IsZero() {
@@ -281,7 +282,7 @@ func (s *Supervisor) persist(what string, write func(ctx context.Context) error)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), finalWriteTimeout)
 		err := write(ctx)
 		cancel()
-		if err == nil || errors.Is(err, db.ErrInvalidTransition) || errors.Is(err, db.ErrNotFound) || s.ctx.Err() != nil {
+		if err == nil || errors.Is(err, vocab.ErrInvalidTransition) || errors.Is(err, vocab.ErrNotFound) || s.ctx.Err() != nil {
 			return err
 		}
 		s.logf("%s: %v (retrying in %s)", what, err, backoff)
@@ -299,7 +300,7 @@ func (s *Supervisor) persist(what string, write func(ctx context.Context) error)
 // by signal n as shells report it, and the signal's name.
 func exitStatus(ps *os.ProcessState) (int, string) {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), proc.SignalName(ws.Signal())
+		return 128 + int(ws.Signal()), vocab.SignalName(ws.Signal())
 	}
 	return ps.ExitCode(), ""
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // fakeClock is a wall clock and a monotonic clock that the test moves
@@ -43,7 +44,7 @@ func TestB13ClockJumpDeletesNothingEarly(t *testing.T) {
 	watch := newClockWatch(d.Now, s.cfg.Monotonic)
 	exists := func() bool {
 		_, err := d.FindJobByID(ctx, job.ID)
-		if err != nil && !errors.Is(err, db.ErrNotFound) {
+		if err != nil && !errors.Is(err, vocab.ErrNotFound) {
 			t.Fatal(err)
 		}
 		return err == nil
@@ -89,7 +90,7 @@ func TestB13TimeoutOnMonotonicClock(t *testing.T) {
 			clock.jump(jump)
 			job = waitDone(t, d, job.ID, 30*time.Second)
 			took := time.Since(began)
-			if job.Status != db.StatusTimedOut {
+			if job.Status != vocab.StatusTimedOut {
 				t.Fatalf("status %s, want timed_out", job.Status)
 			}
 			if limit := timeout + s.cfg.Grace + 2*time.Second; took < timeout || took > limit {
@@ -115,7 +116,7 @@ func TestB13EventsOrderedBySeq(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []db.Status
+	var got []vocab.Status
 	for i, e := range evs {
 		if e.Kind != "transition" {
 			continue
@@ -125,7 +126,7 @@ func TestB13EventsOrderedBySeq(t *testing.T) {
 		}
 		got = append(got, e.To)
 	}
-	want := []db.Status{db.StatusStarting, db.StatusRunning, db.StatusTimedOut}
+	want := []vocab.Status{vocab.StatusStarting, vocab.StatusRunning, vocab.StatusTimedOut}
 	if len(got) != len(want) {
 		t.Fatalf("transitions %v, want %v", got, want)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // EnsureDefaultTimeout bounds how long EnsureDefault waits for a supervisor
@@ -217,9 +218,9 @@ func (c *Conn) CloseStdin(ctx context.Context, jobID string) error {
 }
 
 // Kill is Supervisor.Kill in the supervisor's process.
-func (c *Conn) Kill(ctx context.Context, jobID string, grace time.Duration) (KillResult, error) {
+func (c *Conn) Kill(ctx context.Context, jobID string, grace time.Duration) (vocab.KillResult, error) {
 	resp, err := c.call(ctx, Request{Op: OpKill, JobID: jobID, Grace: grace})
-	var res KillResult
+	var res vocab.KillResult
 	if resp.Kill != nil {
 		res = *resp.Kill
 	}
@@ -241,13 +242,6 @@ func (c *Conn) SendKeys(ctx context.Context, jobID string, keys []string, litera
 // Flush is Supervisor.Flush in the supervisor's process.
 func (c *Conn) Flush(ctx context.Context) error {
 	_, err := c.call(ctx, Request{Op: OpFlush})
-	return err
-}
-
-// RunPendingHooks asks the supervisor to run the on_exit hooks of lost jobs
-// that nobody ran (see Supervisor.RunPendingHooks).
-func (c *Conn) RunPendingHooks(ctx context.Context) error {
-	_, err := c.call(ctx, Request{Op: OpHooks})
 	return err
 }
 

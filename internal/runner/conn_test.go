@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // A connection from DialDefault sends its ping ahead of the first request:
@@ -28,7 +29,7 @@ func TestDialDefaultPingsAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Status != db.StatusRunning && !job.Status.Terminal() || c.SupervisorID() != s.ID() {
+	if job.Status != vocab.StatusRunning && !job.Status.Terminal() || c.SupervisorID() != s.ID() {
 		t.Errorf("job %s, supervisor %q; want it started by %s", job.Status, c.SupervisorID(), s.ID())
 	}
 	waitDone(t, s.db, job.ID, 5*time.Second)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // fileCheckInterval is how often a supervisor checks that its database
@@ -35,7 +36,7 @@ func CheckDB(ctx context.Context, d *db.DB) error {
 	return d.CheckIntegrity(ctx)
 }
 
-// checkFile returns the *db.ReplacedError once the database file was
+// checkFile returns the *vocab.ReplacedError once the database file was
 // removed or replaced, retiring the supervisor the first time (see retire).
 func (s *Supervisor) checkFile() error {
 	s.mu.Lock()
@@ -45,7 +46,7 @@ func (s *Supervisor) checkFile() error {
 		return err
 	}
 	err = s.db.CheckFile()
-	if !errors.Is(err, db.ErrReplaced) {
+	if !errors.Is(err, vocab.ErrReplaced) {
 		// Another error of stat(2) proves nothing about the file; the
 		// next check looks again.
 		return nil
@@ -110,7 +111,7 @@ func (s *Supervisor) watchFile() {
 // openCheck wraps a CheckDB failure for Open; a CorruptError stays whole,
 // so that it reads "database corrupt: PATH: cause" wherever it ends up.
 func openCheck(err error) error {
-	var ce *db.CorruptError
+	var ce *vocab.CorruptError
 	if errors.As(err, &ce) {
 		return err
 	}

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // RunDetached runs the default supervisor of the database at dbPath in the
 // foreground, as `jobs supervise` does: until it has had no running job for
 // idle (0 means DefaultIdleExit, negative means never), or the process gets
 // SIGTERM or SIGINT, or ctx ends. It returns an error wrapping
-// ErrDefaultRunning when another supervisor already serves the database,
+// vocab.ErrDefaultRunning when another supervisor already serves the database,
 // which the CLI treats as success.
 func RunDetached(ctx context.Context, dbPath string, idle time.Duration) error {
 	return Supervise(ctx, dbPath, Config{IdleExit: idle})
@@ -61,7 +62,7 @@ func Supervise(ctx context.Context, dbPath string, cfg Config) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := s.Open(ctx); err != nil {
-		if errors.Is(err, ErrDefaultRunning) {
+		if errors.Is(err, vocab.ErrDefaultRunning) {
 			return err
 		}
 		return fmt.Errorf("supervise: %w", err)

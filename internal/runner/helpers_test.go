@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // The test binary doubles as the helper processes the tests start, as
@@ -221,7 +222,7 @@ func superviseMain(args []string) int {
 		}
 	}
 	err := Supervise(context.Background(), dbPath, Config{RuntimeDir: runtimeDir, IdleExit: -1})
-	if errors.Is(err, ErrDefaultRunning) {
+	if errors.Is(err, vocab.ErrDefaultRunning) {
 		return 0
 	}
 	if err != nil {

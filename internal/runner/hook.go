@@ -36,9 +36,10 @@ func (s *Supervisor) afterExit(job db.Job, baseEnv []string) {
 	}
 }
 
-// hookLost runs the on_exit command of a job this supervisor marked lost,
-// in a goroutine owned by wg. Config.OnExit is not called: the job was not
-// this supervisor's.
+// hookLost runs the on_exit command of a job this supervisor did not see
+// end (it marked it lost, or found its hook due: see runDueHooks), in a
+// goroutine owned by wg. Config.OnExit is not called: the job was not this
+// supervisor's.
 func (s *Supervisor) hookLost(job db.Job) {
 	if job.OnExit == "" {
 		return
@@ -52,7 +53,7 @@ func (s *Supervisor) hookLost(job db.Job) {
 	}
 	s.mu.Unlock()
 	if closing {
-		s.logf("on-exit hook of lost job %s skipped: supervisor closing", job.ID)
+		s.logf("on-exit hook of job %s skipped: supervisor closing", job.ID)
 		return
 	}
 	go func() {
@@ -203,18 +204,69 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 func (t *tailBuffer) String() string { return string(t.b) }
 
-// RunPendingHooks starts, in the background, the hooks of lost jobs that
-// nobody ran: jobs another process (a poll, a list, `jobs gc`) marked lost
-// while no supervisor was there to run them. Each runs once, whoever asks.
-func (s *Supervisor) RunPendingHooks(ctx context.Context) { s.runPendingHooks(ctx) }
+// deadSupervisors returns the supervisors that died unnoticed: not
+// recorded as ended, their lock free. The jobs they saw end may have hooks
+// nobody claimed (see runDueHooks), which records them as ended.
+func (s *Supervisor) deadSupervisors(ctx context.Context) []db.Supervisor {
+	sups, err := s.db.OpenSupervisors(ctx)
+	if err != nil {
+		s.logf("%v", err)
+		return nil
+	}
+	var dead []db.Supervisor
+	for _, sup := range sups {
+		if sup.ID != s.id && !SupervisorAlive(sup) {
+			dead = append(dead, sup)
+		}
+	}
+	return dead
+}
 
-func (s *Supervisor) runPendingHooks(ctx context.Context) {
-	jobs, err := s.db.PendingHooks(ctx)
+// runDueHooks starts, in the background, the on_exit hooks that are due
+// and that nobody ran: those of jobs that ended while no supervisor ran
+// to run them. Reads record jobs lost and start nothing (see pkg/jobs), so
+// those hooks wait in the database for a supervisor: the next one to open
+// runs them, and a running one's janitor each round.
+//
+// Due are the hooks of lost jobs and, given the supervisors that died
+// unnoticed (dead), those of the pipe jobs they recorded the end of and
+// died before claiming the hook; dead are then recorded as ended, so that
+// the next supervisor does not look again. (A tmux job's hook is its
+// tmux-pipe helper's, which needs no supervisor.) Each hook runs once
+// however many supervisors find it: runHook claims it in the database
+// first (db.ClaimHook).
+func (s *Supervisor) runDueHooks(ctx context.Context, dead []db.Supervisor) {
+	lost, err := s.db.PendingHooks(ctx, s.db.Now().Add(-s.cfg.EventRetention))
+	if err != nil {
+		s.logf("%v", err)
+	}
+	for _, j := range lost {
+		s.hookLost(j)
+	}
+	if len(dead) == 0 {
+		return
+	}
+	ids := map[string]bool{}
+	since := dead[0].StartedAt
+	for _, sup := range dead {
+		ids[sup.ID] = true
+		if sup.StartedAt.Before(since) {
+			since = sup.StartedAt
+		}
+	}
+	ended, err := s.db.PendingEndedHooks(ctx, since)
 	if err != nil {
 		s.logf("%v", err)
 		return
 	}
-	for _, j := range jobs {
-		s.hookLost(j)
+	for _, j := range ended {
+		if ids[j.SupervisorID] && j.Mode != "tmux" {
+			s.hookLost(j)
+		}
+	}
+	for _, sup := range dead {
+		if err := s.db.EndSupervisor(ctx, sup.ID); err != nil {
+			s.logf("%v", err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // environ is the supervisor's own environment (a variable for tests).
@@ -82,8 +83,9 @@ func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost f
 }
 
 // SweepLost marks lost the active jobs of every supervisor that died (its
-// lock is free), with reason "supervisor <id> died", and records those
-// supervisors' end. It returns how many jobs it marked. Any process may
+// lock is free), with reason "supervisor <id> died". It records no
+// supervisor's end: the next supervisor does, once it has run the hooks
+// the dead one left due (see runDueHooks). It returns how many jobs it marked. Any process may
 // call it; racing callers each mark a job at most once between them,
 // because the transition is conditional on the current status.
 //
@@ -107,7 +109,7 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 		}
 		jobs, err := d.FindJobs(ctx, db.Filter{
 			AllScopes: true, SupervisorID: sup.ID,
-			Statuses: []db.Status{db.StatusStarting, db.StatusRunning},
+			Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning},
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -118,7 +120,7 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 				continue // its tmux-pipe helper still records it, see above
 			}
 			lost, err := d.Transition(ctx, j.ID, lostTransition(j, fmt.Sprintf("supervisor %s died", sup.ID)))
-			if errors.Is(err, db.ErrInvalidTransition) || errors.Is(err, db.ErrNotFound) {
+			if errors.Is(err, vocab.ErrInvalidTransition) || errors.Is(err, vocab.ErrNotFound) {
 				continue // finished or swept by someone else meanwhile
 			}
 			if err != nil {
@@ -128,11 +130,6 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 			n++
 			if onLost != nil {
 				onLost(lost)
-			}
-		}
-		if sup.EndedAt == nil {
-			if err := d.EndSupervisor(ctx, sup.ID); err != nil {
-				errs = append(errs, err)
 			}
 		}
 	}
@@ -151,7 +148,7 @@ func lostTransition(j db.Job, reason string) db.Transition {
 	if pids, err := proc.Members(TargetOf(j)); err == nil && pids != nil {
 		survivors = pids
 	}
-	return db.Transition{To: db.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}
+	return db.Transition{To: vocab.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}
 }
 
 // sweep is SweepLost that also runs the on_exit hooks of the jobs it marks.
@@ -183,11 +180,12 @@ func (s *Supervisor) janitorRound(clock *clockWatch) JanitorResult {
 		s.logf("janitor: the wall clock moved %s against the monotonic clock since the last round; nothing is deleted this round", jump.Round(time.Second))
 		expire = false
 	}
+	dead := s.deadSupervisors(s.ctx)
 	res, err := runJanitor(s.ctx, s.db, s.cfg.EventRetention, s.hookLost, expire)
 	if err != nil && s.ctx.Err() == nil {
 		s.logf("janitor: %v", err)
 	}
-	s.runPendingHooks(s.ctx)
+	s.runDueHooks(s.ctx, dead)
 	s.app.CheckpointSoon()
 	if res.Lost > 0 || res.Deleted > 0 {
 		s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)

@@ -9,26 +9,8 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
-
-// KillResult reports what a kill did.
-type KillResult struct {
-	JobID string `json:"job_id"`
-	// Signalled lists the pids that received a signal, sorted.
-	Signalled []int `json:"signalled,omitempty"`
-	// Survivors lists pids still alive after SIGKILL and the bounded wait;
-	// normally empty.
-	Survivors []int `json:"survivors,omitempty"`
-	// Escalated is true when something outlived the grace period and got
-	// SIGKILL.
-	Escalated bool `json:"escalated,omitempty"`
-	// AlreadyDone is true when the job had finished before this kill.
-	// Signalled may still list processes it left behind (a grandchild
-	// that outlived it, the processes of a lost job): kill ends those too.
-	AlreadyDone bool `json:"already_done,omitempty"`
-	// Status is the job's status after the kill.
-	Status db.Status `json:"status"`
-}
 
 // callerKey carries the pid of the process that asked for a kill or a
 // signal, which is never signalled (see proc.Target.Exclude).
@@ -56,17 +38,23 @@ func guardCaller(ctx context.Context, t *proc.Target) {
 
 // Guard adds to t what is never signalled, whatever a job's row says: the
 // caller of ctx (a client of the supervisor's socket) and every supervisor
-// d records as open, with their process groups. A forged or stale row that
+// d records as open whose lock is held, with their process groups. A forged or stale row that
 // names a supervisor's pid or group then reaches nothing.
 func Guard(ctx context.Context, d *db.DB, t *proc.Target) {
 	guardCaller(ctx, t)
-	pids, err := d.OpenSupervisorPIDs(ctx)
+	sups, err := d.OpenSupervisors(ctx)
 	if err != nil {
 		return // the proof of membership still applies
 	}
-	for _, pid := range pids {
-		t.Exclude = append(t.Exclude, pid)
-		if info, err := proc.Inspect(pid); err == nil {
+	for _, sup := range sups {
+		// A dead supervisor's row stays open until a supervisor runs
+		// the hooks it left due; its pid may be another process's by
+		// now, maybe one of the job's.
+		if !SupervisorAlive(sup) {
+			continue
+		}
+		t.Exclude = append(t.Exclude, sup.PID)
+		if info, err := proc.Inspect(sup.PID); err == nil {
 			t.ExcludeGroups = append(t.ExcludeGroups, info.PGID)
 		}
 	}
@@ -99,16 +87,16 @@ func (s *Supervisor) child(jobID string) *child {
 // live supervisor is killed through that supervisor; a job whose supervisor
 // died is marked lost and its remaining processes are ended. Killing a
 // finished job is not an error (AlreadyDone), and still ends what it left
-// running. Errors: db.ErrNotFound, ErrInvalid.
-func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration) (KillResult, error) {
+// running. Errors: vocab.ErrNotFound, vocab.ErrInvalid.
+func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration) (vocab.KillResult, error) {
 	if grace < 0 {
-		return KillResult{}, fmt.Errorf("kill job %s: %w", jobID, invalid(errors.New("negative grace")))
+		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, invalid(errors.New("negative grace")))
 	}
 	if grace == 0 {
 		grace = s.cfg.Grace
 	}
 	if c := s.child(jobID); c != nil {
-		res, err := s.endChild(ctx, c, db.StatusKilled, "killed", grace)
+		res, err := s.endChild(ctx, c, vocab.StatusKilled, "killed", grace)
 		if err != nil {
 			return res, fmt.Errorf("kill job %s: %w", jobID, err)
 		}
@@ -116,7 +104,7 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 	}
 	job, err := s.db.FindJobByID(ctx, jobID)
 	if err != nil {
-		return KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
+		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
 	if job.Mode == "tmux" {
 		return s.killTmux(ctx, job, grace) // needs no owner: tmux.go
@@ -124,14 +112,14 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 	if !job.Status.Terminal() {
 		conn, err := s.owner(ctx, job)
 		if err != nil {
-			return KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
+			return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 		}
 		if conn != nil {
 			defer conn.Close()
 			return conn.Kill(ctx, jobID, grace)
 		}
 		if job, err = s.markLost(ctx, job); err != nil {
-			return KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
+			return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 		}
 	}
 	res, err := killLeftovers(ctx, s.db, job, grace)
@@ -148,7 +136,7 @@ func (s *Supervisor) owner(ctx context.Context, job db.Job) (*Conn, error) {
 		return nil, nil
 	}
 	sup, err := s.db.FindSupervisor(ctx, job.SupervisorID)
-	if errors.Is(err, db.ErrNotFound) {
+	if errors.Is(err, vocab.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -172,7 +160,7 @@ func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
 		reason = fmt.Sprintf("supervisor %s lost track of it", s.id)
 	}
 	lost, err := s.db.Transition(ctx, job.ID, lostTransition(job, reason))
-	if errors.Is(err, db.ErrInvalidTransition) {
+	if errors.Is(err, vocab.ErrInvalidTransition) {
 		return s.db.FindJobByID(ctx, job.ID)
 	}
 	if err != nil {
@@ -184,8 +172,8 @@ func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
 
 // killLeftovers ends the processes a finished job left behind, those
 // proven its own (proc.Target).
-func killLeftovers(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (KillResult, error) {
-	res := KillResult{JobID: job.ID, AlreadyDone: true, Status: job.Status}
+func killLeftovers(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (vocab.KillResult, error) {
+	res := vocab.KillResult{JobID: job.ID, AlreadyDone: true, Status: job.Status}
 	if job.Mode == "tmux" {
 		return res, nil
 	}
@@ -199,17 +187,17 @@ func killLeftovers(ctx context.Context, d *db.DB, job db.Job, grace time.Duratio
 
 // signalEnd records why c ends (status, reason) and kills its tree. It
 // does not wait for the final status; the runner stores it.
-func (s *Supervisor) signalEnd(ctx context.Context, c *child, status db.Status, reason string, grace time.Duration) (KillResult, error) {
+func (s *Supervisor) signalEnd(ctx context.Context, c *child, status vocab.Status, reason string, grace time.Duration) (vocab.KillResult, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
-		return KillResult{JobID: c.id}, ctx.Err()
+		return vocab.KillResult{JobID: c.id}, ctx.Err()
 	}
 	recorded := c.setEnd(status, reason, false)
 	c.mu.Lock()
 	started, exited := c.cmd != nil, c.exited
 	c.mu.Unlock()
-	res := KillResult{JobID: c.id, AlreadyDone: exited || !started}
+	res := vocab.KillResult{JobID: c.id, AlreadyDone: exited || !started}
 	if !started {
 		return res, nil
 	}
@@ -224,7 +212,7 @@ func (s *Supervisor) signalEnd(ctx context.Context, c *child, status db.Status, 
 }
 
 // endChild kills c and waits until its final status is stored.
-func (s *Supervisor) endChild(ctx context.Context, c *child, status db.Status, reason string, grace time.Duration) (KillResult, error) {
+func (s *Supervisor) endChild(ctx context.Context, c *child, status vocab.Status, reason string, grace time.Duration) (vocab.KillResult, error) {
 	res, err := s.signalEnd(ctx, c, status, reason, grace)
 	if err != nil && ctx.Err() != nil {
 		return res, err
@@ -248,10 +236,10 @@ func (s *Supervisor) endChild(ctx context.Context, c *child, status db.Status, r
 
 // Signal sends one signal (a name such as "INT", "STOP", "CONT", or a
 // number) to the job's processes and returns the pids signalled. STOP and
-// CONT pause and resume a job. Errors: db.ErrNotFound, ErrNotRunning,
-// ErrInvalid for an unknown signal.
+// CONT pause and resume a job. Errors: vocab.ErrNotFound, vocab.ErrNotRunning,
+// vocab.ErrInvalid for an unknown signal.
 func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]int, error) {
-	sn, err := proc.ParseSignal(sig)
+	sn, err := vocab.ParseSignal(sig)
 	if err != nil {
 		return nil, fmt.Errorf("signal job %s: %w", jobID, invalid(err))
 	}
@@ -265,7 +253,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 		running := c.cmd != nil && !c.exited
 		c.mu.Unlock()
 		if !running {
-			return nil, fmt.Errorf("signal job %s: %w", jobID, ErrNotRunning)
+			return nil, fmt.Errorf("signal job %s: %w", jobID, vocab.ErrNotRunning)
 		}
 		t := c.target()
 		guardCaller(ctx, &t)
@@ -295,7 +283,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 			return nil, fmt.Errorf("signal job %s: %w", jobID, err)
 		}
 	}
-	return nil, fmt.Errorf("signal job %s: %w", jobID, ErrNotRunning)
+	return nil, fmt.Errorf("signal job %s: %w", jobID, vocab.ErrNotRunning)
 }
 
 // Running returns the ids of the jobs this supervisor is running, sorted.

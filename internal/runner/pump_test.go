@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 func TestReadPause(t *testing.T) {
@@ -41,7 +42,7 @@ func TestTricklingGrandchildDoesNotHoldJob(t *testing.T) {
 	}})
 	job = waitDone(t, s.db, job.ID, 20*time.Second)
 	defer s.Kill(context.Background(), job.ID, 0)
-	if got, want := job.Status, db.StatusDone; got != want {
+	if got, want := job.Status, vocab.StatusDone; got != want {
 		t.Errorf("status = %s, want %s", got, want)
 	}
 	out := output(t, s.db, job.ID, "")
@@ -70,7 +71,7 @@ func TestTrickleThenFlood(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the trickler to hold the job's stdout", func() bool { return held() > 0 })
 	job = waitDone(t, s.db, job.ID, 30*time.Second)
-	if job.Status != db.StatusDone {
+	if job.Status != vocab.StatusDone {
 		t.Fatalf("status %s (%s)", job.Status, job.Reason)
 	}
 	var want bytes.Buffer

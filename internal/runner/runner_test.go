@@ -18,6 +18,8 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 func TestExitStatus(t *testing.T) {
@@ -26,22 +28,22 @@ func TestExitStatus(t *testing.T) {
 	tests := []struct {
 		name   string
 		job    db.NewJob
-		status db.Status
+		status vocab.Status
 		code   int
 		signal string
 		reason string
 	}{
-		{"zero", db.NewJob{Command: "exit 0"}, db.StatusDone, 0, "", ""},
-		{"three", db.NewJob{Command: "exit 3"}, db.StatusFailed, 3, "", ""},
-		{"argv", db.NewJob{Argv: helperArgv(t, "exit", "7")}, db.StatusFailed, 7, "", ""},
-		{"signal", db.NewJob{Command: "kill -TERM $$"}, db.StatusFailed, 128 + int(syscall.SIGTERM), "SIGTERM", "killed by SIGTERM"},
-		{"not found", db.NewJob{Command: "nosuch-command-xyz"}, db.StatusFailed, 127, "", ""},
+		{"zero", db.NewJob{Command: "exit 0"}, vocab.StatusDone, 0, "", ""},
+		{"three", db.NewJob{Command: "exit 3"}, vocab.StatusFailed, 3, "", ""},
+		{"argv", db.NewJob{Argv: helperArgv(t, "exit", "7")}, vocab.StatusFailed, 7, "", ""},
+		{"signal", db.NewJob{Command: "kill -TERM $$"}, vocab.StatusFailed, 128 + int(syscall.SIGTERM), "SIGTERM", "killed by SIGTERM"},
+		{"not found", db.NewJob{Command: "nosuch-command-xyz"}, vocab.StatusFailed, 127, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			job := start(t, s, StartRequest{Job: tt.job})
-			if got, want := job.Status, db.StatusRunning; got != want {
+			if got, want := job.Status, vocab.StatusRunning; got != want {
 				t.Fatalf("status after start = %s, want %s", got, want)
 			}
 			if job.PID == 0 || job.PGID != job.PID || job.PIDStart == 0 {
@@ -83,7 +85,7 @@ func TestOutputByteExact(t *testing.T) {
 	const n = 700_000
 	job := start(t, s, StartRequest{Job: db.NewJob{Argv: helperArgv(t, "spew", strconv.Itoa(n), "42")}})
 	job = waitDone(t, s.db, job.ID, 20*time.Second)
-	if job.Status != db.StatusDone {
+	if job.Status != vocab.StatusDone {
 		t.Fatalf("status %s (%s)", job.Status, job.Reason)
 	}
 	if got, want := job.OutputBytes, int64(2*n); got != want {
@@ -129,7 +131,7 @@ func TestBackgroundGrandchildDoesNotHoldJob(t *testing.T) {
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("job took %s to finish", took)
 	}
-	if got, want := job.Status, db.StatusDone; got != want {
+	if got, want := job.Status, vocab.StatusDone; got != want {
 		t.Errorf("status = %s, want %s", got, want)
 	}
 	if got, want := string(output(t, s.db, job.ID, "")), "hi\n"; got != want {
@@ -144,7 +146,7 @@ func TestBackgroundGrandchildDoesNotHoldJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.AlreadyDone || res.Status != db.StatusDone || len(res.Signalled) != 1 || res.Signalled[0] != leftovers[0].PID {
+	if !res.AlreadyDone || res.Status != vocab.StatusDone || len(res.Signalled) != 1 || res.Signalled[0] != leftovers[0].PID {
 		t.Errorf("kill = %+v, want already done with the sleep %d signalled", res, leftovers[0].PID)
 	}
 	if proc.Alive(leftovers[0].PID, leftovers[0].StartTime) {
@@ -177,7 +179,7 @@ func TestKillTreeWithGrandchildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.AlreadyDone || res.Status != db.StatusKilled || len(res.Survivors) != 0 {
+	if res.AlreadyDone || res.Status != vocab.StatusKilled || len(res.Survivors) != 0 {
 		t.Errorf("kill = %+v, want killed, no survivors", res)
 	}
 	for pid, st := range procs {
@@ -189,7 +191,7 @@ func TestKillTreeWithGrandchildren(t *testing.T) {
 		}
 	}
 	job = waitDone(t, s.db, job.ID, time.Second)
-	if got, want := job.Status, db.StatusKilled; got != want {
+	if got, want := job.Status, vocab.StatusKilled; got != want {
 		t.Errorf("status = %s, want %s", got, want)
 	}
 	if got, want := job.Signal, "SIGTERM"; got != want {
@@ -210,7 +212,7 @@ func TestKillEscalatesAfterGrace(t *testing.T) {
 	if took := time.Since(began); took < 200*time.Millisecond {
 		t.Errorf("kill took %s, less than the grace", took)
 	}
-	if !res.Escalated || res.Status != db.StatusKilled {
+	if !res.Escalated || res.Status != vocab.StatusKilled {
 		t.Errorf("kill = %+v, want escalated and killed", res)
 	}
 	job, _ = s.db.FindJobByID(context.Background(), job.ID)
@@ -224,7 +226,7 @@ func TestTimeout(t *testing.T) {
 	s := startSupervisor(t, Config{})
 	job := start(t, s, StartRequest{Job: db.NewJob{Command: "sleep 30", Timeout: 300 * time.Millisecond}})
 	job = waitDone(t, s.db, job.ID, 5*time.Second)
-	if got, want := job.Status, db.StatusTimedOut; got != want {
+	if got, want := job.Status, vocab.StatusTimedOut; got != want {
 		t.Errorf("status = %s, want %s", got, want)
 	}
 	if !strings.Contains(job.Reason, "timed out after 300ms") {
@@ -251,8 +253,8 @@ func TestWriteAndEOF(t *testing.T) {
 	if got, want := job.Stdin, "closed"; got != want {
 		t.Errorf("stdin = %q, want %q", got, want)
 	}
-	if _, err := s.Write(ctx, job.ID, []byte("late"), false, 0); !errors.Is(err, ErrNotRunning) {
-		t.Errorf("write to a finished job: %v, want ErrNotRunning", err)
+	if _, err := s.Write(ctx, job.ID, []byte("late"), false, 0); !errors.Is(err, vocab.ErrNotRunning) {
+		t.Errorf("write to a finished job: %v, want vocab.ErrNotRunning", err)
 	}
 
 	// Closed while the job still runs.
@@ -261,16 +263,16 @@ func TestWriteAndEOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitOutput(t, s, job.ID, "read-all")
-	if _, err := s.Write(ctx, job.ID, []byte("x"), false, 0); !errors.Is(err, ErrStdinClosed) {
-		t.Errorf("write after eof: %v, want ErrStdinClosed", err)
+	if _, err := s.Write(ctx, job.ID, []byte("x"), false, 0); !errors.Is(err, vocab.ErrStdinClosed) {
+		t.Errorf("write after eof: %v, want vocab.ErrStdinClosed", err)
 	}
 	// No stdin at all.
 	null := start(t, s, StartRequest{Job: db.NewJob{Command: "cat; sleep 30", Stdin: "null"}})
-	if _, err := s.Write(ctx, null.ID, []byte("x"), false, 0); !errors.Is(err, ErrStdinClosed) {
-		t.Errorf("write to a null stdin: %v, want ErrStdinClosed", err)
+	if _, err := s.Write(ctx, null.ID, []byte("x"), false, 0); !errors.Is(err, vocab.ErrStdinClosed) {
+		t.Errorf("write to a null stdin: %v, want vocab.ErrStdinClosed", err)
 	}
-	if _, err := s.Write(ctx, "nosuchjob", []byte("x"), false, 0); !errors.Is(err, db.ErrNotFound) {
-		t.Errorf("write to a missing job: %v, want db.ErrNotFound", err)
+	if _, err := s.Write(ctx, "nosuchjob", []byte("x"), false, 0); !errors.Is(err, vocab.ErrNotFound) {
+		t.Errorf("write to a missing job: %v, want vocab.ErrNotFound", err)
 	}
 }
 
@@ -293,7 +295,7 @@ func TestStartFailures(t *testing.T) {
 			if err != nil {
 				t.Fatalf("start: %v (want a failed job, not an error)", err)
 			}
-			if got, want := job.Status, db.StatusFailed; got != want {
+			if got, want := job.Status, vocab.StatusFailed; got != want {
 				t.Errorf("status = %s, want %s", got, want)
 			}
 			if got, want := job.Reason, tt.reason; got != want {
@@ -306,8 +308,8 @@ func TestStartFailures(t *testing.T) {
 		{Job: db.NewJob{Command: "true"}, Env: []string{"NOEQUALS"}},
 		{Job: db.NewJob{Command: "true", Timeout: -time.Second}},
 	} {
-		if _, err := s.Start(context.Background(), req); !errors.Is(err, ErrInvalid) {
-			t.Errorf("start %+v: %v, want ErrInvalid", req, err)
+		if _, err := s.Start(context.Background(), req); !errors.Is(err, vocab.ErrInvalid) {
+			t.Errorf("start %+v: %v, want vocab.ErrInvalid", req, err)
 		}
 	}
 }
@@ -318,20 +320,20 @@ func TestNameReplaceAndLimits(t *testing.T) {
 	ctx := context.Background()
 	first := start(t, s, StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}})
 	_, err := s.Start(ctx, StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}})
-	var taken *db.NameTakenError
+	var taken *vocab.NameTakenError
 	if !errors.As(err, &taken) || taken.ID != first.ID {
 		t.Fatalf("second start with the name: %v, want NameTakenError naming %s", err, first.ID)
 	}
 	second := start(t, s, StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}, Replace: true})
-	if got, _ := s.db.FindJobByID(ctx, first.ID); got.Status != db.StatusKilled {
+	if got, _ := s.db.FindJobByID(ctx, first.ID); got.Status != vocab.StatusKilled {
 		t.Errorf("replaced job status = %s, want killed", got.Status)
 	}
-	if second.Status != db.StatusRunning {
+	if second.Status != vocab.StatusRunning {
 		t.Errorf("replacement status = %s", second.Status)
 	}
 	start(t, s, StartRequest{Job: db.NewJob{Command: "sleep 30"}})
-	if _, err := s.Start(ctx, StartRequest{Job: db.NewJob{Command: "sleep 30"}}); !errors.Is(err, db.ErrLimit) {
-		t.Errorf("third running job: %v, want db.ErrLimit", err)
+	if _, err := s.Start(ctx, StartRequest{Job: db.NewJob{Command: "sleep 30"}}); !errors.Is(err, vocab.ErrLimit) {
+		t.Errorf("third running job: %v, want vocab.ErrLimit", err)
 	}
 }
 
@@ -356,17 +358,17 @@ func TestSignalStopCont(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "running again", func() bool { return state() != 'T' })
-	if _, err := s.Signal(ctx, job.ID, "NOPE"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("bad signal: %v, want ErrInvalid", err)
+	if _, err := s.Signal(ctx, job.ID, "NOPE"); !errors.Is(err, vocab.ErrInvalid) {
+		t.Errorf("bad signal: %v, want vocab.ErrInvalid", err)
 	}
 	// A stopped job still dies on kill: SIGCONT follows SIGTERM.
 	s.Signal(ctx, job.ID, "STOP")
 	res, err := s.Kill(ctx, job.ID, 2*time.Second)
-	if err != nil || res.Escalated || res.Status != db.StatusKilled {
+	if err != nil || res.Escalated || res.Status != vocab.StatusKilled {
 		t.Errorf("kill of a stopped job = %+v, %v; want killed by SIGTERM", res, err)
 	}
-	if _, err := s.Signal(ctx, job.ID, "INT"); !errors.Is(err, ErrNotRunning) {
-		t.Errorf("signal to a finished job: %v, want ErrNotRunning", err)
+	if _, err := s.Signal(ctx, job.ID, "INT"); !errors.Is(err, vocab.ErrNotRunning) {
+		t.Errorf("signal to a finished job: %v, want vocab.ErrNotRunning", err)
 	}
 }
 
@@ -387,7 +389,7 @@ func TestConnRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	wd, _ := os.Getwd()
-	if job.Status != db.StatusRunning || job.SupervisorID != s.ID() || job.Cwd != wd {
+	if job.Status != vocab.StatusRunning || job.SupervisorID != s.ID() || job.Cwd != wd {
 		t.Errorf("job = %s %s %s, want running in %s under %s", job.Status, job.SupervisorID, job.Cwd, wd, s.ID())
 	}
 	if _, err := c.Write(ctx, job.ID, []byte{0, 1, 2, 0xff, '\n'}, false, 0); err != nil {
@@ -402,38 +404,38 @@ func TestConnRoundTrip(t *testing.T) {
 	}
 
 	// Errors keep their sentinels and typed fields across the socket.
-	if _, err := c.Write(ctx, job.ID, []byte("x"), false, 0); !errors.Is(err, ErrNotRunning) {
-		t.Errorf("write to finished: %v, want ErrNotRunning", err)
+	if _, err := c.Write(ctx, job.ID, []byte("x"), false, 0); !errors.Is(err, vocab.ErrNotRunning) {
+		t.Errorf("write to finished: %v, want vocab.ErrNotRunning", err)
 	}
-	if _, err := c.Write(ctx, "nosuchjob", []byte("x"), false, 0); !errors.Is(err, db.ErrNotFound) {
-		t.Errorf("write to missing: %v, want db.ErrNotFound", err)
+	if _, err := c.Write(ctx, "nosuchjob", []byte("x"), false, 0); !errors.Is(err, vocab.ErrNotFound) {
+		t.Errorf("write to missing: %v, want vocab.ErrNotFound", err)
 	}
-	if _, err := c.Signal(ctx, job.ID, "BOGUS"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("bad signal: %v, want ErrInvalid", err)
+	if _, err := c.Signal(ctx, job.ID, "BOGUS"); !errors.Is(err, vocab.ErrInvalid) {
+		t.Errorf("bad signal: %v, want vocab.ErrInvalid", err)
 	}
-	if err := c.SendKeys(ctx, job.ID, []string{"Enter"}, false); !errors.Is(err, ErrNotTmux) {
-		t.Errorf("send keys to a pipe job: %v, want ErrNotTmux", err)
+	if err := c.SendKeys(ctx, job.ID, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotTmux) {
+		t.Errorf("send keys to a pipe job: %v, want vocab.ErrNotTmux", err)
 	}
 	web, err := c.Start(ctx, StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Start(ctx, StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}})
-	var taken *db.NameTakenError
-	if !errors.Is(err, db.ErrNameTaken) || !errors.As(err, &taken) || taken.ID != web.ID {
-		t.Errorf("name taken: %v, want db.NameTakenError naming %s", err, web.ID)
+	var taken *vocab.NameTakenError
+	if !errors.Is(err, vocab.ErrNameTaken) || !errors.As(err, &taken) || taken.ID != web.ID {
+		t.Errorf("name taken: %v, want vocab.NameTakenError naming %s", err, web.ID)
 	}
-	if want := (&db.NameTakenError{Name: "web", ID: web.ID}).Error(); err == nil || !strings.Contains(err.Error(), want) {
+	if want := (&vocab.NameTakenError{Name: "web", ID: web.ID}).Error(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("message %v, want it to contain %q", err, want)
 	}
 	start(t, s, StartRequest{Job: db.NewJob{Command: "sleep 30"}})
 	_, err = c.Start(ctx, StartRequest{Job: db.NewJob{Command: "sleep 30"}})
-	var limit *db.LimitError
-	if !errors.Is(err, db.ErrLimit) || !errors.As(err, &limit) || limit.Max != 2 {
-		t.Errorf("limit: %v, want db.LimitError with Max 2", err)
+	var limit *vocab.LimitError
+	if !errors.Is(err, vocab.ErrLimit) || !errors.As(err, &limit) || limit.Max != 2 {
+		t.Errorf("limit: %v, want vocab.LimitError with Max 2", err)
 	}
 	res, err := c.Kill(ctx, web.ID, 0)
-	if err != nil || res.Status != db.StatusKilled || !containsInt(res.Signalled, web.PID) {
+	if err != nil || res.Status != vocab.StatusKilled || !containsInt(res.Signalled, web.PID) {
 		t.Errorf("kill over the socket = %+v, %v", res, err)
 	}
 	if err := c.Flush(ctx); err != nil {
@@ -478,7 +480,7 @@ func TestTwoSupervisorsShareADatabase(t *testing.T) {
 	}
 	// s2 does not own j1: the kill goes to s1 over its socket.
 	res, err := s2.Kill(ctx, j1.ID, 0)
-	if err != nil || res.Status != db.StatusKilled || res.AlreadyDone {
+	if err != nil || res.Status != vocab.StatusKilled || res.AlreadyDone {
 		t.Errorf("kill through the other supervisor = %+v, %v", res, err)
 	}
 	if got := waitDone(t, d, j1.ID, time.Second); got.SupervisorID != s1.ID() {
@@ -502,7 +504,7 @@ func TestSweepLostAfterSupervisorDies(t *testing.T) {
 	// The lock file of the helper is its proof of life; wait for its job.
 	var supID, jobID string
 	eventually(t, 10*time.Second, "helper supervisor to start its job", func() bool {
-		jobs, _ := d.FindJobs(ctx, db.Filter{AllScopes: true, Statuses: []db.Status{db.StatusRunning}})
+		jobs, _ := d.FindJobs(ctx, db.Filter{AllScopes: true, Statuses: []vocab.Status{vocab.StatusRunning}})
 		for _, j := range jobs {
 			if j.SupervisorID != local.ID() {
 				supID, jobID = j.SupervisorID, j.ID
@@ -522,11 +524,15 @@ func TestSweepLostAfterSupervisorDies(t *testing.T) {
 		t.Fatalf("sweep after the helper died = %d, %v; want 1", n, err)
 	}
 	job, _ := d.FindJobByID(ctx, jobID)
-	if job.Status != db.StatusLost || job.Reason != "supervisor "+supID+" died" {
+	if job.Status != vocab.StatusLost || job.Reason != "supervisor "+supID+" died" {
 		t.Errorf("job = %s %q, want lost by supervisor %s", job.Status, job.Reason, supID)
 	}
+	if sup, _ := d.FindSupervisor(ctx, supID); sup.EndedAt != nil {
+		t.Errorf("the sweep recorded the dead supervisor's end: that is for a supervisor, once it ran the hooks left due")
+	}
+	local.runDueHooks(ctx, local.deadSupervisors(ctx))
 	if sup, _ := d.FindSupervisor(ctx, supID); sup.EndedAt == nil {
-		t.Errorf("dead supervisor has no end time")
+		t.Errorf("dead supervisor has no end time after a supervisor's look for due hooks")
 	}
 	if n, _ := SweepLost(ctx, d); n != 0 {
 		t.Errorf("second sweep marked %d", n)
@@ -536,7 +542,7 @@ func TestSweepLostAfterSupervisorDies(t *testing.T) {
 		t.Fatalf("the lost job's process %d is gone before the kill", job.PID)
 	}
 	res, err := local.Kill(ctx, jobID, 0)
-	if err != nil || !res.AlreadyDone || res.Status != db.StatusLost || !containsInt(res.Signalled, job.PID) {
+	if err != nil || !res.AlreadyDone || res.Status != vocab.StatusLost || !containsInt(res.Signalled, job.PID) {
 		t.Errorf("kill of the lost job = %+v, %v", res, err)
 	}
 	if proc.Alive(job.PID, job.PIDStart) {
@@ -556,7 +562,7 @@ func TestKillMarksLostWhenOwnerDied(t *testing.T) {
 	}
 	var job db.Job
 	eventually(t, 10*time.Second, "helper job", func() bool {
-		jobs, _ := d.FindJobs(ctx, db.Filter{AllScopes: true, Statuses: []db.Status{db.StatusRunning}})
+		jobs, _ := d.FindJobs(ctx, db.Filter{AllScopes: true, Statuses: []vocab.Status{vocab.StatusRunning}})
 		if len(jobs) == 1 {
 			job = jobs[0]
 		}
@@ -565,7 +571,7 @@ func TestKillMarksLostWhenOwnerDied(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	res, err := local.Kill(ctx, job.ID, 0)
-	if err != nil || res.Status != db.StatusLost || !containsInt(res.Signalled, job.PID) {
+	if err != nil || res.Status != vocab.StatusLost || !containsInt(res.Signalled, job.PID) {
 		t.Errorf("kill = %+v, %v; want lost and its process signalled", res, err)
 	}
 }
@@ -576,8 +582,8 @@ func TestDefaultLockAndIdleExit(t *testing.T) {
 	dir := runtimeDir(t)
 	s := startSupervisor(t, Config{DB: d, RuntimeDir: dir, Default: true, IdleExit: 300 * time.Millisecond})
 	other, _ := New(Config{DB: d, RuntimeDir: dir, Default: true})
-	if err := other.Open(context.Background()); !errors.Is(err, ErrDefaultRunning) {
-		t.Fatalf("second default supervisor: %v, want ErrDefaultRunning", err)
+	if err := other.Open(context.Background()); !errors.Is(err, vocab.ErrDefaultRunning) {
+		t.Fatalf("second default supervisor: %v, want vocab.ErrDefaultRunning", err)
 	}
 	c, err := Dial(context.Background(), filepath.Join(dir, "default.sock"))
 	if err != nil {
@@ -596,14 +602,14 @@ func TestDefaultLockAndIdleExit(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no idle exit")
 	}
-	if got := waitDone(t, d, job.ID, time.Second); got.Status != db.StatusDone {
+	if got := waitDone(t, d, job.ID, time.Second); got.Status != vocab.StatusDone {
 		t.Errorf("job status %s", got.Status)
 	}
 	if sup, _ := d.FindSupervisor(context.Background(), s.ID()); sup.EndedAt == nil || SupervisorAlive(sup) {
 		t.Errorf("supervisor after idle exit: ended %v", sup.EndedAt)
 	}
-	if _, err := s.Start(context.Background(), StartRequest{Job: db.NewJob{Command: "true"}}); !errors.Is(err, ErrClosed) {
-		t.Errorf("start after idle exit: %v, want ErrClosed", err)
+	if _, err := s.Start(context.Background(), StartRequest{Job: db.NewJob{Command: "true"}}); !errors.Is(err, vocab.ErrSupervisorClosed) {
+		t.Errorf("start after idle exit: %v, want vocab.ErrSupervisorClosed", err)
 	}
 	startSupervisor(t, Config{DB: d, RuntimeDir: dir, Default: true})
 }
@@ -627,12 +633,12 @@ func TestCloseKillsJobs(t *testing.T) {
 		t.Errorf("second close: %v", err)
 	}
 	job, _ = d.FindJobByID(context.Background(), job.ID)
-	if job.Status != db.StatusKilled || job.Reason != "supervisor closed" {
+	if job.Status != vocab.StatusKilled || job.Reason != "supervisor closed" {
 		t.Errorf("job after close = %s %q", job.Status, job.Reason)
 	}
 	select {
 	case j := <-exits:
-		if j.ID != job.ID || j.Status != db.StatusKilled {
+		if j.ID != job.ID || j.Status != vocab.StatusKilled {
 			t.Errorf("OnExit got %s %s", j.ID, j.Status)
 		}
 	default:
@@ -648,7 +654,7 @@ func TestOnExitHook(t *testing.T) {
 	s := startSupervisor(t, Config{HookTimeout: 2 * time.Second})
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "env.json")
-	hook := shellQuote(testExe(t)) + " helper dump-env " + shellQuote(file)
+	hook := textclean.ShellQuote(testExe(t)) + " helper dump-env " + textclean.ShellQuote(file)
 	job := start(t, s, StartRequest{Job: db.NewJob{
 		Command: `printf '\033[31mred\033[0m\n10%%\r50%%\r100%%\n'; exit 3`,
 		Name:    "hooked",
@@ -700,7 +706,7 @@ func TestOnExitHook(t *testing.T) {
 		if d["ok"] != false || !strings.Contains(fmt.Sprint(d["output"], d["error"]), tt.want) {
 			t.Errorf("hook %q event = %v, want failure with %q", tt.hook, d, tt.want)
 		}
-		if got, _ := s.db.FindJobByID(ctx, job.ID); got.Status != db.StatusDone {
+		if got, _ := s.db.FindJobByID(ctx, job.ID); got.Status != vocab.StatusDone {
 			t.Errorf("hook %q changed the job to %s", tt.hook, got.Status)
 		}
 	}
@@ -793,19 +799,19 @@ func TestEnsureDefault(t *testing.T) {
 
 func TestWireErrors(t *testing.T) {
 	t.Parallel()
-	for _, err := range []error{db.ErrNotFound, ErrNotRunning, ErrStdinClosed, ErrInvalid, ErrClosed, ErrNoTmux, db.ErrInvalidTransition} {
+	for _, err := range []error{vocab.ErrNotFound, vocab.ErrNotRunning, vocab.ErrStdinClosed, vocab.ErrInvalid, vocab.ErrSupervisorClosed, vocab.ErrNoTmux, vocab.ErrInvalidTransition} {
 		wrapped := errors.Join(errors.New("context"), err)
-		back := encodeError(wrapped).Err()
+		back := vocab.EncodeError(wrapped).Err()
 		if !errors.Is(back, err) || back.Error() != wrapped.Error() {
 			t.Errorf("%v came back as %v", err, back)
 		}
 	}
-	amb := &db.AmbiguousError{Ref: "ab", Candidates: []string{"abc", "abd"}}
-	var got *db.AmbiguousError
-	if back := encodeError(amb).Err(); !errors.As(back, &got) || len(got.Candidates) != 2 || !errors.Is(back, db.ErrAmbiguous) {
+	amb := &vocab.AmbiguousError{Ref: "ab", Candidates: []string{"abc", "abd"}}
+	var got *vocab.AmbiguousError
+	if back := vocab.EncodeError(amb).Err(); !errors.As(back, &got) || len(got.Candidates) != 2 || !errors.Is(back, vocab.ErrAmbiguous) {
 		t.Errorf("ambiguous came back as %v", back)
 	}
-	if back := encodeError(errors.New("plain")).Err(); back.Error() != "plain" {
+	if back := vocab.EncodeError(errors.New("plain")).Err(); back.Error() != "plain" {
 		t.Errorf("plain came back as %v", back)
 	}
 }
@@ -848,7 +854,7 @@ func TestOutputSpooledWhileDatabaseLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	job = waitDone(t, s.db, job.ID, 20*time.Second)
-	if job.Status != db.StatusDone || job.OutputBytes != 300000 || job.DroppedBytes != 0 {
+	if job.Status != vocab.StatusDone || job.OutputBytes != 300000 || job.DroppedBytes != 0 {
 		t.Errorf("job %s (%s), %d bytes, %d dropped; want done, 300000 bytes, none dropped", job.Status, job.Reason, job.OutputBytes, job.DroppedBytes)
 	}
 	var stored int64

@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime/debug"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // serve accepts connections on l until Close.
@@ -57,7 +59,7 @@ func (s *Supervisor) handleConn(conn net.Conn) {
 	enc := json.NewEncoder(conn)
 	if err := s.checkPeer(conn); err != nil {
 		s.logf("refused a connection: %v", err)
-		enc.Encode(Response{Error: encodeError(err)})
+		enc.Encode(Response{Error: vocab.EncodeError(err)})
 		return
 	}
 	dec := json.NewDecoder(conn)
@@ -67,7 +69,7 @@ func (s *Supervisor) handleConn(conn net.Conn) {
 			var syntax *json.SyntaxError
 			var typ *json.UnmarshalTypeError
 			if errors.As(err, &syntax) || errors.As(err, &typ) {
-				enc.Encode(Response{Error: encodeError(invalid(fmt.Errorf("malformed request: %v", err)))})
+				enc.Encode(Response{Error: vocab.EncodeError(invalid(fmt.Errorf("malformed request: %v", err)))})
 			}
 			return
 		}
@@ -122,10 +124,10 @@ func untilHangup(parent context.Context, conn net.Conn) (context.Context, func()
 func (s *Supervisor) checkPeer(conn net.Conn) error {
 	uid, pid, err := peerCred(conn)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPermission, err)
+		return fmt.Errorf("%w: %w", vocab.ErrPermission, err)
 	}
 	if uid != os.Geteuid() {
-		return fmt.Errorf("%w: uid %d (pid %d) is not the supervisor's user (uid %d)", ErrPermission, uid, pid, os.Geteuid())
+		return fmt.Errorf("%w: uid %d (pid %d) is not the supervisor's user (uid %d)", vocab.ErrPermission, uid, pid, os.Geteuid())
 	}
 	return nil
 }
@@ -136,7 +138,7 @@ func (s *Supervisor) handle(ctx context.Context, req Request) (resp Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logf("request %s panicked: %v\n%s", req.Op, r, debug.Stack())
-			resp = Response{Error: &WireError{Code: "error", Message: fmt.Sprintf("supervisor: internal error in %s: %v", req.Op, r)}}
+			resp = Response{Error: &vocab.WireError{Code: "error", Message: fmt.Sprintf("supervisor: internal error in %s: %v", req.Op, r)}}
 		}
 	}()
 	ctx = withCaller(ctx, req.CallerPID)
@@ -159,7 +161,7 @@ func (s *Supervisor) handle(ctx context.Context, req Request) (resp Response) {
 	case OpCloseStdin:
 		_, err = s.Write(ctx, req.JobID, nil, true, 0)
 	case OpKill:
-		var res KillResult
+		var res vocab.KillResult
 		res, err = s.Kill(ctx, req.JobID, req.Grace)
 		resp.Kill = &res
 	case OpSignal:
@@ -168,11 +170,9 @@ func (s *Supervisor) handle(ctx context.Context, req Request) (resp Response) {
 		err = s.SendKeys(ctx, req.JobID, req.Keys, req.Literal)
 	case OpFlush:
 		err = s.Flush(ctx)
-	case OpHooks:
-		s.RunPendingHooks(ctx)
 	default:
 		err = invalid(fmt.Errorf("unknown op %q", req.Op))
 	}
-	resp.Error = encodeError(err)
+	resp.Error = vocab.EncodeError(err)
 	return resp
 }

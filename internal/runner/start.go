@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Environment variables every job sees.
@@ -49,7 +51,7 @@ type StartRequest struct {
 	// through a detached supervisor sees the caller's PATH.
 	BaseEnv []string `json:"base_env,omitempty"`
 	// Replace ends the active job of the scope with the same Name first
-	// (otherwise the start fails with db.ErrNameTaken).
+	// (otherwise the start fails with vocab.ErrNameTaken).
 	Replace bool `json:"replace,omitempty"`
 	// KeepTmux keeps a tmux job's session after it ends (tmux mode).
 	KeepTmux bool `json:"keep_tmux,omitempty"`
@@ -59,8 +61,8 @@ type StartRequest struct {
 // process runs (status running), or, when it could not be started (missing
 // cwd, command not found), the job in status failed with the reason, and a
 // nil error: the job exists and its history says what happened. Errors are
-// for requests that create no job: ErrInvalid, db.ErrNameTaken, db.ErrLimit,
-// ErrClosed, ErrNoTmux, or a database failure.
+// for requests that create no job: vocab.ErrInvalid, vocab.ErrNameTaken, vocab.ErrLimit,
+// vocab.ErrSupervisorClosed, vocab.ErrNoTmux, or a database failure.
 func (s *Supervisor) Start(ctx context.Context, req StartRequest) (db.Job, error) {
 	// A stat(2) before each start: a job created in a database file that
 	// is no longer at its path would vanish from every listing.
@@ -174,13 +176,13 @@ func (s *Supervisor) prepare(req StartRequest) (nj db.NewJob, argv, env []string
 // replace ends the active jobs of scope named name, wherever they run.
 func (s *Supervisor) replace(ctx context.Context, scope, name string) error {
 	jobs, err := s.db.FindJobs(ctx, db.Filter{
-		Scope: scope, Name: name, Statuses: []db.Status{db.StatusStarting, db.StatusRunning},
+		Scope: scope, Name: name, Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning},
 	})
 	if err != nil {
 		return err
 	}
 	for _, j := range jobs {
-		if _, err := s.Kill(ctx, j.ID, 0); err != nil && !errors.Is(err, db.ErrNotFound) {
+		if _, err := s.Kill(ctx, j.ID, 0); err != nil && !errors.Is(err, vocab.ErrNotFound) {
 			return err
 		}
 	}
@@ -196,7 +198,7 @@ func (s *Supervisor) register(id string, baseEnv []string) (*child, error) {
 		return nil, errors.New("supervisor is not open")
 	}
 	if s.closing {
-		return nil, ErrClosed
+		return nil, vocab.ErrSupervisorClosed
 	}
 	c := newChild(id, baseEnv)
 	s.children[id] = c
@@ -293,13 +295,13 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 	go s.run(c, job.Timeout)
 
 	running, err := s.db.Transition(ctx, c.id, db.Transition{
-		To: db.StatusRunning, PID: pid, PGID: pid, PIDStart: start,
+		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start,
 	})
 	if err != nil {
 		// The process runs but the database did not take it: end it
 		// rather than leave a job nobody can see; its runner records the
 		// failure (starting → failed) once the database answers again.
-		c.setEnd(db.StatusFailed, "record start: "+err.Error(), true)
+		c.setEnd(vocab.StatusFailed, "record start: "+err.Error(), true)
 		c.readyOnce.Do(func() { close(c.ready) })
 		if _, kerr := proc.KillTree(ctx, c.target(), s.cfg.Grace); kerr != nil {
 			s.logf("kill job %s: %v", c.id, kerr)
@@ -316,7 +318,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 // failStart records that the job could not start and runs its exit hooks
 // in the background (owned by wg through the child's count).
 func (s *Supervisor) failStart(ctx context.Context, c *child, reason string) (db.Job, error) {
-	job, err := s.db.Transition(ctx, c.id, db.Transition{To: db.StatusFailed, Reason: reason})
+	job, err := s.db.Transition(ctx, c.id, db.Transition{To: vocab.StatusFailed, Reason: reason})
 	if err != nil {
 		s.complete(c, c.job)
 		s.wg.Done()
@@ -415,18 +417,9 @@ func appendUnique(list []string, s string) []string {
 func quoteArgs(argv []string) string {
 	parts := make([]string, len(argv))
 	for i, a := range argv {
-		parts[i] = shellQuote(a)
+		parts[i] = textclean.ShellQuote(a)
 	}
 	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func closeAll(files ...*os.File) {

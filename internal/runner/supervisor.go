@@ -13,6 +13,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Defaults for Config's zero fields.
@@ -46,7 +47,7 @@ type Config struct {
 	// default).
 	Kind string
 	// Default makes the supervisor also hold <runtime>/default.lock and
-	// serve <runtime>/default.sock. Open fails with ErrDefaultRunning when
+	// serve <runtime>/default.sock. Open fails with vocab.ErrDefaultRunning when
 	// another process holds the lock.
 	Default bool
 	// IdleExit closes the supervisor after this long with no running job
@@ -231,7 +232,7 @@ func (s *Supervisor) RuntimeDir() string { return s.runtimeDir }
 func (s *Supervisor) Done() <-chan struct{} { return s.done }
 
 // Open registers the supervisor and starts it: it prepares the runtime
-// directory, takes the default lock (Default only; ErrDefaultRunning when
+// directory, takes the default lock (Default only; vocab.ErrDefaultRunning when
 // taken) and its own lock, records its supervisors row, listens on its
 // sockets, marks lost the jobs of dead supervisors, and starts the
 // appender, the janitor, the socket servers and the idle watcher. After a
@@ -264,7 +265,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	if s.cfg.Default {
 		f, err := lockFile(filepath.Join(s.runtimeDir, "default.lock"))
 		if errors.Is(err, errLocked) {
-			return fmt.Errorf("open supervisor: %w", ErrDefaultRunning)
+			return fmt.Errorf("open supervisor: %w", vocab.ErrDefaultRunning)
 		}
 		if err != nil {
 			return fmt.Errorf("open supervisor: %w", err)
@@ -314,12 +315,12 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
 	s.app.Open()
 
+	dead := s.deadSupervisors(ctx)
 	if n, err := s.sweep(ctx); err != nil {
 		s.cfg.Logf("sweep lost jobs: %v", err)
 	} else if n > 0 {
 		s.cfg.Logf("marked %d jobs of dead supervisors lost", n)
 	}
-	s.runPendingHooks(ctx)
 
 	s.mu.Lock()
 	s.idleSince = time.Now()
@@ -328,10 +329,16 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.serve(l)
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.janitor()
 	go s.watchFile()
 	go s.idleWatch()
+	// The hooks left due while no supervisor ran (see runDueHooks), looked
+	// for in the background: a long history must not hold up serving.
+	go func() {
+		defer s.wg.Done()
+		s.runDueHooks(s.ctx, dead)
+	}()
 	return nil
 }
 
@@ -398,7 +405,7 @@ func (s *Supervisor) shutdown() {
 		kills.Add(1)
 		go func() {
 			defer kills.Done()
-			if _, err := s.endChild(context.Background(), c, db.StatusKilled, "supervisor closed", s.cfg.Grace); err != nil {
+			if _, err := s.endChild(context.Background(), c, vocab.StatusKilled, "supervisor closed", s.cfg.Grace); err != nil {
 				s.cfg.Logf("kill job %s: %v", c.id, err)
 			}
 		}()

@@ -13,7 +13,9 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/tmux"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // tmux jobs
@@ -70,15 +72,15 @@ func tmuxServerOf(j db.Job) tmux.Server {
 func TmuxSessionName(jobID string) string { return tmuxSessionPrefix + jobID }
 
 // noTmuxError keeps tmux's own explanation (not installed, too old, with
-// the way out) while matching ErrNoTmux.
+// the way out) while matching vocab.ErrNoTmux.
 type noTmuxError struct{ err error }
 
 func (e *noTmuxError) Error() string        { return e.err.Error() }
 func (e *noTmuxError) Unwrap() error        { return e.err }
-func (e *noTmuxError) Is(target error) bool { return target == ErrNoTmux }
+func (e *noTmuxError) Is(target error) bool { return target == vocab.ErrNoTmux }
 
 // tmuxError turns a tmux error about job j into the runner's vocabulary:
-// a missing tmux is ErrNoTmux, a session that has gone is ErrNotRunning.
+// a missing tmux is vocab.ErrNoTmux, a session that has gone is vocab.ErrNotRunning.
 func tmuxError(j db.Job, err error) error {
 	switch {
 	case err == nil:
@@ -86,7 +88,7 @@ func tmuxError(j db.Job, err error) error {
 	case errors.Is(err, tmux.ErrNotInstalled):
 		return &noTmuxError{err}
 	case errors.Is(err, tmux.ErrNoSession):
-		return fmt.Errorf("its tmux session %s is gone: %w", j.TmuxSession, ErrNotRunning)
+		return fmt.Errorf("its tmux session %s is gone: %w", j.TmuxSession, vocab.ErrNotRunning)
 	}
 	return err
 }
@@ -95,7 +97,7 @@ func tmuxError(j db.Job, err error) error {
 // whose pipe-pane runs the tmux-pipe helper, and returns the job running.
 // As for pipe jobs, a job that cannot start (missing cwd, command not
 // found, tmux refusing) is returned failed with a nil error; a missing
-// tmux is ErrNoTmux and creates no job.
+// tmux is vocab.ErrNoTmux and creates no job.
 func (s *Supervisor) startTmux(ctx context.Context, req StartRequest, nj db.NewJob, argv, env []string) (db.Job, error) {
 	// The caller's JOBS_TMUX_SOCKET, else ours; recorded with the job,
 	// so that every later step finds the same server.
@@ -123,7 +125,7 @@ func (s *Supervisor) startTmux(ctx context.Context, req StartRequest, nj db.NewJ
 	case !opened:
 		return db.Job{}, errors.New("start job: supervisor is not open")
 	case closing:
-		return db.Job{}, fmt.Errorf("start job: %w", ErrClosed)
+		return db.Job{}, fmt.Errorf("start job: %w", vocab.ErrSupervisorClosed)
 	}
 	nj.TmuxSession = TmuxSessionName(nj.ID)
 	job, err := s.db.CreateJob(ctx, nj, s.cfg.Limits)
@@ -174,10 +176,10 @@ func (s *Supervisor) startTmux(ctx context.Context, req StartRequest, nj db.NewJ
 	}
 	start, _ := proc.StartTime(pid)
 	running, err := s.db.Transition(ctx, job.ID, db.Transition{
-		To: db.StatusRunning, PID: pid, PGID: pid, PIDStart: start,
+		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start,
 		Detail: map[string]any{"tmux_session": name},
 	})
-	if errors.Is(err, db.ErrInvalidTransition) {
+	if errors.Is(err, vocab.ErrInvalidTransition) {
 		// Already ended: killed while starting, or its helper recorded
 		// it. The stored row tells.
 		return s.db.FindJobByID(ctx, job.ID)
@@ -197,7 +199,7 @@ func (s *Supervisor) startTmux(ctx context.Context, req StartRequest, nj db.NewJ
 // failTmux records that a tmux job could not start and runs its exit
 // hooks in the background, owned by wg.
 func (s *Supervisor) failTmux(ctx context.Context, job db.Job, reason string) (db.Job, error) {
-	failed, err := s.db.Transition(ctx, job.ID, db.Transition{To: db.StatusFailed, Reason: reason})
+	failed, err := s.db.Transition(ctx, job.ID, db.Transition{To: vocab.StatusFailed, Reason: reason})
 	if err != nil {
 		return job, fmt.Errorf("start job: %w", err)
 	}
@@ -233,7 +235,7 @@ func (s *Supervisor) executable() (string, error) {
 // so the server it must talk to is passed along explicitly.
 func tmuxPipeCommand(exe, dbPath, jobID, socket string) string {
 	return fmt.Sprintf("%s=%s exec %s tmux-pipe --db %s --job %s",
-		EnvTmuxSocket, shellQuote(socket), shellQuote(exe), shellQuote(dbPath), shellQuote(jobID))
+		EnvTmuxSocket, textclean.ShellQuote(socket), textclean.ShellQuote(exe), textclean.ShellQuote(dbPath), textclean.ShellQuote(jobID))
 }
 
 // tmuxEnv picks the job environment entries the pane gets (through
@@ -306,7 +308,7 @@ func tmuxJobAlive(j db.Job) bool {
 // Should no helper record it (the helper died), KillTmux records it
 // itself. A finished job is AlreadyDone and nothing is signalled; its
 // session, kept with --keep-tmux, stays.
-func KillTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (KillResult, error) {
+func KillTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (vocab.KillResult, error) {
 	res, err := killTmux(ctx, d, job, grace, func(string, ...any) {})
 	if err != nil {
 		return res, fmt.Errorf("kill job %s: %w", job.ID, err)
@@ -316,8 +318,8 @@ func KillTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (K
 
 // killTmux kills a tmux job, never signalling the caller of ctx or a
 // supervisor, and returns once its final status is stored.
-func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, logf func(string, ...any)) (KillResult, error) {
-	res := KillResult{JobID: job.ID, Status: job.Status}
+func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, logf func(string, ...any)) (vocab.KillResult, error) {
+	res := vocab.KillResult{JobID: job.ID, Status: job.Status}
 	if job.Status.Terminal() {
 		res.AlreadyDone = true
 		return res, nil
@@ -325,7 +327,7 @@ func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, lo
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	if err := d.RequestStop(ctx, job.ID, db.StatusKilled); err != nil {
+	if err := d.RequestStop(ctx, job.ID, vocab.StatusKilled); err != nil {
 		return res, err
 	}
 	// Without a start time to check the pane's pid against (the job is
@@ -399,8 +401,8 @@ func recordTmuxEndHere(ctx context.Context, d *db.DB, j db.Job, logf func(string
 // SendKeysDirect sends keys to a running tmux job's pane as tmux does:
 // each argument that is a key name (Enter, C-c, Up …) is pressed, any other
 // is typed; with literal the text of keys is typed as is. tmux delivers
-// them, so no supervisor is involved. Errors: ErrNotTmux, ErrNotRunning
-// (finished, or its session has gone), ErrNoTmux, ErrInvalid for an empty
+// them, so no supervisor is involved. Errors: vocab.ErrNotTmux, vocab.ErrNotRunning
+// (finished, or its session has gone), vocab.ErrNoTmux, vocab.ErrInvalid for an empty
 // key.
 func SendKeysDirect(j db.Job, keys []string, literal bool) error {
 	if err := sendKeys(j, keys, literal); err != nil {
@@ -412,9 +414,9 @@ func SendKeysDirect(j db.Job, keys []string, literal bool) error {
 func sendKeys(j db.Job, keys []string, literal bool) error {
 	switch {
 	case j.Mode != "tmux":
-		return ErrNotTmux
+		return vocab.ErrNotTmux
 	case j.Status.Terminal():
-		return fmt.Errorf("it is %s: %w", j.Status, ErrNotRunning)
+		return fmt.Errorf("it is %s: %w", j.Status, vocab.ErrNotRunning)
 	case len(keys) == 0:
 		return invalid(errors.New("no keys given"))
 	}
@@ -454,14 +456,14 @@ func sendKeys(j db.Job, keys []string, literal bool) error {
 // Capture returns the screen of a tmux job's pane as clean text, with up
 // to scrollback lines of history above it (negative: all of it). A
 // finished job whose session was kept (--keep-tmux) can still be read.
-// Errors: ErrNotTmux, ErrNotRunning (its session is gone), ErrNoTmux.
+// Errors: vocab.ErrNotTmux, vocab.ErrNotRunning (its session is gone), vocab.ErrNoTmux.
 func Capture(j db.Job, scrollback int) (string, error) {
 	if j.Mode != "tmux" {
-		return "", fmt.Errorf("capture job %s: %w", j.ID, ErrNotTmux)
+		return "", fmt.Errorf("capture job %s: %w", j.ID, vocab.ErrNotTmux)
 	}
 	out, err := tmuxServerOf(j).Capture(j.TmuxSession, scrollback)
 	if errors.Is(err, tmux.ErrNoSession) && j.Status.Terminal() {
-		return "", fmt.Errorf("capture job %s: it is %s and its tmux session is closed (start it with --keep-tmux to keep it): %w", j.ID, j.Status, ErrNotRunning)
+		return "", fmt.Errorf("capture job %s: it is %s and its tmux session is closed (start it with --keep-tmux to keep it): %w", j.ID, j.Status, vocab.ErrNotRunning)
 	}
 	if err != nil {
 		return "", fmt.Errorf("capture job %s: %w", j.ID, tmuxError(j, err))
@@ -481,7 +483,7 @@ func AttachArgv(j db.Job) []string {
 }
 
 // killTmux is Kill for a tmux job, which any supervisor can do.
-func (s *Supervisor) killTmux(ctx context.Context, job db.Job, grace time.Duration) (KillResult, error) {
+func (s *Supervisor) killTmux(ctx context.Context, job db.Job, grace time.Duration) (vocab.KillResult, error) {
 	res, err := killTmux(ctx, s.db, job, grace, s.logf)
 	if err != nil {
 		return res, fmt.Errorf("kill job %s: %w", job.ID, err)
@@ -493,7 +495,7 @@ func (s *Supervisor) killTmux(ctx context.Context, job db.Job, grace time.Durati
 // eof types C-d, what a terminal sends for end of file.
 func writeTmux(j db.Job, data []byte, eof bool) error {
 	if j.Status.Terminal() {
-		return fmt.Errorf("write job %s: %w", j.ID, ErrNotRunning)
+		return fmt.Errorf("write job %s: %w", j.ID, vocab.ErrNotRunning)
 	}
 	srv := tmuxServerOf(j)
 	if len(data) > 0 {
@@ -513,9 +515,9 @@ func writeTmux(j db.Job, data []byte, eof bool) error {
 // job's tagged processes get the signal.
 func signalTmux(ctx context.Context, j db.Job, sig string) ([]int, error) {
 	if j.Status.Terminal() {
-		return nil, fmt.Errorf("signal job %s: %w", j.ID, ErrNotRunning)
+		return nil, fmt.Errorf("signal job %s: %w", j.ID, vocab.ErrNotRunning)
 	}
-	sn, err := proc.ParseSignal(sig)
+	sn, err := vocab.ParseSignal(sig)
 	if err != nil {
 		return nil, fmt.Errorf("signal job %s: %w", j.ID, invalid(err))
 	}

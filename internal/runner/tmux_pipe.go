@@ -15,6 +15,7 @@ import (
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/tmux"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Timings of the tmux-pipe helper.
@@ -217,9 +218,9 @@ func (p *tmuxPipe) waitRunning(ctx context.Context, job db.Job, eof <-chan struc
 	deadline := time.Now().Add(tmuxStartWait)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for job.Status == db.StatusStarting {
+	for job.Status == vocab.StatusStarting {
 		if time.Now().After(deadline) {
-			t := db.Transition{To: db.StatusRunning, Detail: map[string]any{"tmux_session": job.TmuxSession, "adopted": true}}
+			t := db.Transition{To: vocab.StatusRunning, Detail: map[string]any{"tmux_session": job.TmuxSession, "adopted": true}}
 			if pid, err := p.srv.PanePID(job.TmuxSession); err == nil {
 				start, _ := proc.StartTime(pid)
 				t.PID, t.PGID, t.PIDStart = pid, pid, start
@@ -228,7 +229,7 @@ func (p *tmuxPipe) waitRunning(ctx context.Context, job db.Job, eof <-chan struc
 			if err == nil {
 				return j, nil
 			}
-			if !errors.Is(err, db.ErrInvalidTransition) {
+			if !errors.Is(err, vocab.ErrInvalidTransition) {
 				return job, err
 			}
 		} else {
@@ -297,9 +298,9 @@ func (p *tmuxPipe) watch(ctx context.Context, job db.Job, eof <-chan struct{}) {
 
 // killTmuxFromHelper ends a job whose timeout passed: the stop intent
 // first, then the processes. The helper's own watch loop records the end.
-func killTmuxFromHelper(ctx context.Context, d *db.DB, job db.Job) (proc.KillResult, error) {
-	if err := d.RequestStop(ctx, job.ID, db.StatusTimedOut); err != nil {
-		return proc.KillResult{}, err
+func killTmuxFromHelper(ctx context.Context, d *db.DB, job db.Job) (vocab.KillResult, error) {
+	if err := d.RequestStop(ctx, job.ID, vocab.StatusTimedOut); err != nil {
+		return vocab.KillResult{}, err
 	}
 	t := TargetOf(job)
 	Guard(ctx, d, &t)
@@ -370,32 +371,32 @@ func finishTmux(ctx context.Context, d *db.DB, j db.Job, end tmuxEnd, logf func(
 			// The pane's shell reports the signal that ended the job as
 			// 128+n; a stop we sent is that signal, and a pipe job killed
 			// alike records it: the same kill reads the same way.
-			t.Signal = proc.SignalName(syscall.Signal(code - 128))
+			t.Signal = vocab.SignalName(syscall.Signal(code - 128))
 		}
 	}
 	switch {
-	case stop == db.StatusTimedOut:
+	case stop == vocab.StatusTimedOut:
 		t.To, t.Reason = stop, fmt.Sprintf("timed out after %s", j.Timeout)
 	case stop != "":
 		t.To, t.Reason = stop, "killed"
 	case !end.dead:
-		t.To, t.Reason = db.StatusLost, fmt.Sprintf("tmux session %s ended before the job's exit status was read", j.TmuxSession)
+		t.To, t.Reason = vocab.StatusLost, fmt.Sprintf("tmux session %s ended before the job's exit status was read", j.TmuxSession)
 	case end.code == 0:
-		t.To = db.StatusDone
+		t.To = vocab.StatusDone
 	case end.code < 0:
-		t.To, t.Reason = db.StatusFailed, "tmux did not report an exit status"
+		t.To, t.Reason = vocab.StatusFailed, "tmux did not report an exit status"
 	default:
-		t.To = db.StatusFailed
+		t.To = vocab.StatusFailed
 	}
 	cur, err := d.FindJobByID(ctx, j.ID)
 	if err != nil {
 		return j, fmt.Errorf("record end: %w", err)
 	}
-	if cur.Status == db.StatusStarting && t.To != db.StatusFailed && t.To != db.StatusKilled && t.To != db.StatusLost {
-		t.To = db.StatusFailed // only these moves are allowed from starting
+	if cur.Status == vocab.StatusStarting && t.To != vocab.StatusFailed && t.To != vocab.StatusKilled && t.To != vocab.StatusLost {
+		t.To = vocab.StatusFailed // only these moves are allowed from starting
 	}
 	final, err := d.Transition(ctx, j.ID, t)
-	if errors.Is(err, db.ErrInvalidTransition) {
+	if errors.Is(err, vocab.ErrInvalidTransition) {
 		return d.FindJobByID(ctx, j.ID)
 	}
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/tmux"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // The test binary is also the tmux-pipe and tmux-exec helpers that tmux
@@ -175,7 +176,7 @@ func startTmuxJob(t *testing.T, s *Supervisor, req StartRequest) db.Job {
 	t.Helper()
 	req.Job.Mode = "tmux"
 	job := start(t, s, req)
-	if job.Status != db.StatusRunning {
+	if job.Status != vocab.StatusRunning {
 		t.Fatalf("tmux job is %s (%s), want running", job.Status, job.Reason)
 	}
 	return job
@@ -267,7 +268,7 @@ func TestTmux(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := waitDone(t, d, job.ID, 10*time.Second)
-		if done.Status != db.StatusDone || exitCode(done) != 0 {
+		if done.Status != vocab.StatusDone || exitCode(done) != 0 {
 			t.Errorf("after C-d: %s exit %d (%s), want done 0", done.Status, exitCode(done), done.Reason)
 		}
 		if out := pty(t, d, job.ID); !strings.Contains(out, "typed-2") {
@@ -289,8 +290,8 @@ func TestTmux(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitScreen(t, job, "45000", func(sc string) bool { return hasLine(sc, "45000") })
-		if err := SendKeysDirect(job, []string{"", "Enter"}, false); !errors.Is(err, ErrInvalid) {
-			t.Errorf("an empty key: %v, want ErrInvalid", err)
+		if err := SendKeysDirect(job, []string{"", "Enter"}, false); !errors.Is(err, vocab.ErrInvalid) {
+			t.Errorf("an empty key: %v, want vocab.ErrInvalid", err)
 		}
 		if err := SendKeysDirect(job, []string{"print(sum(range(10)) * 1000)"}, true); err != nil {
 			t.Fatal(err)
@@ -302,7 +303,7 @@ func TestTmux(t *testing.T) {
 		if err := SendKeysDirect(job, []string{"C-d"}, false); err != nil {
 			t.Fatal(err)
 		}
-		if done := waitDone(t, d, job.ID, 10*time.Second); done.Status != db.StatusDone {
+		if done := waitDone(t, d, job.ID, 10*time.Second); done.Status != vocab.StatusDone {
 			t.Errorf("python after C-d: %s (%s)", done.Status, done.Reason)
 		}
 	})
@@ -340,14 +341,14 @@ func TestTmux(t *testing.T) {
 		ctx := context.Background()
 		for _, tc := range []struct {
 			cmd    string
-			status db.Status
+			status vocab.Status
 			code   int
 			out    string
 		}{
-			{"exit 7", db.StatusFailed, 7, ""},
-			{"echo hello-tmux; read x", db.StatusDone, 0, "hello-tmux"},
-			{"kill -TERM $$", db.StatusFailed, 128 + int(syscall.SIGTERM), ""},
-			{"printf 'no newline at the end'; read x; exit 3", db.StatusFailed, 3, "no newline at the end"},
+			{"exit 7", vocab.StatusFailed, 7, ""},
+			{"echo hello-tmux; read x", vocab.StatusDone, 0, "hello-tmux"},
+			{"kill -TERM $$", vocab.StatusFailed, 128 + int(syscall.SIGTERM), ""},
+			{"printf 'no newline at the end'; read x; exit 3", vocab.StatusFailed, 3, "no newline at the end"},
 		} {
 			job := startTmuxJob(t, s, StartRequest{Job: db.NewJob{Command: tc.cmd}})
 			if tc.out != "" {
@@ -380,7 +381,7 @@ func TestTmux(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := waitDone(t, d, job.ID, 10*time.Second)
-		if done.Status != db.StatusFailed || exitCode(done) != 2 {
+		if done.Status != vocab.StatusFailed || exitCode(done) != 2 {
 			t.Errorf("kept job: %s exit %d, want failed 2", done.Status, exitCode(done))
 		}
 		if !sessionExists(t, srv, job.TmuxSession) {
@@ -391,13 +392,13 @@ func TestTmux(t *testing.T) {
 		if screen, err := Capture(done, 5); err != nil || !hasLine(screen, "kept-screen") {
 			t.Errorf("capture of the kept session: %v\n%s", err, screen)
 		}
-		if err := SendKeysDirect(done, []string{"Enter"}, false); !errors.Is(err, ErrNotRunning) {
-			t.Errorf("send keys to a finished job: %v, want ErrNotRunning", err)
+		if err := SendKeysDirect(done, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotRunning) {
+			t.Errorf("send keys to a finished job: %v, want vocab.ErrNotRunning", err)
 		}
 		if err := srv.KillSession(job.TmuxSession); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Capture(done, 0); !errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), "--keep-tmux") {
+		if _, err := Capture(done, 0); !errors.Is(err, vocab.ErrNotRunning) || !strings.Contains(err.Error(), "--keep-tmux") {
 			t.Errorf("capture of a finished job without session: %v", err)
 		}
 	})
@@ -428,7 +429,7 @@ func TestTmux(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != db.StatusKilled || len(res.Survivors) != 0 || res.AlreadyDone {
+		if res.Status != vocab.StatusKilled || len(res.Survivors) != 0 || res.AlreadyDone {
 			t.Errorf("kill result %+v, want killed with no survivors", res)
 		}
 		for i, pid := range append(pids, job.PID) {
@@ -440,7 +441,7 @@ func TestTmux(t *testing.T) {
 			t.Errorf("tagged processes left: %+v", found)
 		}
 		final, _ := d.FindJobByID(ctx, job.ID)
-		if final.Status != db.StatusKilled || final.Reason != "killed" {
+		if final.Status != vocab.StatusKilled || final.Reason != "killed" {
 			t.Errorf("job %s (%s), want killed", final.Status, final.Reason)
 		}
 		eventually(t, 5*time.Second, "the session to close", func() bool { return !sessionExists(t, srv, job.TmuxSession) })
@@ -461,8 +462,8 @@ func TestTmux(t *testing.T) {
 		if _, err := s.Kill(ctx, job.ID, 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Signal(ctx, job.ID, "USR1"); !errors.Is(err, ErrNotRunning) {
-			t.Errorf("signal a finished tmux job: %v, want ErrNotRunning", err)
+		if _, err := s.Signal(ctx, job.ID, "USR1"); !errors.Is(err, vocab.ErrNotRunning) {
+			t.Errorf("signal a finished tmux job: %v, want vocab.ErrNotRunning", err)
 		}
 	})
 
@@ -470,7 +471,7 @@ func TestTmux(t *testing.T) {
 		t.Parallel()
 		job := startTmuxJob(t, s, StartRequest{Job: db.NewJob{Command: "echo waiting; sleep 300", Timeout: 500 * time.Millisecond}})
 		done := waitDone(t, d, job.ID, 10*time.Second)
-		if done.Status != db.StatusTimedOut || !strings.HasPrefix(done.Reason, "timed out after") {
+		if done.Status != vocab.StatusTimedOut || !strings.HasPrefix(done.Reason, "timed out after") {
 			t.Errorf("job %s (%s), want timed_out", done.Status, done.Reason)
 		}
 		if !strings.Contains(pty(t, d, job.ID), "waiting") {
@@ -486,17 +487,17 @@ func TestTmux(t *testing.T) {
 			t.Fatal(err)
 		}
 		lost := waitDone(t, d, job.ID, 10*time.Second)
-		if lost.Status != db.StatusLost || !strings.Contains(lost.Reason, job.TmuxSession) {
+		if lost.Status != vocab.StatusLost || !strings.Contains(lost.Reason, job.TmuxSession) {
 			t.Errorf("job %s (%s), want lost naming the session", lost.Status, lost.Reason)
 		}
 		if out := pty(t, d, job.ID); !strings.Contains(out, "before-the-end") {
 			t.Errorf("output so far lost: %q", out)
 		}
-		if _, err := Capture(lost, 0); !errors.Is(err, ErrNotRunning) {
-			t.Errorf("capture: %v, want ErrNotRunning", err)
+		if _, err := Capture(lost, 0); !errors.Is(err, vocab.ErrNotRunning) {
+			t.Errorf("capture: %v, want vocab.ErrNotRunning", err)
 		}
-		if err := s.SendKeys(ctx, job.ID, []string{"Enter"}, false); !errors.Is(err, ErrNotRunning) {
-			t.Errorf("send keys: %v, want ErrNotRunning", err)
+		if err := s.SendKeys(ctx, job.ID, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotRunning) {
+			t.Errorf("send keys: %v, want vocab.ErrNotRunning", err)
 		}
 	})
 
@@ -504,25 +505,25 @@ func TestTmux(t *testing.T) {
 		t.Parallel()
 		pipe := start(t, s, StartRequest{Job: db.NewJob{Command: "sleep 300"}})
 		defer s.Kill(ctx, pipe.ID, 0)
-		if err := s.SendKeys(ctx, pipe.ID, []string{"Enter"}, false); !errors.Is(err, ErrNotTmux) {
-			t.Errorf("send keys to a pipe job: %v, want ErrNotTmux", err)
+		if err := s.SendKeys(ctx, pipe.ID, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotTmux) {
+			t.Errorf("send keys to a pipe job: %v, want vocab.ErrNotTmux", err)
 		}
-		if _, err := Capture(pipe, 0); !errors.Is(err, ErrNotTmux) {
-			t.Errorf("capture a pipe job: %v, want ErrNotTmux", err)
+		if _, err := Capture(pipe, 0); !errors.Is(err, vocab.ErrNotTmux) {
+			t.Errorf("capture a pipe job: %v, want vocab.ErrNotTmux", err)
 		}
 		if argv := AttachArgv(pipe); argv != nil {
 			t.Errorf("attach argv of a pipe job: %q", argv)
 		}
-		if err := s.SendKeys(ctx, "nosuchjob", []string{"Enter"}, false); !errors.Is(err, db.ErrNotFound) {
+		if err := s.SendKeys(ctx, "nosuchjob", []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotFound) {
 			t.Errorf("send keys to a missing job: %v, want ErrNotFound", err)
 		}
 		// A job whose command does not exist fails to start, clearly.
 		job, err := s.Start(ctx, StartRequest{Job: db.NewJob{Argv: []string{"no-such-command-xyz"}, Mode: "tmux"}})
-		if err != nil || job.Status != db.StatusFailed || !strings.Contains(job.Reason, "command not found") {
+		if err != nil || job.Status != vocab.StatusFailed || !strings.Contains(job.Reason, "command not found") {
 			t.Errorf("start of a missing command: %s (%s), %v", job.Status, job.Reason, err)
 		}
 		job, err = s.Start(ctx, StartRequest{Job: db.NewJob{Command: "true", Cwd: "/no/such/dir", Mode: "tmux"}})
-		if err != nil || job.Status != db.StatusFailed || !strings.Contains(job.Reason, "/no/such/dir") {
+		if err != nil || job.Status != vocab.StatusFailed || !strings.Contains(job.Reason, "/no/such/dir") {
 			t.Errorf("start in a missing cwd: %s (%s), %v", job.Status, job.Reason, err)
 		}
 	})
@@ -552,7 +553,7 @@ func TestTmux(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := waitDone(t, d, job.ID, 10*time.Second)
-		if done.Status != db.StatusDone {
+		if done.Status != vocab.StatusDone {
 			t.Errorf("job %s (%s) after the person typed, want done", done.Status, done.Reason)
 		}
 		if out := pty(t, d, job.ID); !strings.Contains(out, "from-the-person") {
@@ -605,12 +606,13 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Status != db.StatusRunning {
+	if job.Status != vocab.StatusRunning {
 		t.Fatalf("job %s (%s) after its supervisor died, want running", job.Status, job.Reason)
 	}
-	if sup, err := d.FindSupervisor(ctx, supID); err != nil || sup.EndedAt == nil {
-		t.Errorf("dead supervisor not recorded ended: %+v %v", sup, err)
-	}
+	eventually(t, 10*time.Second, "the dead supervisor recorded ended", func() bool {
+		sup, err := d.FindSupervisor(ctx, supID)
+		return err == nil && sup.EndedAt != nil
+	})
 
 	// Driven through another supervisor, or none at all.
 	if err := s2.SendKeys(ctx, jobID, []string{"forty-two"}, true); err != nil {
@@ -625,7 +627,7 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := waitDone(t, d, jobID, 10*time.Second)
-	if done.Status != db.StatusFailed || exitCode(done) != 3 {
+	if done.Status != vocab.StatusFailed || exitCode(done) != 3 {
 		t.Errorf("job %s exit %d (%s), want failed 3", done.Status, exitCode(done), done.Reason)
 	}
 	out := pty(t, d, jobID)
@@ -644,7 +646,7 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	if n, err := SweepLost(ctx, d); err != nil || n != 1 {
 		t.Errorf("SweepLost of a tmux job without session = %d, %v; want 1", n, err)
 	}
-	if j, _ := d.FindJobByID(ctx, lostJob.ID); j.Status != db.StatusLost {
+	if j, _ := d.FindJobByID(ctx, lostJob.ID); j.Status != vocab.StatusLost {
 		t.Errorf("tmux job without session is %s, want lost", j.Status)
 	}
 }
@@ -657,14 +659,14 @@ func TestTmuxNotInstalled(t *testing.T) {
 	s := startSupervisor(t, Config{DB: d})
 	ctx := context.Background()
 	_, err := s.Start(ctx, StartRequest{Job: db.NewJob{Command: "true", Mode: "tmux"}})
-	if !errors.Is(err, ErrNoTmux) || !strings.Contains(err.Error(), "tmux is not installed") {
-		t.Fatalf("start without tmux: %v, want ErrNoTmux saying tmux is not installed", err)
+	if !errors.Is(err, vocab.ErrNoTmux) || !strings.Contains(err.Error(), "tmux is not installed") {
+		t.Fatalf("start without tmux: %v, want vocab.ErrNoTmux saying tmux is not installed", err)
 	}
 	if jobs, _ := d.FindJobs(ctx, db.Filter{AllScopes: true}); len(jobs) != 0 {
 		t.Errorf("a failed tmux start created %d jobs", len(jobs))
 	}
 	job := start(t, s, StartRequest{Job: db.NewJob{Argv: []string{"/bin/sh", "-c", "echo still-fine"}}})
-	if done := waitDone(t, d, job.ID, 10*time.Second); done.Status != db.StatusDone {
+	if done := waitDone(t, d, job.ID, 10*time.Second); done.Status != vocab.StatusDone {
 		t.Errorf("pipe job without tmux: %s (%s)", done.Status, done.Reason)
 	}
 }

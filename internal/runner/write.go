@@ -7,18 +7,20 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Write writes data to the job's stdin and, with eof, closes it (the job
 // reads end of file). It returns how many bytes of data the job took. A job
 // that takes none of the rest for idle makes it give up with
-// ErrNotReading (idle 0: it waits as long as ctx lets it); the count says
+// vocab.ErrNotReading (idle 0: it waits as long as ctx lets it); the count says
 // what was taken before. An eof is carried out even then, and even while
 // another write to the same job is blocked (that write then ends with
-// ErrStdinClosed): closing never waits for the job to read. A job of
+// vocab.ErrStdinClosed): closing never waits for the job to read. A job of
 // another live supervisor is written through that supervisor. Errors:
-// db.ErrNotFound, ErrNotRunning (finished), ErrStdinClosed (closed
-// before, never a pipe, or closed by the job), ErrNotReading.
+// vocab.ErrNotFound, vocab.ErrNotRunning (finished), vocab.ErrStdinClosed (closed
+// before, never a pipe, or closed by the job), vocab.ErrNotReading.
 func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof bool, idle time.Duration) (int, error) {
 	c := s.child(jobID)
 	if c == nil {
@@ -27,7 +29,7 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 			return 0, fmt.Errorf("write job %s: %w", jobID, err)
 		}
 		if job.Status.Terminal() {
-			return 0, fmt.Errorf("write job %s: %w", jobID, ErrNotRunning)
+			return 0, fmt.Errorf("write job %s: %w", jobID, vocab.ErrNotRunning)
 		}
 		if job.Mode == "tmux" {
 			if err := writeTmux(job, data, eof); err != nil { // types into the pane: tmux.go
@@ -36,14 +38,14 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 			return len(data), nil
 		}
 		if job.Stdin != "pipe" {
-			return 0, fmt.Errorf("write job %s: %w", jobID, ErrStdinClosed)
+			return 0, fmt.Errorf("write job %s: %w", jobID, vocab.ErrStdinClosed)
 		}
 		conn, err := s.owner(ctx, job)
 		if err != nil {
 			return 0, fmt.Errorf("write job %s: %w", jobID, err)
 		}
 		if conn == nil {
-			return 0, fmt.Errorf("write job %s: %w", jobID, ErrNotRunning)
+			return 0, fmt.Errorf("write job %s: %w", jobID, vocab.ErrNotRunning)
 		}
 		defer conn.Close()
 		return conn.Write(ctx, jobID, data, eof, idle)
@@ -58,7 +60,7 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 	if len(data) > 0 || !eof {
 		n, err = s.writeChild(ctx, c, data, idle)
 	}
-	if eof && (err == nil || errors.Is(err, ErrNotReading)) {
+	if eof && (err == nil || errors.Is(err, vocab.ErrNotReading)) {
 		if cerr := s.closeChildStdin(ctx, c); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
@@ -90,21 +92,21 @@ func (s *Supervisor) writeChild(ctx context.Context, c *child, data []byte, idle
 	exited, stdin := c.exited, c.stdin
 	c.mu.Unlock()
 	switch {
-	case errors.Is(err, ErrNotReading):
-		return n, fmt.Errorf("took %d of %d bytes, then none for %s: %w", n, len(data), idle, ErrNotReading)
+	case errors.Is(err, vocab.ErrNotReading):
+		return n, fmt.Errorf("took %d of %d bytes, then none for %s: %w", n, len(data), idle, vocab.ErrNotReading)
 	case ctx.Err() != nil:
 		return n, ctx.Err()
 	case exited:
-		return n, ErrNotRunning
+		return n, vocab.ErrNotRunning
 	case errors.Is(err, os.ErrClosed) && stdin != f:
 		// Closed under us: an eof or the job's end.
-		return n, fmt.Errorf("closed while writing: %w", ErrStdinClosed)
+		return n, fmt.Errorf("closed while writing: %w", vocab.ErrStdinClosed)
 	case errors.Is(err, os.ErrClosed):
-		return n, ErrNotRunning
+		return n, vocab.ErrNotRunning
 	case errors.Is(err, syscall.EPIPE):
 		// Nobody holds the read end any more: the job closed its
 		// stdin (or is exiting).
-		return n, fmt.Errorf("the job closed it: %w", ErrStdinClosed)
+		return n, fmt.Errorf("the job closed it: %w", vocab.ErrStdinClosed)
 	}
 	return n, err
 }
@@ -130,7 +132,7 @@ func (c *child) takeStdinTurn(ctx context.Context, idle time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-expired:
-		return fmt.Errorf("another write has been blocked for %s: %w", idle, ErrNotReading)
+		return fmt.Errorf("another write has been blocked for %s: %w", idle, vocab.ErrNotReading)
 	}
 }
 
@@ -146,9 +148,9 @@ func (c *child) stdinFile() (*os.File, error) {
 	defer c.mu.Unlock()
 	switch {
 	case c.cmd == nil || c.exited:
-		return nil, ErrNotRunning
+		return nil, vocab.ErrNotRunning
 	case c.stdin == nil:
-		return nil, ErrStdinClosed
+		return nil, vocab.ErrStdinClosed
 	}
 	return c.stdin, nil
 }
@@ -162,9 +164,9 @@ func (s *Supervisor) closeChildStdin(ctx context.Context, c *child) error {
 	c.mu.Unlock()
 	switch {
 	case !started || exited:
-		return ErrNotRunning
+		return vocab.ErrNotRunning
 	case f == nil:
-		return ErrStdinClosed
+		return vocab.ErrStdinClosed
 	}
 	f.Close()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalWriteTimeout)
@@ -173,7 +175,7 @@ func (s *Supervisor) closeChildStdin(ctx context.Context, c *child) error {
 }
 
 // writeIdle writes all of data to the pipe f and returns how much it
-// wrote. It gives up with ErrNotReading when the reader takes nothing for
+// wrote. It gives up with vocab.ErrNotReading when the reader takes nothing for
 // idle (0: no bound), and when ctx ends. The pipe is non-blocking under
 // Go's poller, so a write deadline interrupts a write stuck on a full
 // pipe and reports what went in before it.
@@ -206,7 +208,7 @@ func writeIdle(ctx context.Context, f *os.File, data []byte, idle time.Duration)
 			return total, nil
 		case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil:
 			if n == 0 {
-				return total, ErrNotReading
+				return total, vocab.ErrNotReading
 			}
 			// It took some within the bound: it reads, slowly.
 			continue
@@ -217,15 +219,15 @@ func writeIdle(ctx context.Context, f *os.File, data []byte, idle time.Duration)
 
 // SendKeys sends tmux key names (or, with literal, text as typed) to a tmux
 // job. tmux delivers them, so any supervisor serves any tmux job (tmux.go).
-// Errors: db.ErrNotFound, ErrNotTmux for a pipe job, ErrNotRunning,
-// ErrNoTmux, ErrInvalid for an unknown key name.
+// Errors: vocab.ErrNotFound, vocab.ErrNotTmux for a pipe job, vocab.ErrNotRunning,
+// vocab.ErrNoTmux, vocab.ErrInvalid for an unknown key name.
 func (s *Supervisor) SendKeys(ctx context.Context, jobID string, keys []string, literal bool) error {
 	job, err := s.db.FindJobByID(ctx, jobID)
 	if err != nil {
 		return fmt.Errorf("send keys to job %s: %w", jobID, err)
 	}
 	if job.Mode != "tmux" {
-		return fmt.Errorf("send keys to job %s: %w", jobID, ErrNotTmux)
+		return fmt.Errorf("send keys to job %s: %w", jobID, vocab.ErrNotTmux)
 	}
 	return SendKeysDirect(job, keys, literal)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // A write to a job that does not read gives up after its idle bound with
@@ -21,8 +22,8 @@ func TestWriteNotReading(t *testing.T) {
 	const idle = 200 * time.Millisecond
 	big := make([]byte, 4<<20)
 	n, err := s.Write(ctx, job.ID, big, false, idle)
-	if !errors.Is(err, ErrNotReading) {
-		t.Fatalf("write to a job that does not read: %v, want ErrNotReading", err)
+	if !errors.Is(err, vocab.ErrNotReading) {
+		t.Fatalf("write to a job that does not read: %v, want vocab.ErrNotReading", err)
 	}
 	if n <= 0 || n >= len(big) {
 		t.Errorf("took %d of %d bytes, want the pipe's worth", n, len(big))
@@ -43,16 +44,16 @@ func TestWriteNotReading(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := s.Write(ctx, job.ID, []byte("x"), false, idle); !errors.Is(err, ErrNotReading) || !strings.Contains(err.Error(), "another write") {
-		t.Fatalf("write queued behind a blocked one: %v, want ErrNotReading", err)
+	if _, err := s.Write(ctx, job.ID, []byte("x"), false, idle); !errors.Is(err, vocab.ErrNotReading) || !strings.Contains(err.Error(), "another write") {
+		t.Fatalf("write queued behind a blocked one: %v, want vocab.ErrNotReading", err)
 	}
 	if _, err := s.Write(ctx, job.ID, nil, true, 0); err != nil {
 		t.Fatalf("eof while a write is blocked: %v", err)
 	}
 	select {
 	case err := <-blocked:
-		if !errors.Is(err, ErrStdinClosed) {
-			t.Errorf("the blocked write ended with %v, want ErrStdinClosed", err)
+		if !errors.Is(err, vocab.ErrStdinClosed) {
+			t.Errorf("the blocked write ended with %v, want vocab.ErrStdinClosed", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the blocked write did not end when stdin was closed")

@@ -102,3 +102,14 @@ func writeByteEscape(b *strings.Builder, c byte) {
 	b.WriteByte(hex[c>>4])
 	b.WriteByte(hex[c&0xf])
 }
+
+// ShellQuote quotes s as one word for a POSIX shell: as it is when it has
+// only characters no shell treats specially, else in single quotes. It is
+// how jobs shows an argv as a command line and how it builds one from
+// separate arguments.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/textclean"
 )
 
 // testServer returns a private tmux server for one test, loading no
@@ -284,11 +285,6 @@ func readFile(path string) string {
 	return string(b)
 }
 
-// shellQuote quotes s for /bin/sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 func TestPipe(t *testing.T) {
 	t.Parallel()
 	s := testServer(t)
@@ -304,7 +300,7 @@ func TestPipe(t *testing.T) {
 	fast := filepath.Join(dir, "fast#1.log")
 	err := s.NewSession(context.Background(), "fast", dir, nil,
 		[]string{"sh", "-c", "printf 'fast-output\\n'; read x"}, 80, 24,
-		WithPipe("cat >> "+shellQuote(fast)))
+		WithPipe("cat >> "+textclean.ShellQuote(fast)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +312,7 @@ func TestPipe(t *testing.T) {
 	// Started later, the pipe sees what comes after.
 	newSession(t, s, "later", []string{"PS1=$ ", "ENV="}, "sh", "-i")
 	later := filepath.Join(dir, "later.log")
-	if err := s.PipePane("later", "cat >> "+shellQuote(later)); err != nil {
+	if err := s.PipePane("later", "cat >> "+textclean.ShellQuote(later)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SendLiteral("later", "echo pipe-$((40+2))\n"); err != nil {
@@ -494,7 +490,7 @@ func TestSendLiteralLong(t *testing.T) {
 	t.Parallel()
 	s := testServer(t)
 	out := filepath.Join(t.TempDir(), "out")
-	newSession(t, s, "long", nil, "sh", "-c", "stty -echo; cat > "+shellQuote(out))
+	newSession(t, s, "long", nil, "sh", "-c", "stty -echo; cat > "+textclean.ShellQuote(out))
 	// Lines stay under the terminal's line limit; the whole is several
 	// times what one tmux command may carry.
 	var b strings.Builder

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Options configure a Client. The zero value is usable.
@@ -392,7 +393,7 @@ func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 		return Job{}, err
 	}
 	j, err := s.Start(ctx, req)
-	if (errors.Is(err, runner.ErrClosed) || errors.Is(err, runner.ErrNoAnswer)) && c.sup == nil {
+	if (errors.Is(err, vocab.ErrSupervisorClosed) || errors.Is(err, runner.ErrNoAnswer)) && c.sup == nil {
 		// The detached supervisor went idle between our ping and the
 		// start, or the socket we dialled did not answer the ping sent
 		// ahead of the request (so the request was not run): reach for

@@ -399,8 +399,9 @@ func TestCLIKillsEmbeddedJob(t *testing.T) {
 }
 
 // TestLostJobRunsHookOnce kills a detached supervisor mid-job: the next
-// poll marks the job lost, and its on_exit hook runs once, with
-// JOBS_STATUS=lost, though no supervisor saw the job end.
+// poll marks the job lost and starts nothing; the next supervisor runs its
+// on_exit hook, once, with JOBS_STATUS=lost, though no supervisor saw the
+// job end.
 func TestLostJobRunsHookOnce(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "jobs.db")
@@ -435,6 +436,16 @@ func TestLostJobRunsHookOnce(t *testing.T) {
 		got, err := c.Get(ctx, j.ID)
 		return err == nil && got.Status == jobs.StatusLost
 	})
+	if sups, err := d.OpenSupervisors(ctx); err != nil || len(sups) != 1 || sups[0].ID != sup.ID {
+		t.Fatalf("after the read, open supervisors %v (%v), want only the killed one", sups, err)
+	}
+	if _, err := os.Stat(marks); err == nil {
+		t.Fatal("the read ran the lost job's hook")
+	}
+	// The next supervisor runs it.
+	if _, err := c.Start(ctx, jobs.Spec{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "hook output", func() bool {
 		b, _ := os.ReadFile(marks)
 		return strings.Contains(string(b), "\n")

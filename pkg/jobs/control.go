@@ -11,13 +11,14 @@ import (
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // controller is what acts on a live child: the in-process supervisor or a
 // socket to the supervisor that owns the job.
 type controller interface {
 	Write(ctx context.Context, jobID string, data []byte, eof bool, idle time.Duration) (int, error)
-	Kill(ctx context.Context, jobID string, grace time.Duration) (runner.KillResult, error)
+	Kill(ctx context.Context, jobID string, grace time.Duration) (vocab.KillResult, error)
 	Signal(ctx context.Context, jobID string, sig string) ([]int, error)
 }
 
@@ -32,7 +33,7 @@ func (c *Client) controllerFor(ctx context.Context, j db.Job) (controller, func(
 	}
 	s, err := c.db.FindSupervisor(ctx, j.SupervisorID)
 	if err != nil {
-		if errors.Is(err, db.ErrNotFound) {
+		if errors.Is(err, vocab.ErrNotFound) {
 			return nil, func() {}, nil
 		}
 		return nil, nil, err
@@ -100,7 +101,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 		return 0, fmt.Errorf("job %s is %w (its supervisor is gone)", echo(ref), ErrNotRunning)
 	}
 	n, err := ctl.Write(ctx, j.ID, data, eof, c.opts.WriteTimeout)
-	if errors.Is(err, runner.ErrNotReading) {
+	if errors.Is(err, vocab.ErrNotReading) {
 		return n, fmt.Errorf("job %s is %w: it took %d of %d bytes, then none for %s", ref, ErrNotReading, n, len(data), c.opts.WriteTimeout)
 	}
 	return n, publicErr(ref, err)
@@ -149,7 +150,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 			}
 			return killResult(r), nil
 		}
-		_, _ = c.sweep(ctx)
+		_, _ = c.noticeLost(ctx)
 	}
 	// Finished or lost: end whatever of it still runs and is proven its
 	// own, so a reused pid or group is never hit.
@@ -165,7 +166,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	}
 	return KillResult{
 		JobID:       j.ID,
-		Status:      Status(cur.Status),
+		Status:      cur.Status,
 		Signalled:   nonNil(r.Signalled),
 		Survivors:   nonNil(r.Survivors),
 		Escalated:   r.Escalated,
@@ -173,15 +174,11 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	}, nil
 }
 
-func killResult(r runner.KillResult) KillResult {
-	return KillResult{
-		JobID:       r.JobID,
-		Status:      Status(r.Status),
-		Signalled:   nonNil(r.Signalled),
-		Survivors:   nonNil(r.Survivors),
-		Escalated:   r.Escalated,
-		AlreadyDone: r.AlreadyDone,
-	}
+// killResult is what a supervisor reported, with empty lists rather than
+// null ones in JSON.
+func killResult(r KillResult) KillResult {
+	r.Signalled, r.Survivors = nonNil(r.Signalled), nonNil(r.Survivors)
+	return r
 }
 
 func nonNil(p []int) []int {
@@ -200,8 +197,8 @@ func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult
 	if err := c.writable(); err != nil {
 		return nil, err
 	}
-	_, _ = c.sweep(ctx)
-	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []db.Status{db.StatusStarting, db.StatusRunning}})
+	_, _ = c.noticeLost(ctx)
+	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning}})
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +226,7 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 	if err := c.writable(); err != nil {
 		return nil, err
 	}
-	s, err := proc.ParseSignal(sig)
+	s, err := vocab.ParseSignal(sig)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -238,7 +235,7 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 		return nil, err
 	}
 	if j.Status.Terminal() {
-		if j.Status != db.StatusLost {
+		if j.Status != vocab.StatusLost {
 			return nil, fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
 		}
 		return c.signalDirect(ctx, j, s)
@@ -304,7 +301,7 @@ func (c *Client) Remove(ctx context.Context, ref string) (KillResult, error) {
 	if err != nil {
 		return KillResult{}, err
 	}
-	r := KillResult{JobID: j.ID, Status: Status(j.Status), AlreadyDone: true, Signalled: []int{}, Survivors: []int{}}
+	r := KillResult{JobID: j.ID, Status: j.Status, AlreadyDone: true, Signalled: []int{}, Survivors: []int{}}
 	if !j.Status.Terminal() {
 		if r, err = c.kill(ctx, j, 0); err != nil {
 			return r, err
@@ -369,7 +366,9 @@ func (c *Client) Vacuum(ctx context.Context) (VacuumResult, error) {
 
 // GC runs the janitor now: marks jobs of dead supervisors lost, deletes
 // finished jobs past their TTL and events past retention (30 days). It works
-// on the whole database, not only the client's scope.
+// on the whole database, not only the client's scope. Like a read it starts
+// nothing: the exit hooks of the jobs it marks lost are run by the next
+// supervisor.
 func (c *Client) GC(ctx context.Context) (GCResult, error) {
 	if err := c.check(ctx); err != nil {
 		return GCResult{}, err
@@ -378,8 +377,5 @@ func (c *Client) GC(ctx context.Context) (GCResult, error) {
 		return GCResult{}, err
 	}
 	r, err := runner.RunJanitor(ctx, c.db, 0)
-	if r.Lost > 0 {
-		c.kickHooks(ctx)
-	}
 	return GCResult{Lost: r.Lost, Jobs: r.Deleted, Events: r.EventsDeleted}, err
 }

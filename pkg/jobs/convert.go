@@ -10,7 +10,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // fromDB turns the storage view of a job into the public one. now closes
@@ -27,7 +27,7 @@ func fromDB(j db.Job, now time.Time) Job {
 		EnvNames:     j.EnvNames,
 		Mode:         Mode(j.Mode),
 		TmuxSession:  j.TmuxSession,
-		Status:       Status(j.Status),
+		Status:       j.Status,
 		ExitCode:     j.ExitCode,
 		Signal:       strings.TrimPrefix(j.Signal, "SIG"),
 		Reason:       j.Reason,
@@ -71,7 +71,7 @@ func runtimeOf(j db.Job, now time.Time) time.Duration {
 	if j.Status.Terminal() && j.Duration > 0 {
 		return j.Duration
 	}
-	if j.Status == db.StatusRunning && j.PIDStart > 0 {
+	if j.Status == vocab.StatusRunning && j.PIDStart > 0 {
 		if d, ok := proc.Since(j.PIDStart); ok {
 			return d
 		}
@@ -93,8 +93,8 @@ func eventFromDB(e db.Event) Event {
 		Scope:  e.Scope,
 		At:     e.At,
 		Kind:   e.Kind,
-		From:   Status(e.From),
-		To:     Status(e.To),
+		From:   e.From,
+		To:     e.To,
 		Detail: json.RawMessage(e.Detail),
 	}
 }
@@ -131,36 +131,36 @@ func publicErr(ref string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var amb *db.AmbiguousError
-	var taken *db.NameTakenError
-	var lim *db.LimitError
+	var amb *vocab.AmbiguousError
+	var taken *vocab.NameTakenError
+	var lim *vocab.LimitError
 	switch {
 	case errors.As(err, &amb):
 		return fmt.Errorf("job prefix \"%s\" is %w: matches %s", echo(ref), ErrAmbiguous, joinIDs(amb.Candidates))
-	case errors.Is(err, db.ErrNotFound):
+	case errors.Is(err, vocab.ErrNotFound):
 		return fmt.Errorf("job %s %w", echo(ref), ErrNotFound)
 	case errors.As(err, &taken):
 		return fmt.Errorf("%w: job %s is already running as \"%s\"", ErrNameTaken, taken.ID, echo(taken.Name))
-	case errors.Is(err, db.ErrNameTaken):
+	case errors.Is(err, vocab.ErrNameTaken):
 		return fmt.Errorf("%w: %v", ErrNameTaken, err)
 	case errors.As(err, &lim):
 		if lim.Total {
 			return fmt.Errorf("%w: %d of at most %d in all scopes", ErrLimit, lim.Running, lim.Max)
 		}
 		return fmt.Errorf("%w: %d of at most %d in scope \"%s\"", ErrLimit, lim.Running, lim.Max, echo(lim.Scope))
-	case errors.Is(err, db.ErrLimit):
+	case errors.Is(err, vocab.ErrLimit):
 		return fmt.Errorf("%w: %v", ErrLimit, err)
-	case errors.Is(err, db.ErrInvalidTransition):
+	case errors.Is(err, vocab.ErrInvalidTransition):
 		return fmt.Errorf("%w: %v", ErrInvalidTransition, err)
-	case errors.Is(err, runner.ErrNotRunning):
+	case errors.Is(err, vocab.ErrNotRunning):
 		return fmt.Errorf("job %s is %w", echo(ref), ErrNotRunning)
-	case errors.Is(err, runner.ErrStdinClosed):
+	case errors.Is(err, vocab.ErrStdinClosed):
 		return fmt.Errorf("job %s: %w", echo(ref), ErrStdinClosed)
-	case errors.Is(err, runner.ErrNotTmux):
+	case errors.Is(err, vocab.ErrNotTmux):
 		return fmt.Errorf("job %s is %w (start it with --tmux)", echo(ref), ErrNotTmux)
-	case errors.Is(err, runner.ErrInvalid):
+	case errors.Is(err, vocab.ErrInvalid):
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	case errors.Is(err, runner.ErrNoTmux):
+	case errors.Is(err, vocab.ErrNoTmux):
 		return fmt.Errorf("%w: %v", ErrNoTmux, err)
 	}
 	return err

@@ -1,10 +1,8 @@
 package jobs
 
 import (
-	"errors"
-
-	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Sentinel errors. Every error returned by a Client method that means one of
@@ -13,51 +11,53 @@ import (
 var (
 	// ErrNotFound means no job of the client's scope matches the id,
 	// prefix or name. A job of another scope is not found either.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = vocab.ErrNotFound
 	// ErrAmbiguous means an id prefix matches several jobs; the message
 	// lists them.
-	ErrAmbiguous = errors.New("ambiguous")
+	ErrAmbiguous = vocab.ErrAmbiguous
 	// ErrNotRunning means the verb needs a running job and the job has
 	// finished.
-	ErrNotRunning = errors.New("not running")
+	ErrNotRunning = vocab.ErrNotRunning
 	// ErrStdinClosed means the job's stdin was closed (or was never a
 	// pipe).
-	ErrStdinClosed = errors.New("stdin is closed")
+	ErrStdinClosed = vocab.ErrStdinClosed
 	// ErrNotReading means a Write gave up: the job took none of the rest of
 	// the data within the client's WriteTimeout. Write's count says how
 	// much it took before.
-	ErrNotReading = errors.New("not reading its stdin")
+	ErrNotReading = vocab.ErrNotReading
 	// ErrLimit means starting would pass the running-jobs limit of the
 	// scope or of the database. Nothing is evicted to make room.
-	ErrLimit = errors.New("too many running jobs")
+	ErrLimit = vocab.ErrLimit
 	// ErrNameTaken means an active job of the scope already has the name.
-	ErrNameTaken = errors.New("name taken")
+	ErrNameTaken = vocab.ErrNameTaken
 	// ErrInvalidTransition means a status change that the job model does
 	// not allow (for instance from a terminal status).
-	ErrInvalidTransition = errors.New("invalid status transition")
+	ErrInvalidTransition = vocab.ErrInvalidTransition
 	// ErrNotTmux means the verb works on tmux jobs only.
-	ErrNotTmux = errors.New("not a tmux job")
+	ErrNotTmux = vocab.ErrNotTmux
 	// ErrNoTmux means tmux is not installed.
-	ErrNoTmux = errors.New("tmux is not installed")
+	ErrNoTmux = vocab.ErrNoTmux
 	// ErrClosed means the Client was closed.
-	ErrClosed = errors.New("client is closed")
+	ErrClosed = vocab.ErrClosed
 	// ErrInvalid means an argument is malformed (bad regex, negative
 	// offset, empty command …).
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = vocab.ErrInvalid
 	// ErrCorrupt means SQLite found the database file damaged or not a
 	// database. The error is a *CorruptError ("database corrupt: PATH:
 	// cause"), from whichever call met the damage; nothing is written to
 	// the file and no job starts.
-	ErrCorrupt = db.ErrCorrupt
+	ErrCorrupt = vocab.ErrCorrupt
 	// ErrReplaced means the database file was removed or replaced while a
 	// supervisor had it open; that supervisor takes no new job. The error
 	// is a *ReplacedError. Starting again reaches a supervisor of the file
 	// now at the path.
-	ErrReplaced = db.ErrReplaced
+	ErrReplaced = vocab.ErrReplaced
 	// ErrReadOnly means the call would write to a database opened
 	// read-only (Options.ReadOnly, or a read of a file this process cannot
 	// write or of another host's database).
-	ErrReadOnly = db.ErrReadOnly
+	ErrReadOnly = vocab.ErrReadOnly
+	// ErrTooNew means the database was written by a newer version of jobs.
+	ErrTooNew = vocab.ErrTooNew
 )
 
 // echo is how an error message repeats what the caller gave (an id, a
@@ -68,7 +68,7 @@ func echo(s string) string { return textclean.Echo(s) }
 
 // CorruptError names the damaged database file and SQLite's words for the
 // damage.
-type CorruptError = db.CorruptError
+type CorruptError = vocab.CorruptError
 
 // ReplacedError names the database path whose file was removed or replaced.
-type ReplacedError = db.ReplacedError
+type ReplacedError = vocab.ReplacedError

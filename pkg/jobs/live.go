@@ -8,6 +8,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // addLiveFacts asks the kernel what the stored row cannot say: whether a
@@ -17,9 +18,9 @@ import (
 // (proc.Target). full counts descendants of finished jobs too, which costs
 // a scan of every process's environment; list asks it only for lost jobs.
 // Without full, whether a running job waits for input is asked of the main
-// thread of its main process only (proc.MainWaitsForInput): a page of
-// running jobs would otherwise read the files of every thread of every
-// process in it.
+// thread of its main process only (proc.MainWaitsOnStdin, from the stat
+// file read for the liveness check): a page of running jobs would
+// otherwise read the files of every thread of every process in it.
 // It returns true when it found that no process of a finished job is left,
 // a fact the caller records so that later reads skip the scan.
 func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
@@ -31,7 +32,7 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 		return false // recorded before a reboot: none of its pids is it now
 	}
 	switch {
-	case j.Status == db.StatusRunning:
+	case j.Status == vocab.StatusRunning:
 		main, err := proc.Inspect(j.PID)
 		mainAlive := err == nil && j.PIDStart != 0 && main.StartTime == j.PIDStart && !main.Dead()
 		if mainAlive {
@@ -43,7 +44,7 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 			if full {
 				out.WaitingForInput = proc.WaitingForInput(j.PID, stdinInode(j.PID), t)
 			} else {
-				out.WaitingForInput = proc.MainWaitsForInput(j.PID, stdinInode(j.PID))
+				out.WaitingForInput = proc.MainWaitsOnStdin(main)
 			}
 		}
 		if !mainAlive {
@@ -52,7 +53,7 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 		}
 	case j.Status.Terminal() && j.SurvivorsGone:
 		out.Descendants = 0
-	case j.Status == db.StatusLost, full && j.Status.Terminal():
+	case j.Status == vocab.StatusLost, full && j.Status.Terminal():
 		out.Descendants, out.Stopped = proc.Census(t)
 		return out.Descendants == 0
 	}

@@ -21,6 +21,14 @@ import (
 // of jobs, chunks or events (also under the aliases the views use).
 var fullScan = regexp.MustCompile(`\bSCAN (jobs|chunks|events|j|c|e)\b`)
 
+// A walk of an index in its order that the statement's LIMIT stops (no
+// sort of the rows first) reads a page's rows, not the history: the newest
+// page of every scope's jobs is one.
+var (
+	indexWalk = regexp.MustCompile(`\bSCAN (jobs|j) USING (COVERING )?INDEX \w+$`)
+	limited   = regexp.MustCompile(`(?i)\bLIMIT \?\s*\)?\s*$`)
+)
+
 // Statements about one job must find its rows by job_id: a search of
 // events or chunks by anything else (the scope's events index, say) walks
 // rows of every other job too.
@@ -117,7 +125,16 @@ func TestQueryPlansSeekHistory(t *testing.T) {
 	} {
 		_, err = c.ListPage(ctx, f)
 		must("list with a filter", err)
+		f.AllScopes = true
+		_, err = c.ListPage(ctx, f)
+		must("list every scope with a filter", err)
 	}
+	page, err = c.ListPage(ctx, jobs.Filter{AllScopes: true, Limit: 20})
+	must("list every scope", err)
+	_, err = c.ListPage(ctx, jobs.Filter{AllScopes: true, Cursor: page.Next})
+	must("list every scope, next page", err)
+	_, err = c.List(ctx, jobs.Filter{Limit: 100})
+	must("list as the MCP server does", err)
 	_, err = c.GC(ctx)
 	must("gc", err)
 	k, err := c.Start(ctx, jobs.Spec{Command: "sleep 30"})
@@ -156,7 +173,7 @@ func TestQueryPlansSeekHistory(t *testing.T) {
 		}
 		checked++
 		for _, step := range plan {
-			if fullScan.MatchString(step) {
+			if fullScan.MatchString(step) && !(indexWalk.MatchString(step) && limited.MatchString(q) && !sorts(plan)) {
 				t.Errorf("full scan %q in the plan of\n%s\nplan: %s", step, q, strings.Join(plan, "; "))
 			}
 			if oneJob.MatchString(q) && searchRows.MatchString(step) && !strings.Contains(step, "job_id=") {
@@ -168,6 +185,17 @@ func TestQueryPlansSeekHistory(t *testing.T) {
 		t.Fatalf("only %d statements checked: the trace missed the verbs", checked)
 	}
 	t.Logf("%d statements planned as seeks against %d jobs, %d events", checked, n+2, 3*n+6)
+}
+
+// sorts: the plan sorts rows before its LIMIT applies, so it reads all
+// the rows it sorts.
+func sorts(plan []string) bool {
+	for _, step := range plan {
+		if strings.Contains(step, "TEMP B-TREE") {
+			return true
+		}
+	}
+	return false
 }
 
 // explainable: statements that read or change rows; PRAGMAs, transaction

@@ -19,6 +19,7 @@ import (
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/runner"
 	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // MaxGrepLine is the longest line a grep examines whole: of a longer
@@ -28,7 +29,7 @@ const MaxGrepLine = logs.MaxGrepLine
 
 // find resolves ref in the client's scope. When the job looks alive it
 // first checks that its supervisor is: a dead one's jobs become lost here,
-// as whoever notices must (see sweep).
+// as whoever notices must (see noticeLost).
 func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
 	if ref == "" {
 		return db.Job{}, fmt.Errorf("%w: missing job id", ErrInvalid)
@@ -38,7 +39,7 @@ func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
 		return db.Job{}, publicErr(ref, err)
 	}
 	if !j.Status.Terminal() && !c.readOnly() {
-		if n, _ := c.sweep(ctx); n > 0 {
+		if n, _ := c.noticeLost(ctx); n > 0 {
 			if j2, err := c.db.FindJobByID(ctx, j.ID); err == nil {
 				j = j2
 			}
@@ -89,7 +90,7 @@ func (c *Client) List(ctx context.Context, f Filter) ([]Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, _ = c.sweep(ctx)
+	_, _ = c.noticeLost(ctx)
 	rows, err := c.db.FindJobs(ctx, df)
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (c *Client) ListPage(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	_, _ = c.sweep(ctx)
+	_, _ = c.noticeLost(ctx)
 	rows, pos, err := c.db.FindJobsPage(ctx, df)
 	if err != nil {
 		return Page{}, err
@@ -179,7 +180,7 @@ func (c *Client) dbFilter(f Filter) (db.Filter, error) {
 	df := db.Filter{Scope: c.opts.Scope, AllScopes: f.AllScopes, Limit: f.Limit, CreatedSince: f.Since,
 		NameContains: f.Name, LabelContains: f.Label, CommandContains: f.Command}
 	for _, s := range f.Statuses {
-		df.Statuses = append(df.Statuses, db.Status(s))
+		df.Statuses = append(df.Statuses, vocab.Status(s))
 	}
 	if f.Cursor != "" {
 		pos, err := decodeCursor(f.Cursor)
@@ -342,15 +343,11 @@ func (c *Client) tail(ctx context.Context, id string, n int64, f logs.Filter, cl
 // retryIn suggests when to look again: soon after output, slower the
 // longer a job has been silent, never for a finished job.
 func retryIn(j Job) time.Duration {
-	if j.Status.Terminal() {
-		return 0
-	}
-	since := time.Since(j.CreatedAt)
+	quiet := time.Since(j.CreatedAt)
 	if j.LastOutputAt != nil {
-		since = time.Since(*j.LastOutputAt)
+		quiet = time.Since(*j.LastOutputAt)
 	}
-	d := since / 2
-	return min(max(d, time.Second), 30*time.Second)
+	return vocab.RetryIn(j.Status.Terminal(), quiet, 0)
 }
 
 // ReadNew returns output produced since the previous ReadNew of the job and
@@ -613,35 +610,23 @@ func pickTail(n int64) int64 {
 	return DefaultTailChars
 }
 
-// sweep marks lost the jobs of dead supervisors, as whoever notices must.
-// Their on_exit hooks need a supervisor to run them once: ask ours, or the
-// default one (starting it if needed), when any is waiting.
-func (c *Client) sweep(ctx context.Context) (int, error) {
+// noticeLost is the one place where a read writes: it records as lost the
+// active jobs of every supervisor that died (its lock is free), through
+// runner.SweepLost. A read may write that, and only that, because it may be
+// the only one left to notice: no supervisor need be alive, and without it
+// a job whose supervisor was killed would read running for ever. The
+// transition is conditional on the job's status, so readers racing each
+// other or a supervisor mark each job once.
+//
+// It starts nothing: the on_exit hooks of the jobs it marks wait in the
+// database for the next supervisor that starts on it, or for a running
+// supervisor's janitor, which claim them there and run each once
+// (runner.Supervisor's sweep). A read-only client records nothing.
+func (c *Client) noticeLost(ctx context.Context) (int, error) {
 	if c.readOnly() {
 		return 0, nil // a read-only audit records nothing it notices
 	}
-	n, err := runner.SweepLost(ctx, c.db)
-	if n > 0 {
-		c.kickHooks(ctx)
-	}
-	return n, err
-}
-
-// kickHooks has a supervisor run the hooks of lost jobs that nobody ran.
-func (c *Client) kickHooks(ctx context.Context) {
-	pending, err := c.db.PendingHooks(ctx)
-	if err != nil || len(pending) == 0 {
-		return
-	}
-	if c.sup != nil {
-		c.sup.RunPendingHooks(context.WithoutCancel(ctx))
-		return
-	}
-	if s, err := c.starter(ctx, false); err == nil {
-		if conn, ok := s.(*runner.Conn); ok {
-			_ = conn.RunPendingHooks(ctx)
-		}
-	}
+	return runner.SweepLost(ctx, c.db)
 }
 
 // Hosts tells where the database's jobs ran: the host of each supervisor
@@ -654,4 +639,43 @@ func (c *Client) Hosts(ctx context.Context) (map[string]string, string, error) {
 		return nil, "", err
 	}
 	return c.db.Hosts(ctx)
+}
+
+// LineMark is what jobs knows of one line of output beyond its text: the
+// stream that wrote its end, and when. Output is stored in chunks, each
+// holding up to about 1 KiB written close together by one stream and
+// stamped with the time of its latest write; At is that time for the
+// chunk holding the line's end (its newline, or the last bytes of an
+// unfinished last line): the line's own write time, or later by the time
+// until the chunk's last write.
+type LineMark struct {
+	Stream Stream    `json:"stream"`
+	At     time.Time `json:"at"`
+}
+
+// LineMarks returns the marks of n lines of job ref's output from line
+// fromLine (counted from 1, as Range.FromLine counts: over all streams, or
+// within stream alone). Lines no longer stored have none, so the result
+// may be shorter than n; an unfinished last line has its mark.
+func (c *Client) LineMarks(ctx context.Context, ref string, fromLine, n int64, stream Stream) ([]LineMark, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	f, err := filter(stream, "")
+	if err != nil {
+		return nil, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := logs.LineMarks(ctx, c.db, j.ID, max(fromLine, 1)-1, n, f.Stream)
+	if err != nil {
+		return nil, publicErr(ref, err)
+	}
+	out := make([]LineMark, len(ms))
+	for i, m := range ms {
+		out[i] = LineMark{Stream: Stream(m.Stream), At: m.At}
+	}
+	return out, nil
 }

@@ -3,49 +3,42 @@ package jobs
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Status is where a job is in its life. A job moves
-// starting → running → one of the terminal statuses, and never back.
-type Status string
+// starting → running → one of the terminal statuses, and never back. The
+// statuses are the engine's own (one vocabulary for every layer).
+type Status = vocab.Status
 
+// The seven statuses.
 const (
 	// StatusStarting means the job row exists and its process is being
 	// spawned. A job stays here only for the moment a spawn takes.
-	StatusStarting Status = "starting"
-
+	StatusStarting = vocab.StatusStarting
 	// StatusRunning means the main process was spawned and has not exited
 	// (or its output pipes are still being drained).
-	StatusRunning Status = "running"
-
+	StatusRunning = vocab.StatusRunning
 	// StatusDone means the main process exited with status 0.
-	StatusDone Status = "done"
-
+	StatusDone = vocab.StatusDone
 	// StatusFailed means the main process exited non-zero, died of a
 	// signal nobody sent through jobs, or could not be started at all
 	// (Job.Reason says why).
-	StatusFailed Status = "failed"
-
+	StatusFailed = vocab.StatusFailed
 	// StatusKilled means a kill verb ended the job.
-	StatusKilled Status = "killed"
-
+	StatusKilled = vocab.StatusKilled
 	// StatusTimedOut means the job ran past its timeout and was ended.
-	StatusTimedOut Status = "timed_out"
-
+	StatusTimedOut = vocab.StatusTimedOut
 	// StatusLost means the supervisor that owned the job died. Output
 	// captured so far stays readable; processes that still run are
 	// counted in Job.Descendants and can still be killed.
-	StatusLost Status = "lost"
+	StatusLost = vocab.StatusLost
 )
 
-// Terminal reports whether s is a final status.
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusDone, StatusFailed, StatusKilled, StatusTimedOut, StatusLost:
-		return true
-	}
-	return false
-}
+// FirstLine is the number of a job's first line of output: line numbers
+// count from 1 in every result, option and front end.
+const FirstLine = vocab.FirstLine
 
 // Mode is how a job's process is attached.
 type Mode string
@@ -114,7 +107,9 @@ type Spec struct {
 	KeepTmux bool `json:"keep_tmux,omitempty"`
 	// OnExit is a shell command run once when the job reaches a terminal
 	// status, with JOBS_ID, JOBS_NAME, JOBS_STATUS, JOBS_EXIT_CODE,
-	// JOBS_DURATION_MS and JOBS_OUTPUT_TAIL in its environment.
+	// JOBS_DURATION_MS and JOBS_OUTPUT_TAIL in its environment. It is
+	// run by a supervisor: for a job found lost after its supervisor died,
+	// by the next supervisor to start on the database (a read starts none).
 	OnExit string `json:"on_exit,omitempty"`
 }
 
@@ -386,19 +381,7 @@ type PollOptions struct {
 }
 
 // KillResult says what a kill did.
-type KillResult struct {
-	JobID string `json:"id"`
-	// Status is the job's status after the kill.
-	Status Status `json:"status"`
-	// Signalled lists the pids that were sent signals.
-	Signalled []int `json:"signalled"`
-	// Survivors lists pids still alive after SIGKILL (should be empty).
-	Survivors []int `json:"survivors"`
-	// Escalated reports that SIGKILL was needed after the grace period.
-	Escalated bool `json:"escalated"`
-	// AlreadyDone reports that the job had finished before the kill.
-	AlreadyDone bool `json:"already_done"`
-}
+type KillResult = vocab.KillResult
 
 // WaitOptions shapes Wait.
 type WaitOptions struct {

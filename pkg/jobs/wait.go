@@ -12,6 +12,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // statusLook is how often a wait that only an end can end looks at its
@@ -86,7 +87,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 				return WaitResult{}, publicErr(refs[i], err)
 			}
 			rows[i] = j
-			if o.Input && j.Status == db.StatusRunning {
+			if o.Input && j.Status == vocab.StatusRunning {
 				jobs[i] = c.viewFull(j, false)
 			} else {
 				jobs[i] = fromDB(j, time.Now())
@@ -188,7 +189,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			lastProgress = time.Now()
 		}
 		if time.Since(lastSweep) >= 2*time.Second {
-			_, _ = c.sweep(ctx)
+			_, _ = c.noticeLost(ctx)
 			lastSweep = time.Now()
 		}
 		if err := w.Wait(ctx, look); err != nil {
@@ -309,7 +310,7 @@ func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) e
 			return nil
 		}
 		if time.Since(lastSweep) >= 2*time.Second {
-			_, _ = c.sweep(ctx)
+			_, _ = c.noticeLost(ctx)
 			lastSweep = time.Now()
 		}
 		if err := wt.Wait(ctx, time.Second); err != nil {
@@ -351,7 +352,7 @@ func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, er
 		lastSweep := time.Time{}
 		for {
 			if o.Follow && time.Since(lastSweep) >= 2*time.Second {
-				_, _ = c.sweep(ctx)
+				_, _ = c.noticeLost(ctx)
 				lastSweep = time.Now()
 			}
 			evs, err := c.db.Events(ctx, db.EventFilter{Scope: c.opts.Scope, AllScopes: o.AllScopes, JobID: o.JobID, SinceID: since, Limit: batch})

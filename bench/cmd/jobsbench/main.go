@@ -75,7 +75,8 @@ type config struct {
 	killTrials    int
 	historyJobs   int             // finished jobs in the history workload's big database
 	historyRuns   int             // timed runs of each verb per database
-	historyExpire int             // jobs created and expired for the database-size target
+	historyExpire int             // jobs created and expired for the database-size and writer-wait targets
+	historyEvents int             // events per finished job in the history databases
 	only          map[string]bool // workloads to run; all when empty
 }
 
@@ -111,7 +112,8 @@ func loadConfig(args []string) (config, error) {
 	c.captureBytes = 1 << 30
 	c.concJobs, c.concRate, c.concSecs, c.concRounds = 100, 100, 10, 3
 	c.killTrials = 5
-	c.historyJobs, c.historyRuns, c.historyExpire = 200000, 30, 100000
+	// 200,000 jobs × 5 events: the million events of the history target.
+	c.historyJobs, c.historyRuns, c.historyExpire, c.historyEvents = 200000, 30, 100000, 5
 	if c.quick {
 		c.startRuns, c.pollRuns = 15, 15
 		c.captureBytes = 64 << 20
@@ -134,6 +136,8 @@ func loadConfig(args []string) (config, error) {
 	envInt("BENCH_HISTORY_JOBS", &c.historyJobs)
 	envInt("BENCH_HISTORY_RUNS", &c.historyRuns)
 	envInt("BENCH_HISTORY_EXPIRE", &c.historyExpire)
+	envInt("BENCH_HISTORY_EVENTS", &c.historyEvents)
+	c.historyEvents = max(c.historyEvents, 3)
 	if v := os.Getenv("BENCH_CAPTURE_BYTES"); v != "" {
 		n, err := parseSize(v)
 		if err != nil {
@@ -199,14 +203,20 @@ func run(ctx context.Context, args []string) error {
 		{"concurrent jobs", "concurrent", b.concurrent},
 		{"kill tree", "kill", b.killTree},
 		{"history", "history", b.history},
+		{"running side", "running", b.running},
+		{"history size and expiry", "expiry", b.expiry},
 	}
 	if cfg.baseBin != "" {
 		steps = append(steps, step{"against " + cfg.baseRev, "versus", b.versus})
 	}
 	for k := range cfg.only {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.key == k }) {
-			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, history, versus with --against)", k)
+			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, history, running, expiry, versus with --against)", k)
 		}
+	}
+	if cfg.only["history"] {
+		// The history workload is all three: verbs, running side, size.
+		cfg.only["running"], cfg.only["expiry"] = true, true
 	}
 	for _, s := range steps {
 		if len(cfg.only) > 0 && !cfg.only[s.key] {

@@ -6,12 +6,21 @@ package dbtest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/jmoiron/sqlx"
 )
+
+// Conn is what Fill writes through: a *db.DB, or a *sqlx.DB on a database
+// that another build of jobs created (which db.Open would migrate).
+type Conn interface {
+	BeginTxx(ctx context.Context, opts *sql.TxOptions) (*sqlx.Tx, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
 
 // History describes the finished jobs Fill adds.
 type History struct {
@@ -26,6 +35,9 @@ type History struct {
 	End time.Time
 	// Batch is how many jobs go in one transaction; 0 means 5,000.
 	Batch int
+	// Events is how many events each job has: its three transitions
+	// (created, running, done) and, past three, notes. 0 means 3.
+	Events int
 }
 
 const (
@@ -34,13 +46,16 @@ const (
 	VALUES (?, ?, '', ?, '["sh","-c","true"]', '/', 'done', 0, 1, 1, ?, ?, ?, ?, ?, ?, 1, 1)`
 	insertEvent = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
 	VALUES (?, ?, ?, 'transition', ?, ?, ?)`
+	insertNote = `INSERT INTO events (job_id, scope, at, kind, detail)
+	VALUES (?, ?, ?, 'note', '{"message":"input delivered"}')`
 	insertChunk = `INSERT INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data)
 	VALUES (?, 0, 'stdout', 0, 0, 1, ?, ?)`
 )
 
 // Fill adds h.Jobs finished jobs to d, each with three events (created,
-// running, done) and one output chunk, as the engine records them.
-func Fill(ctx context.Context, d *db.DB, h History) error {
+// running, done), h.Events-3 notes and one output chunk, as the engine
+// records them.
+func Fill(ctx context.Context, d Conn, h History) error {
 	if h.Batch <= 0 {
 		h.Batch = 5000
 	}
@@ -66,7 +81,7 @@ func Fill(ctx context.Context, d *db.DB, h History) error {
 	return nil
 }
 
-func fillBatch(ctx context.Context, d *db.DB, h History, from, n int, data []byte) error {
+func fillBatch(ctx context.Context, d Conn, h History, from, n int, data []byte) error {
 	tx, err := d.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
@@ -91,6 +106,11 @@ func fillBatch(ctx context.Context, d *db.DB, h History, from, n int, data []byt
 			{"running", "done", ended, `{"exit_code":0}`},
 		} {
 			if _, err := tx.ExecContext(ctx, insertEvent, id, h.Scope, e.at, e.from, e.to, e.detail); err != nil {
+				return err
+			}
+		}
+		for k := 3; k < h.Events; k++ {
+			if _, err := tx.ExecContext(ctx, insertNote, id, h.Scope, ended); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package proc
+package vocab
 
 // maxSignal is the highest signal number: Linux has real-time signals up to
 // SIGRTMAX, 64.

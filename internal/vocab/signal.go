@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package proc
+package vocab
 
 import (
 	"errors"

@@ -1,0 +1,22 @@
+package vocab
+
+// KillResult says what a kill did. A supervisor sends it over its socket as
+// it is, and every front end reports it.
+type KillResult struct {
+	JobID string `json:"id"`
+	// Status is the job's status after the kill.
+	Status Status `json:"status"`
+	// Signalled lists, sorted, the pids that were sent a signal.
+	Signalled []int `json:"signalled"`
+	// Survivors lists pids still alive after SIGKILL and the bounded wait;
+	// normally empty.
+	Survivors []int `json:"survivors"`
+	// Escalated reports that something outlived the grace period and was
+	// sent SIGKILL.
+	Escalated bool `json:"escalated"`
+	// AlreadyDone reports that the job had finished before the kill.
+	// Signalled may still list processes it left behind (a grandchild
+	// that outlived it, the processes of a lost job): a kill ends those
+	// too.
+	AlreadyDone bool `json:"already_done"`
+}
