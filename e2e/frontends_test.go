@@ -49,23 +49,25 @@ func init() {
 // job's id. Only what the MCP profile names differently is listed.
 var mcpNames = map[string]map[string]string{
 	// process poll and wait (one job): the job's fields flat beside the
-	// output; the CLI nests them in "job" (poll) or "jobs" (wait).
+	// output (seed 000's string) and output_info; the CLI nests the job
+	// in "job" (poll) or "jobs" (wait), the offsets in "output".
 	"poll": {
 		"sessionId":         "job.id",
 		"status":            "job.status",
-		"exit_code":         "job.exit_code",
+		"exitCode":          "job.exit_code",
 		"signal":            "job.signal",
 		"reason":            "job.reason",
 		"runtime_ms":        "job.runtime_ms",
 		"waiting_for_input": "job.waiting_for_input",
 		"stopped":           "job.stopped",
 		"descendants":       "job.descendants",
-		"output.text":       "output.output",
+		"output":            "output.output",
+		"output_info":       "output",
 	},
 	"wait": {
 		"sessionId":         "jobs.{id}.id",
 		"status":            "jobs.{id}.status",
-		"exit_code":         "jobs.{id}.exit_code",
+		"exitCode":          "jobs.{id}.exit_code",
 		"signal":            "jobs.{id}.signal",
 		"reason":            "jobs.{id}.reason",
 		"runtime_ms":        "jobs.{id}.runtime_ms",
@@ -74,28 +76,34 @@ var mcpNames = map[string]map[string]string{
 		"descendants":       "jobs.{id}.descendants",
 		"wait_reason":       "reason",
 		"output":            "-", // the CLI's wait returns no output
+		"output_info":       "-",
 	},
-	// process log: the output object under "output"; the CLI prints it
-	// at the top.
+	// process log (unit bytes or lines): the page as a string and its
+	// offsets in output_info; the CLI prints the output object.
 	"log": {
-		"sessionId": "id",
+		"sessionId":   "id",
+		"output_info": "",
 		// With unit=lines it is the next line's offset (lines from 0, as
 		// seed 000's log offset), with unit=bytes a byte offset as the
 		// CLI's: checked apart, in the test.
-		"output.next_offset": "-",
-		"output.text":        "output",
-		"output":             "",
-		"status":             "-", // the CLI's log has no status
-		"unit":               "-",
+		"output_info.next_offset": "-",
+		"status":                  "-", // the CLI's log has no status
+		"unit":                    "-",
 	},
 	"status": {
 		"session.sessionId": "job.id",
+		"session.exitCode":  "job.exit_code",
 		"session":           "job",
 		"history":           "events",
 	},
+	// process list: seed 000's SessionMeta.
 	"list": {
-		"sessions.{id}.sessionId": "jobs.{id}.id",
-		"sessions":                "jobs",
+		"sessions.{id}.sessionId":      "jobs.{id}.id",
+		"sessions.{id}.exitCode":       "jobs.{id}.exit_code",
+		"sessions.{id}.outputLength":   "jobs.{id}.output_bytes",
+		"sessions.{id}.createdAt":      "-", // milliseconds since the epoch: checked apart
+		"sessions.{id}.lastAccessedAt": "-",
+		"sessions":                     "jobs",
 	},
 }
 
@@ -104,10 +112,11 @@ var mcpNames = map[string]map[string]string{
 // its "…", must begin the CLI's.
 var mcpCut = []string{"command"}
 
-// mcpValues maps MCP words to the CLI's where the profile documents other
-// words (none today; seed 000's "error" for a failed job would go here:
-// {"status": {"error": "failed"}}), by the field's last name.
-var mcpValues = map[string]map[any]any{}
+// mcpValues maps the MCP profile's words to the CLI's, by the field's last
+// name, where it documents seed 000's: "error" is a failed job (or a lost
+// one, which these jobs are not), as the status of a session (the
+// history keeps jobs' own words).
+var mcpValues = map[string]map[any]any{"status": {"error": "failed"}}
 
 // unshared are fields that may differ between two reads of the same state
 // and are not compared: how long a running job has run, when a job was
@@ -334,7 +343,7 @@ func TestFrontEndsAgree(t *testing.T) {
 		b = lib(c.Log(ctx, id, jobs.Range{ByteRange: true, Offset: 3, Limit: 40, Clean: true}))
 		raw := mcp(map[string]any{"action": "log", "sessionId": id, "unit": "bytes", "offset": 3, "limit": 40})
 		m = renameMCP("log", id, raw)
-		if next, ok := raw["output.next_offset"]; ok { // omitted at the end
+		if next, ok := raw["output_info.next_offset"]; ok { // omitted at the end
 			m["next_offset"] = next
 		}
 		fields += compare(t, what("log by bytes"), "cli", "jobs", a, b, vol)
@@ -344,9 +353,9 @@ func TestFrontEndsAgree(t *testing.T) {
 		// from 0, as seed 000's does).
 		a = cli("log", id, "--from-line", "2", "--lines", "3", "--clean")
 		b = lib(c.Log(ctx, id, jobs.Range{FromLine: 2, Lines: 3, Clean: true}))
-		raw = mcp(map[string]any{"action": "log", "sessionId": id, "offset": 1, "limit": 3})
+		raw = mcp(map[string]any{"action": "log", "sessionId": id, "unit": "lines", "offset": 1, "limit": 3})
 		m = renameMCP("log", id, raw)
-		if next, ok := raw["output.next_offset"]; ok {
+		if next, ok := raw["output_info.next_offset"]; ok {
 			fields++
 			if want := a["first_line"].(float64) - 1 + a["lines"].(float64); next != want {
 				t.Errorf("%s: the MCP next line offset is %v, want %v (first_line-1+lines of the CLI)", what("log by lines"), next, want)
@@ -384,14 +393,25 @@ func TestFrontEndsAgree(t *testing.T) {
 	// list: all three jobs at once.
 	a := cli("list")
 	b := lib(c.ListPage(ctx, jobs.Filter{}))
-	m := renameMCP("list", "", mcp(map[string]any{"action": "list"}))
+	raw := mcp(map[string]any{"action": "list"})
+	m := map[string]any{}
+	for k, v := range renameMCP("list", "", raw) {
+		if !strings.HasPrefix(k, "jobs.") { // each job's fields: below
+			m[k] = v
+		}
+	}
 	for _, id := range []string{done, failed, running} {
-		m2 := renameMCP("list", id, mcp(map[string]any{"action": "list"}))
-		for k, v := range m2 {
+		for k, v := range renameMCP("list", id, raw) {
 			if strings.HasPrefix(k, "jobs."+id+".") {
 				m[k] = v
 			}
 		}
+		// createdAt is milliseconds since the epoch, created_at a time.
+		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(a["jobs."+id+".created_at"]))
+		if ms, ok := raw["sessions."+id+".createdAt"].(float64); err != nil || !ok || int64(ms) != at.UnixMilli() {
+			t.Errorf("list: %s: mcp createdAt %v is not the CLI's created_at %v", id, raw["sessions."+id+".createdAt"], a["jobs."+id+".created_at"])
+		}
+		fields++
 	}
 	for k, v := range m {
 		last := k[strings.LastIndexByte(k, '.')+1:]
