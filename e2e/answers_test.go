@@ -477,10 +477,10 @@ func TestStreamLinesCountThatStream(t *testing.T) {
 	} else {
 		right++
 	}
-	text, isErr := mcpCall(t, w.mcp(), "process", map[string]any{"action": "log", "sessionId": id, "stream": "stdout", "offset": 4, "limit": 3})
+	text, isErr := mcpCall(t, w.mcp(), "process", map[string]any{"action": "log", "sessionId": id, "unit": "lines", "stream": "stdout", "offset": 4, "limit": 3})
 	// The output is its own plain-text block after the summary line.
 	if isErr || !strings.Contains(text, "\no5\no6\no7") || strings.Contains(text, "o8") || !strings.Contains(text, "lines 5-7 of 10") {
-		t.Errorf("mcp log stream=stdout offset=4 limit=3: %s", text)
+		t.Errorf("mcp log unit=lines stream=stdout offset=4 limit=3: %s", text)
 	} else {
 		right++
 	}

@@ -253,6 +253,24 @@ func init() {
 	// urfave/cli's version flag is a package variable: --version only, -v
 	// is free for verbs.
 	ucli.VersionFlag = &ucli.BoolFlag{Name: "version", Usage: "print the version and exit", DisableDefaultText: true}
+	ucli.FlagStringer = flagHelp(ucli.FlagStringer)
+}
+
+// flagHelp wraps urfave/cli's flag help line. It shows a flag's value as
+// its default; for a flag left at its zero value that is "(default: 0)",
+// which is wrong whenever the zero means "not given" (the real default is
+// then in the usage text, e.g. 500 characters) and says nothing when it
+// means "none". So a zero value shows no default.
+func flagHelp(orig ucli.FlagStringFunc) ucli.FlagStringFunc {
+	return func(f ucli.Flag) string {
+		s := orig(f)
+		for _, zero := range []string{" (default: 0)", ` (default: "")`, " (default: 0s)", " (default: 0.000000)"} {
+			if i := strings.Index(s, zero); i >= 0 {
+				s = s[:i] + s[i+len(zero):]
+			}
+		}
+		return s
+	}
 }
 
 func (r *runner) app() *ucli.App {

@@ -141,7 +141,7 @@ func (r *runner) killCommand() *ucli.Command {
 			"waits --grace, then SIGKILL. --signal sends one signal instead (INT, HUP, STOP, CONT, USR1 …).\n" +
 			"Killing a finished job is not an error.",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "grace", Usage: "time `DUR` between SIGTERM and SIGKILL (default 2s)"},
+			&ucli.StringFlag{Name: "grace", Usage: "time `DUR` between SIGTERM and SIGKILL (default " + shortDuration(jobs.DefaultGrace) + ")"},
 			&ucli.StringFlag{Name: "signal", Aliases: []string{"s"}, Usage: "send signal `NAME` only"},
 			&ucli.BoolFlag{Name: "all", Usage: "end every running job of the scope"},
 		},

@@ -148,13 +148,16 @@ func statusText(j jobs.Job) string {
 	return s
 }
 
-// jobTitle is the name, else the label, else "-", shown.
-func jobTitle(j jobs.Job) string {
+// jobTitle is the name and the label, "name (label)" when the job has
+// both, each shown and cut to n characters; "-" when it has neither.
+func jobTitle(j jobs.Job, n int) string {
 	switch {
+	case j.Name != "" && j.Label != "":
+		return truncate(shown(j.Name), n) + " (" + truncate(shown(j.Label), n) + ")"
 	case j.Name != "":
-		return shown(j.Name)
+		return truncate(shown(j.Name), n)
 	case j.Label != "":
-		return shown(j.Label)
+		return truncate(shown(j.Label), n)
 	}
 	return "-"
 }

@@ -278,7 +278,7 @@ func TestGoldenPoll(t *testing.T) {
 	golden(t, "poll_running.golden", formatPoll(jobs.PollResult{
 		Job: js[0],
 		Output: jobs.Output{JobID: js[0].ID, Text: "ready in 300 ms\n", Start: 1258275, End: 1258291,
-			NextOffset: 1258291, TotalBytes: 1258291, OmittedBefore: 1258275},
+			NextOffset: 1258291, FirstLine: 3000, Lines: 1, TotalBytes: 1258291, TotalLines: 3000, OmittedBefore: 1258275},
 	}, goldenNow, painter{}, false))
 	golden(t, "poll_failed.golden", formatPoll(jobs.PollResult{
 		Job:    js[1],

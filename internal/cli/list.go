@@ -32,7 +32,7 @@ func (r *runner) listCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "name", Usage: "only jobs whose name contains `TEXT`"},
 			&ucli.StringFlag{Name: "label", Usage: "only jobs whose label contains `TEXT`"},
 			&ucli.StringFlag{Name: "command", Usage: "only jobs whose command contains `TEXT`"},
-			&ucli.IntFlag{Name: "limit", Usage: "show the newest `N` jobs (default 20 on a terminal, 50 otherwise)"},
+			&ucli.IntFlag{Name: "limit", Usage: fmt.Sprintf("show the newest `N` jobs (default %d on a terminal, %d otherwise)", listTerminalRows, listPipedRows)},
 			&ucli.BoolFlag{Name: "all", Usage: "show every job the filters select"},
 			&ucli.StringFlag{Name: "cursor", Usage: "continue after the page whose next_cursor is `CURSOR`"},
 			&ucli.BoolFlag{Name: "all-scopes", Usage: "list every scope's jobs"},
@@ -252,7 +252,7 @@ func formatList(items []listItem, now time.Time, pt painter, scopes, hosts bool,
 			last = formatAge(now, *j.LastOutputAt)
 		}
 		row := []string{
-			j.ID, truncate(jobTitle(j), 24), pt.status(j.Status, statusText(j)), pid,
+			j.ID, jobTitle(j, 24), pt.status(j.Status, statusText(j)), pid,
 			formatDuration(j.Runtime), parse.FormatSize(j.OutputBytes), last, truncate(commandText(j), cmdWidth),
 		}
 		if scopes {

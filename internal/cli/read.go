@@ -21,7 +21,7 @@ func (r *runner) pollCommand() *ucli.Command {
 			"The character limit defaults to $PI_BASH_MAX_OUTPUT_CHARS or\n" +
 			"$OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS when set, else 500.",
 		Flags: []ucli.Flag{
-			&ucli.Int64Flag{Name: "tail", Usage: "show the last `N` characters of output"},
+			&ucli.Int64Flag{Name: "tail", Usage: fmt.Sprintf("show the last `N` characters of output (default %d, or $PI_BASH_MAX_OUTPUT_CHARS)", jobs.DefaultTailChars)},
 			&ucli.BoolFlag{Name: "new", Usage: "show only output since the previous --new read (the newest part when more is new), and advance the cursor"},
 			&ucli.StringFlag{Name: "grep", Usage: "keep only lines matching `REGEX`"},
 			&ucli.BoolFlag{Name: "raw", Usage: "output bytes as they are, not cleaned"},
@@ -134,13 +134,9 @@ func omittedText(o jobs.Output, id string, isNew bool) string {
 	earlier := o.OmittedBefore - max(o.EvictedTotal-o.Evicted, 0)
 	if isNew && o.Skipped > 0 {
 		parts = append(parts, fmt.Sprintf("%s of new output skipped (jobs log %s --offset %d)", parse.FormatSize(o.Skipped), id, o.SkippedFrom))
-	} else if earlier > 0 {
-		hint := fmt.Sprintf("jobs log %s --offset %d", id, max(o.Start-o.OmittedBefore, 0))
-		if isNew {
-			parts = append(parts, fmt.Sprintf("%s of new output skipped (%s)", parse.FormatSize(earlier), hint))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s earlier (%s)", parse.FormatSize(earlier), hint))
-		}
+	} else if earlier > 0 && !isNew {
+		// Where the text starts, exactly, for paging by byte or by line.
+		parts = append(parts, fmt.Sprintf("%s earlier, before line %d at byte %d (jobs log %s --offset 0)", parse.FormatSize(earlier), o.FirstLine, o.Start, id))
 	}
 	if o.OmittedAfter > 0 {
 		parts = append(parts, fmt.Sprintf("%s more after this (jobs log %s --offset %d)", parse.FormatSize(o.OmittedAfter), id, o.NextOffset))
@@ -174,9 +170,9 @@ func (r *runner) logCommand() *ucli.Command {
 			"N lines with --tail. What the read left out is said on stderr.",
 		Flags: []ucli.Flag{
 			&ucli.Int64Flag{Name: "offset", Usage: "start at absolute byte `OFFSET`"},
-			&ucli.Int64Flag{Name: "limit", Usage: "read at most `N` bytes (default 64 KiB, at most 16 MiB)"},
+			&ucli.Int64Flag{Name: "limit", Usage: fmt.Sprintf("read at most `N` bytes (default %s, at most %s)", parse.FormatSize(jobs.DefaultPageBytes), parse.FormatSize(jobs.MaxPageBytes))},
 			&ucli.Int64Flag{Name: "from-line", Usage: "start at line `N` (from 1; of --stream alone when given)"},
-			&ucli.Int64Flag{Name: "lines", Usage: "read `N` lines"},
+			&ucli.Int64Flag{Name: "lines", Usage: fmt.Sprintf("read `N` lines (default %d)", jobs.DefaultLogLines)},
 			&ucli.Int64Flag{Name: "tail", Usage: "read the last `N` lines"},
 			&ucli.StringFlag{Name: "stream", Usage: "only `STREAM`: stdout or stderr"},
 			&ucli.StringFlag{Name: "grep", Usage: "keep only lines matching `REGEX`"},

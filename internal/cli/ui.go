@@ -26,7 +26,7 @@ func (r *runner) uiCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "all-scopes", Usage: "show every scope's jobs"},
 			&ucli.BoolFlag{Name: "allow-control", Usage: "add kill, signal and stdin buttons"},
 			&ucli.BoolFlag{Name: "allow-remote", Usage: "allow --addr to be a non-loopback address (anyone with the URL can read the jobs)"},
-			&ucli.StringFlag{Name: "grace", Usage: "time `DUR` between SIGTERM and SIGKILL of the kill button (default 2s)"},
+			&ucli.StringFlag{Name: "grace", Usage: "time `DUR` between SIGTERM and SIGKILL of the kill button (default " + shortDuration(jobs.DefaultGrace) + ")"},
 		},
 		Action: r.ui,
 	}

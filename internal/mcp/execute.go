@@ -215,19 +215,7 @@ func (s *server) tail(ctx context.Context, id string, chars int64) (pollResultOf
 	if err != nil {
 		return pollResultOf{}, describe(id, err)
 	}
-	out := viewOutput(pr.Output)
-	if out.Truncated {
-		// The tail was cut after cleaning, so the page's start offset
-		// does not count what was cut: estimate it from the sizes.
-		out.OmittedBefore = max(out.OmittedBefore, out.TotalBytes-out.OmittedAfter-int64(len(out.Text)))
-	}
-	if out.OmittedBefore > 0 {
-		// Start at a whole line rather than in the middle of one.
-		if i := strings.IndexByte(out.Text, '\n'); i >= 0 && i+1 < len(out.Text) {
-			out.Text = out.Text[i+1:]
-			out.OmittedBefore += int64(i + 1)
-		}
-	}
+	out := viewOutput(pr.Output) // starts at a line when earlier output is left out
 	out.Note = tailNote(id, out)
 	return pollResultOf{pr.Job, out}, nil
 }

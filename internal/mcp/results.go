@@ -122,7 +122,9 @@ type outputView struct {
 	// Start and End are the absolute byte offsets covered.
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
-	// FirstLine (from 0, as log's offset) and Lines are the lines covered.
+	// FirstLine is the line of the first byte, from 1 as everywhere (log's
+	// offset with unit=lines counts from 0, as the seed's does: line
+	// FirstLine is offset FirstLine-1); Lines how many lines end in Text.
 	FirstLine int64 `json:"first_line"`
 	Lines     int64 `json:"lines"`
 	// NextOffset is the offset to pass to log to continue reading: a
@@ -153,15 +155,11 @@ type outputView struct {
 }
 
 func viewOutput(o jobs.Output) outputView {
-	first := o.FirstLine - 1
-	if first < 0 {
-		first = 0
-	}
 	return outputView{
 		Text:          o.Text,
 		Start:         o.Start,
 		End:           o.End,
-		FirstLine:     first,
+		FirstLine:     o.FirstLine,
 		Lines:         o.Lines,
 		TotalBytes:    o.TotalBytes,
 		TotalLines:    o.TotalLines,

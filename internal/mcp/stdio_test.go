@@ -66,8 +66,8 @@ func TestStdioBackgroundPollLog(t *testing.T) {
 	if got, want := l.Output, lines(301, 500); got != want {
 		t.Errorf("default log page:\n got %.80q…\nwant %.80q…", got, want)
 	}
-	if l.OutputInfo.FirstLine != 300 || l.OutputInfo.TotalLines != 500 || l.OutputInfo.OmittedBefore == 0 {
-		t.Errorf("default log page: first_line %d total_lines %d omitted_before %d, want 300, 500, >0",
+	if l.OutputInfo.FirstLine != 301 || l.OutputInfo.TotalLines != 500 || l.OutputInfo.OmittedBefore == 0 {
+		t.Errorf("default log page: first_line %d total_lines %d omitted_before %d, want 301, 500, >0",
 			l.OutputInfo.FirstLine, l.OutputInfo.TotalLines, l.OutputInfo.OmittedBefore)
 	}
 	if !strings.Contains(l.OutputInfo.Note, "offset=0") {

@@ -294,32 +294,49 @@ func (c *Client) touch(ctx context.Context, j db.Job) {
 	_ = c.db.Touch(ctx, j.ID)
 }
 
-// tail reads the last n characters. Cleaning can shrink text a lot (a
-// progress bar redrawn a thousand times is one line), so it reads a larger
-// raw window and cuts the cleaned text.
+// tail reads the last n characters, starting at a line (see tailStart).
+// Cleaning can shrink text a lot (a progress bar redrawn a thousand times
+// is one line), so it reads a larger raw window, one character more than
+// it may return: that one says whether the window begins a line. The
+// offsets and line numbers returned are those of the text returned.
 func (c *Client) tail(ctx context.Context, id string, n int64, f logs.Filter, clean bool) (Output, error) {
 	window := n
 	if clean {
 		window = max(n*4, 4096)
 	}
+	filtered := f.Stream != "" || f.Grep != nil
+	if !filtered {
+		window++
+	}
 	p, err := logs.Tail(ctx, c.db, id, window, logs.Chars, f)
 	if err != nil {
 		return Output{}, err
 	}
-	text := string(p.Data)
-	if clean {
-		text = textclean.Clean(p.Data)
+	if filtered {
+		// Selected lines, not a range of the output: the offsets are
+		// those of the range examined.
+		text := render(p.Data, clean)
+		cut := 0
+		if int64(utf8.RuneCountInString(text)) > n {
+			text, cut = textclean.TailChars(text, int(n))
+		}
+		out := outputFromPage(id, p, text)
+		out.Truncated = out.Truncated || cut > 0
+		return out, nil
 	}
-	cut := int64(0)
-	if int64(utf8.RuneCountInString(text)) > n {
-		var left int
-		text, left = textclean.TailChars(text, int(n))
-		cut = int64(left)
+	from, fromIsLine := 0, true
+	if p.Start > 0 && int64(utf8.RuneCount(p.Data)) == window {
+		// The first character is the one before the window. (A shorter
+		// read reached the first stored byte: the start of the output, or
+		// what follows bytes the cap or a clear removed.)
+		_, from = utf8.DecodeRune(p.Data)
+		fromIsLine = p.Data[0] == '\n'
 	}
+	pos, text := tailStart(p.Data, from, fromIsLine, n, clean)
 	out := outputFromPage(id, p, text)
-	if cut > 0 {
-		out.Truncated = true
-	}
+	c.placeTail(ctx, id, &out, p, p.Data, pos, p.End)
+	// Cut short: stored output before the text was left out.
+	out.Truncated = out.Truncated || out.Start > max(out.EvictedTotal+out.DroppedTotal-out.Evicted, 0)
 	return out, nil
 }
 
@@ -394,10 +411,13 @@ func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollRe
 		if !o.Raw {
 			text = textclean.Clean(data)
 		}
+		if f.Grep == nil {
+			// Lines of what was read but not returned are not this page's.
+			p.Lines -= int64(bytes.Count(p.Data[len(data):], []byte{'\n'}))
+		}
 		p.End = end
 		p.NextOffset = end
 		out := outputFromPage(j.ID, p, text)
-		out.OmittedBefore = 0
 		v := c.view(cur)
 		v.ReadCursor = end
 		return PollResult{Job: v, Output: out, RetryIn: retryIn(v)}, nil
@@ -425,7 +445,13 @@ func (c *Client) readNewest(ctx context.Context, ref string, j db.Job, n int64, 
 			window = max(n*4, 4096)
 		}
 		start := max(from, cur.OutputBytes-window)
-		p, err := logs.ReadRange(ctx, c.db, j.ID, start, window, logs.Filter{})
+		ctxByte := int64(0)
+		if start > from {
+			// One byte more, before the window, says whether it begins a
+			// line.
+			start, ctxByte = start-1, 1
+		}
+		p, err := logs.ReadRange(ctx, c.db, j.ID, start, window+ctxByte, logs.Filter{})
 		if err != nil {
 			return PollResult{}, err
 		}
@@ -433,30 +459,11 @@ func (c *Client) readNewest(ctx context.Context, ref string, j db.Job, n int64, 
 		if !cur.Status.Terminal() || end < p.TotalBytes {
 			data, end = dropPartialRune(data, end)
 		}
-		skipped, skippedLines := p.Start-from, int64(0)
-		if skipped > 0 {
-			// Start at a whole line, unless the window is one line.
-			if i := bytes.IndexByte(data, '\n'); i >= 0 && i+1 < len(data) {
-				data = data[i+1:]
-				skipped += int64(i + 1)
-				skippedLines++
-			}
+		first, firstIsLine := 0, true
+		if ctxByte > 0 && p.Start == start && len(data) > 0 {
+			first, firstIsLine = 1, data[0] == '\n'
 		}
-		text := string(data)
-		if !raw {
-			text = textclean.Clean(data)
-		}
-		if int64(utf8.RuneCountInString(text)) > n {
-			kept, _ := textclean.TailChars(text, int(n))
-			if i := strings.IndexByte(kept, '\n'); i >= 0 && i+1 < len(kept) {
-				kept = kept[i+1:]
-			}
-			// Cleaned and raw sizes differ; the raw bytes skipped are
-			// estimated from the cleaned ones.
-			skipped += int64(len(text) - len(kept))
-			skippedLines += int64(strings.Count(text[:len(text)-len(kept)], "\n"))
-			text = kept
-		}
+		pos, text := tailStart(data, first, firstIsLine, n, !raw)
 		ok, err := c.db.AdvanceReadCursor(ctx, j.ID, from, max(end, from))
 		if err != nil {
 			return PollResult{}, err
@@ -464,14 +471,10 @@ func (c *Client) readNewest(ctx context.Context, ref string, j db.Job, n int64, 
 		if !ok && attempt < 10 {
 			continue
 		}
-		p.End, p.NextOffset = end, end
 		out := outputFromPage(j.ID, p, text)
-		out.OmittedBefore = 0
-		if skipped > 0 {
+		c.placeTail(ctx, j.ID, &out, p, data, pos, end)
+		if skipped := out.Start - from; skipped > 0 {
 			out.Skipped, out.SkippedFrom = skipped, from
-			out.Start = min(from+skipped, end)
-			out.FirstLine += skippedLines
-			out.Lines = int64(strings.Count(text, "\n"))
 			out.Truncated = true
 		}
 		v := c.view(cur)
@@ -579,7 +582,7 @@ func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
 		from := max(r.FromLine, 1)
 		n := r.Lines
 		if n == 0 {
-			n = 200
+			n = DefaultLogLines
 		}
 		p, err = logs.ReadLines(ctx, c.db, j.ID, from-1, n, f) // the store counts lines from 0
 	case r.TailLines > 0:

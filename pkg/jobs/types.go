@@ -311,6 +311,7 @@ type Range struct {
 // Read defaults.
 const (
 	DefaultTailChars = 500
+	DefaultLogLines  = 200
 	DefaultPageBytes = 64 << 10
 	MaxPageBytes     = 16 << 20
 )
