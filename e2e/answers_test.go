@@ -261,7 +261,7 @@ func TestCombinedReadKeepsOrder(t *testing.T) {
 		{"log -f", followed.String()},
 		{"poll", w.ok("poll", id)},
 	}
-	text, isErr := mcpCall(t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": 0, "limit": 2 * pairs})
+	text, isErr := mcpCall(t, cs, "process", map[string]any{"action": "log", "sessionId": id, "unit": "lines", "offset": 0, "limit": 2 * pairs})
 	if isErr {
 		t.Fatalf("mcp log: %s", text)
 	}
