@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -53,7 +53,7 @@ func (w *world) superviseForeground() *fgSupervisor {
 		}
 	})
 	w.t.Setenv("XDG_RUNTIME_DIR", w.run)
-	sock := filepath.Join(runner.DefaultRuntimeDir(w.dbPath()), "default.sock")
+	sock := filepath.Join(protocol.DefaultRuntimeDir(w.dbPath()), "default.sock")
 	waitFor(w.t, 10*time.Second, "the supervisor's socket", func() bool {
 		_, err := os.Stat(sock)
 		return err == nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/protocol"
 )
 
 // oneLineError fails the test unless r failed with one `jobs: …` line
@@ -25,7 +25,7 @@ func oneLineError(t *testing.T, r result, want string) {
 func (w *world) runtimeDir(mk bool) string {
 	w.t.Helper()
 	w.t.Setenv("XDG_RUNTIME_DIR", w.run)
-	rt := runner.DefaultRuntimeDir(w.dbPath())
+	rt := protocol.DefaultRuntimeDir(w.dbPath())
 	if mk {
 		if err := os.MkdirAll(rt, 0o700); err != nil {
 			w.t.Fatal(err)
@@ -42,7 +42,7 @@ func TestD5SymlinkAtLockFileRefused(t *testing.T) {
 	var figure []string
 	for _, c := range []struct{ name, what string }{
 		{"default.lock", "lock file"},
-		{runner.SupervisorLogName, "log file"},
+		{protocol.SupervisorLogName, "log file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)

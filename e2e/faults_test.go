@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/supervisor"
 )
 
 // readAll reads a job's whole stored output through paged `jobs log
@@ -174,7 +175,7 @@ func TestClockJump(t *testing.T) {
 	defer d.Close()
 	var jump atomic.Int64
 	d.Now = func() time.Time { return time.Now().Add(time.Duration(jump.Load())) }
-	s, err := runner.New(runner.Config{DB: d, Kind: "embedded", RuntimeDir: filepath.Join(w.run, "x")})
+	s, err := supervisor.New(supervisor.Config{DB: d, Kind: "embedded", RuntimeDir: filepath.Join(w.run, "x")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestClockJump(t *testing.T) {
 	}
 	defer s.Close()
 	argv := []string{helperBin, "e2e-helper", "until-eof"}
-	j, err := s.Start(ctx, runner.StartRequest{Job: db.NewJob{Argv: argv, Timeout: time.Hour, TTL: time.Hour}})
+	j, err := s.Start(ctx, protocol.StartRequest{Job: db.NewJob{Argv: argv, Timeout: time.Hour, TTL: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}

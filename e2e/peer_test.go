@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/protocol"
 )
 
 func init() {
@@ -28,7 +28,7 @@ func init() {
 			return err
 		}
 		defer c.Close()
-		req := runner.Request{Op: runner.OpStart, Start: &runner.StartRequest{
+		req := protocol.Request{Op: protocol.OpStart, Start: &protocol.StartRequest{
 			Job:     db.NewJob{Command: "touch " + args[1], Cwd: "/"},
 			BaseEnv: []string{"PATH=/usr/bin:/bin"},
 		}}
@@ -108,9 +108,9 @@ func TestD6SocketPeerCheck(t *testing.T) {
 	w := newWorld(t)
 	w.start("--", "true") // starts the supervisor, logging to supervise.log
 	t.Setenv("XDG_RUNTIME_DIR", w.run)
-	rt := runner.DefaultRuntimeDir(w.dbPath())
+	rt := protocol.DefaultRuntimeDir(w.dbPath())
 	logs := func() string {
-		b, _ := os.ReadFile(filepath.Join(rt, runner.SupervisorLogName))
+		b, _ := os.ReadFile(filepath.Join(rt, protocol.SupervisorLogName))
 		return string(b)
 	}
 	sock := filepath.Join(rt, "default.sock")

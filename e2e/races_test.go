@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,7 +59,7 @@ func TestB15SIGPIPEAtBothEnds(t *testing.T) {
 	id := firstID(t, w)
 	sup := w.supervisorPID()
 	t.Setenv("XDG_RUNTIME_DIR", w.run)
-	logFile := filepath.Join(runner.DefaultRuntimeDir(w.dbPath()), runner.SupervisorLogName)
+	logFile := filepath.Join(protocol.DefaultRuntimeDir(w.dbPath()), protocol.SupervisorLogName)
 	for fd, want := range []string{os.DevNull, logFile, logFile} {
 		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", sup, fd)); err != nil || target != want {
 			t.Errorf("the supervisor's fd %d is %q (%v), want %s", fd, target, err, want)

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/protocol"
 )
 
 func mode(t *testing.T, path string) os.FileMode {
@@ -75,7 +75,7 @@ func checkPrivateFiles(t *testing.T, w *world) {
 		}
 	}
 	t.Setenv("XDG_RUNTIME_DIR", w.run)
-	rt := runner.DefaultRuntimeDir(w.dbPath())
+	rt := protocol.DefaultRuntimeDir(w.dbPath())
 	if m := mode(t, rt); !m.IsDir() || m.Perm() != 0o700 {
 		t.Errorf("runtime directory %s: %v, want 0700", rt, m)
 	}
@@ -232,7 +232,7 @@ func TestD5SymlinkAtRuntimeDirRefused(t *testing.T) {
 		t.Run(at, func(t *testing.T) {
 			w := newWorld(t)
 			t.Setenv("XDG_RUNTIME_DIR", w.run)
-			rt := runner.DefaultRuntimeDir(w.dbPath())
+			rt := protocol.DefaultRuntimeDir(w.dbPath())
 			target := filepath.Join(w.base, "attacker")
 			if err := os.Mkdir(target, 0o700); err != nil {
 				t.Fatal(err)
@@ -267,7 +267,7 @@ func TestD5SymlinkAtRuntimeDirRefused(t *testing.T) {
 func TestD5SymlinkAtSocketPathRefused(t *testing.T) {
 	w := newWorld(t)
 	t.Setenv("XDG_RUNTIME_DIR", w.run)
-	rt := runner.DefaultRuntimeDir(w.dbPath())
+	rt := protocol.DefaultRuntimeDir(w.dbPath())
 	if err := os.MkdirAll(rt, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	supervisor "github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )

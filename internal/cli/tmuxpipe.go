@@ -5,14 +5,14 @@ import (
 	"strings"
 	"syscall"
 
-	supervisor "github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/tmuxpipe"
 	ucli "github.com/urfave/cli/v2"
 )
 
 // tmuxPipeCommand is the hidden helper verb that tmux runs, with
 // pipe-pane, for every tmux job: it captures the pane's output into the
 // database and records the job's end, with or without a supervisor (see
-// supervisor.RunTmuxPipe). People never type it.
+// tmuxpipe.Run). People never type it.
 func (r *runner) tmuxPipeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "tmux-pipe",
@@ -33,14 +33,14 @@ func (r *runner) tmuxPipeCommand() *ucli.Command {
 			// The helper must outlive whatever hangs up: it alone records
 			// the job's end once the supervisor is gone.
 			signal.Ignore(syscall.SIGHUP)
-			return supervisor.RunTmuxPipe(cc.Context, dbPath, job, r.stdin)
+			return tmuxpipe.Run(cc.Context, dbPath, job, r.stdin)
 		},
 	}
 }
 
 // tmuxExecCommand is the hidden verb a tmux job's pane starts with: it
 // takes the job's environment from a file rather than from tmux's command
-// line, which every user can read (see supervisor.TmuxExec).
+// line, which every user can read (see tmuxpipe.Exec).
 func (r *runner) tmuxExecCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "tmux-exec",
@@ -55,7 +55,7 @@ func (r *runner) tmuxExecCommand() *ucli.Command {
 			if file == "" || len(argv) == 0 {
 				return usagef("tmux-exec", "missing --env-file FILE or the command")
 			}
-			return supervisor.TmuxExec(file, argv)
+			return tmuxpipe.Exec(file, argv)
 		},
 	}
 }

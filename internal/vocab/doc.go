@@ -4,7 +4,7 @@
 // table, where line numbers start and when to poll again.
 //
 // It is a leaf: it imports only the standard library, so the engine
-// (internal/db, internal/logs, internal/runner, internal/proc) and the
+// (internal/db, internal/logs, internal/supervisor, internal/proc) and the
 // front ends (pkg/jobs, internal/cli, internal/mcp, internal/ui) all use
 // the same declarations. pkg/jobs re-exports them with type aliases, so an
 // error returned three layers down still matches errors.Is(err,

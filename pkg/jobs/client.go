@@ -13,7 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -110,8 +111,8 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed bool
-	sup    *runner.Supervisor // in-process mode
-	conn   *runner.Conn       // detached mode: the default supervisor
+	sup    *supervisor.Supervisor // in-process mode
+	conn   *protocol.Conn         // detached mode: the default supervisor
 }
 
 // Open opens (creating and migrating when needed) the database and returns
@@ -169,7 +170,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			d.Close()
 			return nil, fmt.Errorf("open: %w: a client that supervises its own jobs writes", ErrReadOnly)
 		}
-		cfg := runner.Config{
+		cfg := supervisor.Config{
 			DB:     d,
 			Kind:   "embedded",
 			Limits: c.limits(),
@@ -187,7 +188,7 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			cb := opts.OnExit
 			cfg.OnExit = func(j db.Job) { cb(fromDB(j, time.Now())) }
 		}
-		sup, err := runner.New(cfg)
+		sup, err := supervisor.New(cfg)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -328,7 +329,7 @@ func (c *Client) executable() (string, error) {
 // starter is what can start a job: the in-process supervisor or a socket
 // to a detached one.
 type starter interface {
-	Start(ctx context.Context, r runner.StartRequest) (db.Job, error)
+	Start(ctx context.Context, r protocol.StartRequest) (db.Job, error)
 }
 
 // starter returns what starts jobs. fallback skips the dial without the
@@ -349,7 +350,7 @@ func (c *Client) starter(ctx context.Context, fallback bool) (starter, error) {
 	if c.db == nil && !fallback {
 		// A warm supervisor needs no database on our side (LazyOpen);
 		// when it does not answer, Start comes back with fallback set.
-		if conn, err := runner.DialDefault(ctx, c.path, ""); err == nil {
+		if conn, err := protocol.DialDefault(ctx, c.path, ""); err == nil {
 			c.conn = conn
 			return conn, nil
 		}
@@ -360,14 +361,14 @@ func (c *Client) starter(ctx context.Context, fallback bool) (starter, error) {
 	// Check here what the new supervisor checks before it writes: it
 	// would refuse to start, and its refusal reaches nobody (its output
 	// goes to /dev/null), leaving us to time out waiting for it.
-	if err := runner.CheckDB(ctx, c.db); err != nil {
+	if err := supervisor.CheckDB(ctx, c.db); err != nil {
 		return nil, err
 	}
 	exe, err := c.executable()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := runner.EnsureDefault(ctx, c.db, "", exe)
+	conn, err := protocol.EnsureDefault(ctx, c.db, "", exe)
 	if err != nil {
 		return nil, err // EnsureDefault says "start supervisor: …"
 	}
@@ -393,7 +394,7 @@ func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 		return Job{}, err
 	}
 	j, err := s.Start(ctx, req)
-	if (errors.Is(err, vocab.ErrSupervisorClosed) || errors.Is(err, runner.ErrNoAnswer)) && c.sup == nil {
+	if (errors.Is(err, vocab.ErrSupervisorClosed) || errors.Is(err, protocol.ErrNoAnswer)) && c.sup == nil {
 		// The detached supervisor went idle between our ping and the
 		// start, or the socket we dialled did not answer the ping sent
 		// ahead of the request (so the request was not run): reach for
@@ -415,8 +416,8 @@ func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 	return fromDB(j, time.Now()), nil
 }
 
-func (c *Client) startRequest(spec Spec) (runner.StartRequest, error) {
-	var req runner.StartRequest
+func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
+	var req protocol.StartRequest
 	switch {
 	case spec.Command != "" && len(spec.Argv) > 0:
 		return req, fmt.Errorf("start: %w: set a command line or an argv, not both", ErrInvalid)
@@ -479,7 +480,7 @@ func (c *Client) startRequest(spec Spec) (runner.StartRequest, error) {
 	if spec.Tmux {
 		mode = "tmux"
 	}
-	req = runner.StartRequest{
+	req = protocol.StartRequest{
 		Job: db.NewJob{
 			Scope:     c.opts.Scope,
 			Name:      spec.Name,

@@ -10,7 +10,8 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -38,10 +39,10 @@ func (c *Client) controllerFor(ctx context.Context, j db.Job) (controller, func(
 		}
 		return nil, nil, err
 	}
-	if s.EndedAt != nil || !runner.SupervisorAlive(s) {
+	if s.EndedAt != nil || !protocol.SupervisorAlive(s) {
 		return nil, func() {}, nil
 	}
-	conn, err := runner.Dial(ctx, s.SocketPath)
+	conn, err := protocol.Dial(ctx, s.SocketPath)
 	if err != nil {
 		return nil, func() {}, nil
 	}
@@ -82,9 +83,9 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 	if j.Mode == "tmux" {
 		// tmux types into the pane itself: no supervisor needed.
 		if eof {
-			return 0, publicErr(ref, runner.SendKeysDirect(j, []string{"C-d"}, false))
+			return 0, publicErr(ref, supervisor.SendKeysDirect(j, []string{"C-d"}, false))
 		}
-		if err := runner.SendKeysDirect(j, []string{string(data)}, true); err != nil {
+		if err := supervisor.SendKeysDirect(j, []string{string(data)}, true); err != nil {
 			return 0, publicErr(ref, err)
 		}
 		return len(data), nil
@@ -131,7 +132,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	if j.Mode == "tmux" {
 		// Any process can end a tmux job: it records the stop first, so
 		// whoever records the exit says killed.
-		r, err := runner.KillTmux(ctx, c.db, j, grace)
+		r, err := supervisor.KillTmux(ctx, c.db, j, grace)
 		if err != nil {
 			return KillResult{}, publicErr(j.ID, err)
 		}
@@ -154,8 +155,8 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	}
 	// Finished or lost: end whatever of it still runs and is proven its
 	// own, so a reused pid or group is never hit.
-	t := runner.TargetOf(j)
-	runner.Guard(ctx, c.db, &t)
+	t := supervisor.TargetOf(j)
+	supervisor.Guard(ctx, c.db, &t)
 	r, err := proc.KillTree(ctx, t, grace)
 	if err != nil {
 		return KillResult{}, err
@@ -255,8 +256,8 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 // signalDirect signals the proven processes of a job that no live
 // supervisor owns.
 func (c *Client) signalDirect(ctx context.Context, j db.Job, sig syscall.Signal) ([]int, error) {
-	t := runner.TargetOf(j)
-	runner.Guard(ctx, c.db, &t)
+	t := supervisor.TargetOf(j)
+	supervisor.Guard(ctx, c.db, &t)
 	return proc.Signal(t, sig)
 }
 
@@ -376,6 +377,6 @@ func (c *Client) GC(ctx context.Context) (GCResult, error) {
 	if err := c.writable(); err != nil {
 		return GCResult{}, err
 	}
-	r, err := runner.RunJanitor(ctx, c.db, 0)
+	r, err := supervisor.RunJanitor(ctx, c.db, 0)
 	return GCResult{Lost: r.Lost, Jobs: r.Deleted, Events: r.EventsDeleted}, err
 }

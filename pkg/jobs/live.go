@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -27,7 +27,7 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 	if j.PID == 0 {
 		return false
 	}
-	t := runner.TargetOf(j)
+	t := supervisor.TargetOf(j)
 	if !t.ThisBoot() {
 		return false // recorded before a reboot: none of its pids is it now
 	}

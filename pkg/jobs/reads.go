@@ -17,7 +17,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -612,7 +612,7 @@ func pickTail(n int64) int64 {
 
 // noticeLost is the one place where a read writes: it records as lost the
 // active jobs of every supervisor that died (its lock is free), through
-// runner.SweepLost. A read may write that, and only that, because it may be
+// supervisor.SweepLost. A read may write that, and only that, because it may be
 // the only one left to notice: no supervisor need be alive, and without it
 // a job whose supervisor was killed would read running for ever. The
 // transition is conditional on the job's status, so readers racing each
@@ -621,12 +621,12 @@ func pickTail(n int64) int64 {
 // It starts nothing: the on_exit hooks of the jobs it marks wait in the
 // database for the next supervisor that starts on it, or for a running
 // supervisor's janitor, which claim them there and run each once
-// (runner.Supervisor's sweep). A read-only client records nothing.
+// (supervisor.Supervisor's sweep). A read-only client records nothing.
 func (c *Client) noticeLost(ctx context.Context) (int, error) {
 	if c.readOnly() {
 		return 0, nil // a read-only audit records nothing it notices
 	}
-	return runner.SweepLost(ctx, c.db)
+	return supervisor.SweepLost(ctx, c.db)
 }
 
 // Hosts tells where the database's jobs ran: the host of each supervisor

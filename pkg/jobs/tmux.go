@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/runner"
+	"github.com/agentjobs/jobs/internal/supervisor"
 )
 
 // tmuxJob finds a tmux job or says why the verb cannot act on it. live
@@ -42,7 +42,7 @@ func (c *Client) SendKeys(ctx context.Context, ref string, keys []string, litera
 	if len(keys) == 0 {
 		return fmt.Errorf("%w: no keys to send", ErrInvalid)
 	}
-	return publicErr(ref, runner.SendKeysDirect(j, keys, literal))
+	return publicErr(ref, supervisor.SendKeysDirect(j, keys, literal))
 }
 
 // Capture returns a tmux job's screen as clean text, with up to scrollback
@@ -53,7 +53,7 @@ func (c *Client) Capture(ctx context.Context, ref string, scrollback int) (strin
 	if err != nil {
 		return "", err
 	}
-	out, err := runner.Capture(j, scrollback)
+	out, err := supervisor.Capture(j, scrollback)
 	return out, publicErr(ref, err)
 }
 
@@ -64,5 +64,5 @@ func (c *Client) AttachCommand(ctx context.Context, ref string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	return runner.AttachArgv(j), nil
+	return supervisor.AttachArgv(j), nil
 }

@@ -1,0 +1,379 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
+)
+
+// EnsureDefaultTimeout bounds how long EnsureDefault waits for a supervisor
+// it started to answer.
+const EnsureDefaultTimeout = 5 * time.Second
+
+// Conn is a connection to a supervisor in another process. Its methods
+// mirror the Supervisor's, with the same semantics and the same sentinel
+// errors (errors.Is works across the socket). Calls on one Conn are
+// serialised; it is safe for concurrent use.
+type Conn struct {
+	path string
+
+	mu         sync.Mutex
+	c          net.Conn
+	dec        *json.Decoder
+	enc        *json.Encoder
+	broken     error
+	supervisor string
+	// unverified is set by DialDefault: nobody has answered on this
+	// connection yet, so the first call carries a ping ahead of its
+	// request.
+	unverified bool
+}
+
+// ErrNoAnswer means a connection from DialDefault broke before the
+// supervisor answered the ping sent ahead of the first request: the
+// supervisor never read that request (it handles a connection's requests in
+// order), so the caller may send it again elsewhere.
+var ErrNoAnswer = errors.New("supervisor did not answer")
+
+// Dial connects to the supervisor listening on socketPath.
+func Dial(ctx context.Context, socketPath string) (*Conn, error) {
+	if err := checkSocket(socketPath); err != nil {
+		return nil, fmt.Errorf("dial supervisor: %w", err)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", socketPath)
+	if err != nil {
+		return nil, fmt.Errorf("dial supervisor: %w", err)
+	}
+	return &Conn{path: socketPath, c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c)}, nil
+}
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// SocketPath returns the socket the Conn is connected to.
+func (c *Conn) SocketPath() string { return c.path }
+
+// SupervisorID returns the id of the supervisor, known after a Ping.
+func (c *Conn) SupervisorID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.supervisor
+}
+
+// call sends req and reads its response. ctx's deadline and cancellation
+// interrupt the exchange; the connection is then unusable, since an answer
+// may still be on its way.
+func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return Response{}, c.broken
+	}
+	req.CallerPID = os.Getpid()
+	dl, _ := ctx.Deadline()
+	first := dl
+	if c.unverified {
+		if p := time.Now().Add(pingTimeout); dl.IsZero() || p.Before(dl) {
+			first = p
+		}
+	}
+	c.c.SetDeadline(first)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.c.SetDeadline(time.Now())
+		close(fired)
+	})
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+	}()
+	var resp Response
+	var err error
+	if c.unverified {
+		err = c.pingAhead(req)
+		if err == nil && !first.Equal(dl) {
+			c.c.SetDeadline(dl)
+			if ctx.Err() != nil {
+				// Cancelled meanwhile: the AfterFunc's deadline was
+				// just overwritten, so set it again.
+				c.c.SetDeadline(time.Now())
+			}
+		}
+	} else {
+		err = c.enc.Encode(req)
+	}
+	if err == nil {
+		err = c.dec.Decode(&resp)
+	}
+	if err != nil {
+		c.broken = fmt.Errorf("supervisor connection %s: %w", c.path, err)
+		if ctx.Err() != nil {
+			return Response{}, ctx.Err()
+		}
+		return Response{}, fmt.Errorf("call supervisor: %w", err)
+	}
+	if resp.Error != nil {
+		return resp, resp.Error.Err()
+	}
+	return resp, nil
+}
+
+// pingTimeout bounds the wait for a ping's answer: a supervisor that does
+// not answer in that time is hung.
+const pingTimeout = 2 * time.Second
+
+// pingAhead writes a ping and req in one write and reads the ping's answer,
+// so that an unverified connection costs no round trip of its own. When the
+// supervisor hangs up before answering, it never read req, and the error
+// wraps ErrNoAnswer. When it does not answer within pingTimeout it may still
+// read req later, so that is an error the caller must not retry elsewhere.
+func (c *Conn) pingAhead(req Request) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if err := enc.Encode(Request{Op: OpPing, CallerPID: req.CallerPID}); err != nil {
+		return err
+	}
+	if err := enc.Encode(req); err != nil {
+		return err
+	}
+	// An error in the ping's answer is still an answer: the supervisor
+	// reads req next either way.
+	var pong Response
+	_, err := c.c.Write(buf.Bytes())
+	if err == nil {
+		err = c.dec.Decode(&pong)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("no answer to a ping within %s: %w", pingTimeout, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
+	c.unverified = false
+	c.supervisor = pong.Supervisor
+	return nil
+}
+
+// Ping checks that the supervisor answers, and learns its id.
+func (c *Conn) Ping(ctx context.Context) error {
+	resp, err := c.call(ctx, Request{Op: OpPing})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.supervisor = resp.Supervisor
+	c.mu.Unlock()
+	return nil
+}
+
+// Start is Supervisor.Start in the supervisor's process. An empty Cwd is
+// the caller's working directory and a nil BaseEnv the caller's
+// environment, so the job runs where and as the caller would run it.
+func (c *Conn) Start(ctx context.Context, req StartRequest) (db.Job, error) {
+	if req.Job.Cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return db.Job{}, fmt.Errorf("start job: working directory: %w", err)
+		}
+		req.Job.Cwd = wd
+	} else if abs, err := filepath.Abs(req.Job.Cwd); err == nil {
+		req.Job.Cwd = abs
+	}
+	if req.BaseEnv == nil {
+		req.BaseEnv = os.Environ()
+	}
+	resp, err := c.call(ctx, Request{Op: OpStart, Start: &req})
+	var job db.Job
+	if resp.Job != nil {
+		job = *resp.Job
+	}
+	return job, err
+}
+
+// Write is Supervisor.Write in the supervisor's process.
+func (c *Conn) Write(ctx context.Context, jobID string, data []byte, eof bool, idle time.Duration) (int, error) {
+	resp, err := c.call(ctx, Request{Op: OpWrite, JobID: jobID, Data: data, EOF: eof, Idle: idle})
+	return resp.Written, err
+}
+
+// CloseStdin closes the job's stdin: Write with no data and eof.
+func (c *Conn) CloseStdin(ctx context.Context, jobID string) error {
+	_, err := c.call(ctx, Request{Op: OpCloseStdin, JobID: jobID})
+	return err
+}
+
+// Kill is Supervisor.Kill in the supervisor's process.
+func (c *Conn) Kill(ctx context.Context, jobID string, grace time.Duration) (vocab.KillResult, error) {
+	resp, err := c.call(ctx, Request{Op: OpKill, JobID: jobID, Grace: grace})
+	var res vocab.KillResult
+	if resp.Kill != nil {
+		res = *resp.Kill
+	}
+	return res, err
+}
+
+// Signal is Supervisor.Signal in the supervisor's process.
+func (c *Conn) Signal(ctx context.Context, jobID string, sig string) ([]int, error) {
+	resp, err := c.call(ctx, Request{Op: OpSignal, JobID: jobID, Signal: sig})
+	return resp.PIDs, err
+}
+
+// SendKeys is Supervisor.SendKeys in the supervisor's process.
+func (c *Conn) SendKeys(ctx context.Context, jobID string, keys []string, literal bool) error {
+	_, err := c.call(ctx, Request{Op: OpSendKeys, JobID: jobID, Keys: keys, Literal: literal})
+	return err
+}
+
+// Flush is Supervisor.Flush in the supervisor's process.
+func (c *Conn) Flush(ctx context.Context) error {
+	_, err := c.call(ctx, Request{Op: OpFlush})
+	return err
+}
+
+// EnsureDefault returns a connection to the default supervisor of d,
+// starting one when none answers: `executable supervise --db PATH` (plus
+// `--runtime-dir DIR` when runtimeDir is not the default one), in a new
+// session, with stdin on /dev/null, stdout and stderr appended to
+// <runtime>/supervise.log and its working directory at /, not
+// waited for, so that it outlives the caller. It then waits up to
+// EnsureDefaultTimeout for default.sock to answer. Callers racing here are
+// fine: only one supervisor wins default.lock, the others exit, and all
+// callers reach the winner. runtimeDir "" means DefaultRuntimeDir(d.Path);
+// executable "" means os.Executable().
+func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string) (*Conn, error) {
+	def := DefaultRuntimeDir(d.Path)
+	if runtimeDir == "" {
+		runtimeDir = def
+	}
+	sock := filepath.Join(runtimeDir, "default.sock")
+	if c, err := dialPing(ctx, sock); err == nil {
+		return c, nil
+	}
+	// Say so at once when something was planted on the way, rather than
+	// starting a supervisor that will refuse it too and timing out.
+	if err := checkRuntimeDir(runtimeDir); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	if err := checkSocket(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	if err := checkLock(filepath.Join(runtimeDir, "default.lock")); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	if executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("start supervisor: %w", err)
+		}
+		executable = exe
+	}
+	args := []string{"supervise", "--db", d.Path}
+	if runtimeDir != def {
+		args = append(args, "--runtime-dir", runtimeDir)
+	}
+	// The supervisor's own directory, made and checked as it will, so
+	// that its log has a place: its stdio must be neither the caller's
+	// terminal nor the caller's pipes, which close when the caller exits
+	// (a later log line would then kill it with SIGPIPE).
+	if err := PrepareRuntimeDir(runtimeDir); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	logFile, err := openSupervisorLog(filepath.Join(runtimeDir, SupervisorLogName))
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(executable, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = "/"
+	// The supervisor is not part of the caller's job: JOBS_ID would make
+	// a kill of the caller's job end it, and every job it owns.
+	cmd.Env = withoutEnv(os.Environ(), EnvJobID)
+	// A new session: no controlling terminal, not in the caller's
+	// process group, so ^C or a kill of the caller's group misses it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	// Not waited for: it outlives us. (If it loses the race for
+	// default.lock it exits at once; the short-lived CLI does not mind
+	// the zombie, and a subreaper's Reaper collects it.)
+	cmd.Process.Release()
+
+	ctx, cancel := context.WithTimeout(ctx, EnsureDefaultTimeout)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		c, err := dialPing(ctx, sock)
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("start supervisor: no answer on %s after %s: %w", sock, EnsureDefaultTimeout, lastErr)
+		case <-tick.C:
+		}
+	}
+}
+
+// DialDefault connects to the default supervisor of the database at dbPath
+// (runtimeDir "" means DefaultRuntimeDir(dbPath)) without starting one and
+// without opening the database. It does not wait for an answer either: the
+// first call on the Conn sends a ping in the same write as its request and
+// fails with ErrNoAnswer when that ping is not answered, in which case the
+// request was not run and EnsureDefault is the way on. This spares `jobs
+// start` a round trip to a warm supervisor.
+func DialDefault(ctx context.Context, dbPath, runtimeDir string) (*Conn, error) {
+	if runtimeDir == "" {
+		runtimeDir = DefaultRuntimeDir(dbPath)
+	}
+	c, err := Dial(ctx, filepath.Join(runtimeDir, "default.sock"))
+	if err != nil {
+		return nil, err
+	}
+	c.unverified = true
+	return c, nil
+}
+
+// dialPing dials sock and pings it.
+func dialPing(ctx context.Context, sock string) (*Conn, error) {
+	c, err := Dial(ctx, sock)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := c.Ping(pctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func withoutEnv(env []string, key string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, key+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,308 @@
+package protocol
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/agentjobs/jobs/internal/db"
+)
+
+// maxSocketDir bounds the runtime directory's length so that
+// <dir>/<id>.sock fits in a unix socket address (sun_path is 104 bytes on
+// darwin, 108 on Linux, including the terminating NUL).
+const maxSocketDir = 100 - len("/abcdefghijklm.sock")
+
+// DefaultRuntimeDir returns the runtime directory of the database at
+// dbPath: $XDG_RUNTIME_DIR/jobs/<hash>, else <db dir>/run/<hash>, where
+// <hash> is a short hash of the absolute database path, so that two
+// databases never share a default.sock. When that path is too long for a
+// unix socket address it falls back to $TMPDIR/jobs-<uid>/<hash>.
+func DefaultRuntimeDir(dbPath string) string {
+	abs, err := filepath.Abs(dbPath)
+	if err != nil {
+		abs = dbPath
+	}
+	sum := sha256.Sum256([]byte(abs))
+	hash := hex.EncodeToString(sum[:8])
+	var dir string
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
+		dir = filepath.Join(x, "jobs", hash)
+	} else {
+		dir = filepath.Join(filepath.Dir(abs), "run", hash)
+	}
+	if len(dir) > maxSocketDir {
+		dir = filepath.Join(os.TempDir(), "jobs-"+strconv.Itoa(os.Geteuid()), hash)
+	}
+	return dir
+}
+
+// PrepareRuntimeDir creates dir (0700) and checks that it is a real
+// directory owned by us and private: the sockets in it accept commands that
+// run programs, so a directory another user can enter or swap for a
+// symlink would hand them our jobs. The parent is checked too when it is
+// one of ours ("jobs", "jobs-<uid>").
+func PrepareRuntimeDir(dir string) error {
+	if len(dir) > maxSocketDir {
+		return fmt.Errorf("prepare runtime directory %s: path too long for a unix socket", dir)
+	}
+	// Create and check one level at a time: MkdirAll would follow a
+	// symlink planted at the parent and create our directory wherever it
+	// points before any check could see it.
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(filepath.Dir(parent), 0o700); err != nil {
+		return fmt.Errorf("prepare runtime directory: %w", err)
+	}
+	for _, d := range []string{parent, dir} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("prepare runtime directory: %w", err)
+		}
+		if err := securePrivateDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRuntimeDir checks, without creating anything, that the runtime
+// directory and its parent are not symlinks and are ours where they exist.
+func checkRuntimeDir(dir string) error {
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		fi, err := os.Lstat(d)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("runtime directory %s is a symlink: refusing it", d)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+			return fmt.Errorf("runtime directory %s is owned by uid %d, not by us: refusing it", d, st.Uid)
+		}
+	}
+	return nil
+}
+
+// checkSocket refuses to talk to anything at path but a unix socket of
+// ours in a private directory of ours: a symlink or a socket planted by
+// someone else would receive our start requests, environment included.
+func checkSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if err := ourSocket(path, fi, ""); err != nil {
+		return err
+	}
+	di, err := os.Lstat(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	if !di.IsDir() || di.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("socket directory %s is not private (mode %v): refusing it", filepath.Dir(path), di.Mode())
+	}
+	if st, ok := di.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("socket directory %s is owned by uid %d, not by us: refusing it", filepath.Dir(path), st.Uid)
+	}
+	return nil
+}
+
+// checkLock checks, without creating anything, that a lock file is
+// absent or a regular file of ours: a symlink there would have us create
+// or lock a file wherever it points, and a planted file would be locked
+// by its owner at will.
+func checkLock(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return lockFileOK(path, fi)
+}
+
+func lockFileOK(path string, fi os.FileInfo) error { return ownRegularFile("lock file", path, fi) }
+
+// ownRegularFile refuses, in one line naming what the file is for,
+// anything at path but a regular file of ours.
+func ownRegularFile(what, path string, fi os.FileInfo) error {
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("%s %s is a symlink: refusing it", what, path)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s %s is not a regular file: refusing it", what, path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s %s is owned by uid %d, not by us: refusing it", what, path, st.Uid)
+	}
+	return nil
+}
+
+// SupervisorLogName is the file in the runtime directory that receives
+// the output of the supervisors EnsureDefault starts: refusals, idle exits,
+// errors that have no caller to go to.
+const SupervisorLogName = "supervise.log"
+
+// maxSupervisorLog bounds the log: a file past it is emptied when the next
+// supervisor starts.
+const maxSupervisorLog = 1 << 20
+
+// openSupervisorLog opens the supervisors' log for appending, creating it
+// 0600. Like the lock, it must be a regular file of ours: a symlink there
+// would have the supervisor write wherever it points.
+func openSupervisorLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil {
+			if err := logFileOK(path, fi); err != nil {
+				return nil, err
+			}
+		}
+		return nil, fmt.Errorf("open supervisor log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = logFileOK(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi.Size() > maxSupervisorLog {
+		_ = f.Truncate(0)
+	}
+	return f, nil
+}
+
+func logFileOK(path string, fi os.FileInfo) error { return ownRegularFile("log file", path, fi) }
+
+// RemoveStaleSocket removes what a dead supervisor left at path, and only
+// a socket of ours: a regular file, a symlink or another user's socket
+// there is not ours to unlink.
+func RemoveStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := ourSocket(path, fi, ": refusing to replace it"); err != nil {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// ourSocket refuses fi (what Lstat said of path) unless it is a unix
+// socket of our uid; notSocket ends the message for anything else.
+func ourSocket(path string, fi os.FileInfo, notSocket string) error {
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("socket %s is a symlink: refusing it", path)
+	case fi.Mode()&os.ModeSocket == 0:
+		return fmt.Errorf("%s is not a socket%s", path, notSocket)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("socket %s is owned by uid %d, not by us: refusing it", path, st.Uid)
+	}
+	return nil
+}
+
+func securePrivateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("prepare runtime directory: %w", err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("prepare runtime directory %s: is a symlink", dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("prepare runtime directory %s: not a directory", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("prepare runtime directory %s: owned by uid %d, not by us", dir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("prepare runtime directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// ErrLocked means another process holds the lock.
+var ErrLocked = errors.New("lock is held by another process")
+
+// LockFile opens (creating 0600) and exclusively flocks path without
+// waiting. The lock lives as long as the returned file stays open; the
+// kernel drops it when the process dies, however it dies, which is what
+// makes a free lock proof of a dead supervisor.
+func LockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil {
+			if err := lockFileOK(path, fi); err != nil {
+				return nil, err
+			}
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	// Checked on the open file, so that nothing can be swapped in
+	// between the check and the lock.
+	fi, err := f.Stat()
+	if err == nil {
+		err = lockFileOK(path, fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	// The pid is for people looking at the directory; nothing reads it.
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return f, nil
+}
+
+// SupervisorAlive reports whether sup still runs, by trying its lock: a
+// lock nobody holds (or a missing lock file, or a recorded end) means it
+// died. A supervisor on another host, or a lock that cannot be checked, is
+// assumed alive: its jobs are never declared lost on a guess.
+func SupervisorAlive(sup db.Supervisor) bool {
+	if sup.EndedAt != nil {
+		return false
+	}
+	if host, err := os.Hostname(); err == nil && sup.Host != "" && sup.Host != host {
+		return true
+	}
+	if sup.LockPath == "" {
+		return false
+	}
+	f, err := os.OpenFile(sup.LockPath, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	defer f.Close()
+	// A shared lock conflicts with the supervisor's exclusive one but not
+	// with other processes checking at the same moment.
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return false
+	}
+	return true
+}

@@ -1,5 +1,0 @@
-//go:build !linux && !darwin
-
-package runner
-
-func closeInheritedFDs() {}

@@ -1,0 +1,24 @@
+package supervisor
+
+import (
+	"os"
+
+	"github.com/agentjobs/jobs/internal/logs"
+)
+
+// CheckpointEnv names the setting that leaves checkpoints to another
+// process: JOBS_CHECKPOINT=off in the environment of a supervisor (and of
+// the command that starts it) makes it never copy the WAL into the
+// database file. It is for a database that Litestream replicates, which
+// checkpoints itself; without Litestream the WAL would only grow.
+const CheckpointEnv = "JOBS_CHECKPOINT"
+
+// AppenderOptions are the output appender's options of a process that
+// writes output: the defaults, onDropped, and checkpoints as CheckpointEnv
+// says.
+func AppenderOptions(onDropped func(jobID string, n int64, err error)) logs.AppenderOptions {
+	return logs.AppenderOptions{
+		OnDropped:     onDropped,
+		NoCheckpoints: os.Getenv(CheckpointEnv) == "off",
+	}
+}

@@ -1,0 +1,307 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/vocab"
+)
+
+// timeNow is the clock for durations the supervisor measures itself.
+var timeNow = time.Now
+
+// child is one job's live process, shared by its runner goroutine and the
+// verbs (kill, write, signal) that act on it.
+type child struct {
+	id      string
+	baseEnv []string // for the on-exit hook
+
+	ready     chan struct{} // closed once Start is done with the process (running or not)
+	readyOnce sync.Once
+	done      chan struct{} // closed once the final status is stored
+
+	// stdinTurn serialises writers: a one-slot semaphore rather than a
+	// mutex, so that a writer waiting behind a blocked one gives up with
+	// its own deadline.
+	stdinTurn chan struct{}
+
+	mu       sync.Mutex
+	job      db.Job // as created, then as running; read after ready
+	cmd      *exec.Cmd
+	stdout   *os.File
+	stderr   *os.File
+	stdin    *os.File // write end; nil for /dev/null or once closed
+	pid      int
+	pidStart int64
+	exited   bool         // the main process has exited
+	end      vocab.Status // set by kill, timeout or Close before they signal
+	reason   string
+	final    db.Job
+	spawned  time.Time // when the runner goroutine took the process over
+	// spawnerPeakKB is the supervisor's peak RSS once the child had
+	// exec'd: the child's reported peak includes it (proc.SpawnerPeakKB).
+	spawnerPeakKB int64
+}
+
+func newChild(id string, baseEnv []string) *child {
+	return &child{
+		id:        id,
+		baseEnv:   baseEnv,
+		ready:     make(chan struct{}),
+		done:      make(chan struct{}),
+		stdinTurn: make(chan struct{}, 1),
+	}
+}
+
+// target names the job's processes for package proc: its group, its main
+// process with its start time, and everything tagged with its JOBS_ID.
+func (c *child) target() proc.Target {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return proc.Target{
+		PGID: c.pid, PID: c.pid, PIDStart: c.pidStart,
+		EnvKey: protocol.EnvJobID, EnvValue: c.id,
+	}
+}
+
+// setEnd records why the job is about to end, unless a reason is already
+// recorded or (without force) the main process has already exited on its
+// own. It reports whether it recorded status.
+func (c *child) setEnd(status vocab.Status, reason string, force bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.end != "" || (c.exited && !force) {
+		return false
+	}
+	c.end, c.reason = status, reason
+	return true
+}
+
+// run is the runner goroutine of one child: it pumps the pipes into the
+// appender, enforces the timeout, waits for the main process, drains the
+// pipes with a bound, stores the final status and runs the exit hooks. It
+// owns the pump and wait goroutines and waits for both.
+func (s *Supervisor) run(c *child, timeout time.Duration) {
+	defer s.wg.Done()
+	c.mu.Lock()
+	cmd, stdout, stderr, pid := c.cmd, c.stdout, c.stderr, c.pid
+	// The runtime is measured from here with the monotonic clock: the
+	// process was spawned just before this goroutine started.
+	c.spawned = time.Now()
+	c.mu.Unlock()
+
+	var pumps sync.WaitGroup
+	var drain pipeDrain
+	pumps.Add(2)
+	pair := new(pipePair) // keeps stdout and stderr in order
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain, pair, 0) }()
+	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
+	waited := make(chan error, 1)
+	go func() {
+		awaitExit(pid)
+		waited <- cmd.Wait()
+	}()
+
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	var waitErr error
+wait:
+	for {
+		select {
+		case waitErr = <-waited:
+			break wait
+		case <-expired:
+			expired = nil
+			<-c.ready
+			reason := fmt.Sprintf("timed out after %s", timeout)
+			if _, err := s.signalEnd(context.Background(), c, vocab.StatusTimedOut, reason, s.cfg.Grace); err != nil {
+				s.logf("time out job %s: %v", c.id, err)
+			}
+		}
+	}
+	s.reaper.Disown(pid)
+
+	c.mu.Lock()
+	c.exited = true
+	end, reason := c.end, c.reason
+	stdin := c.stdin
+	c.stdin = nil
+	c.mu.Unlock()
+	if stdin != nil {
+		// Closing unblocks a writer stuck on a full pipe that a
+		// surviving grandchild holds but does not read.
+		stdin.Close()
+	}
+
+	// The job is finished when its main process has exited and its pipes
+	// are drained. A grandchild that inherited the pipes (`sleep 999 &`)
+	// would hold them open forever, so the drain is bounded, as
+	// exec.Cmd.WaitDelay bounds Wait; what the grandchild writes after
+	// that is not captured. The pumps close the pipes.
+	drain.set(timeNow().Add(s.cfg.DrainTimeout))
+	s.trickle.readNow()
+	pumps.Wait()
+
+	<-c.ready
+	job := s.finish(c, cmd.ProcessState, waitErr, end, reason)
+	s.afterExit(job, c.baseEnv)
+}
+
+// finish stores the job's final status. The output goes in first, so that
+// whoever sees the job finished can read all of it.
+func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vocab.Status, reason string) db.Job {
+	c.mu.Lock()
+	started := c.job.Status == vocab.StatusRunning
+	scope := c.job.Scope
+	spawned, spawnerPeak := c.spawned, c.spawnerPeakKB
+	c.mu.Unlock()
+
+	var t db.Transition
+	if ps != nil {
+		code, sig := exitStatus(ps)
+		t.ExitCode, t.Signal = &code, sig
+		u := proc.UsageOf(ps)
+		if u.MaxRSSKB <= spawnerPeak {
+			// Not above what the kernel took over from us at the
+			// exec: the job's own peak is somewhere below, unknown.
+			u.MaxRSSKB = 0
+		}
+		t.Usage = &db.Usage{UserCPU: u.UserCPU, SysCPU: u.SysCPU, MaxRSSKB: u.MaxRSSKB}
+	}
+	switch {
+	case end != "":
+		t.To, t.Reason = end, reason
+	case ps == nil:
+		t.To, t.Reason = vocab.StatusFailed, fmt.Sprintf("wait: %v", waitErr)
+	case *t.ExitCode == 0:
+		t.To = vocab.StatusDone
+	default:
+		t.To = vocab.StatusFailed
+		if t.Signal != "" {
+			t.Reason = "killed by " + t.Signal
+		}
+	}
+	if !started && t.To != vocab.StatusFailed && t.To != vocab.StatusKilled {
+		// Still starting in the database (its running transition did not
+		// land): only these moves are allowed from there.
+		t.To = vocab.StatusFailed
+	}
+
+	if !spawned.IsZero() {
+		t.Runtime = time.Since(spawned)
+	}
+	// The pipes are drained: the appender's counts are final. Recorded
+	// with the status, they survive a database that refused the last
+	// batches (and their counter updates).
+	totals, tracked := s.app.Totals(c.id)
+	// Untrack flushes; bytes the database refused are counted by then
+	// (OnDropped runs inside the flush that gives up on them).
+	if err := s.app.Untrack(c.id); err != nil {
+		s.logf("flush output of job %s: %v", c.id, err)
+	}
+	release := s.reserveForEnd()
+	d := s.takeDropped(c.id)
+	if tracked {
+		t.Output = &db.OutputTotals{Bytes: totals.Bytes, Lines: totals.Lines}
+		if d != nil {
+			t.Output.Dropped = d.bytes
+		}
+	}
+	if d != nil && d.bytes > 0 {
+		t.Detail = map[string]any{"dropped_bytes": d.bytes}
+		detail, _ := json.Marshal(map[string]any{"bytes": d.bytes, "error": d.err})
+		if err := s.persist("record dropped output of job "+c.id, func(ctx context.Context) error {
+			_, err := s.db.AddEvent(ctx, db.Event{JobID: c.id, Scope: scope, Kind: "output_dropped", Detail: detail})
+			return err
+		}); err != nil {
+			s.logf("record dropped output of job %s: %v", c.id, err)
+		}
+	}
+	var job db.Job
+	err := s.persist("record end of job "+c.id, func(ctx context.Context) (err error) {
+		job, err = s.db.Transition(ctx, c.id, t)
+		return err
+	})
+	if err != nil {
+		s.logf("record end of job %s: %v", c.id, err)
+		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+		defer cancel()
+		if j, ferr := s.db.FindJobByID(ctx, c.id); ferr == nil {
+			job = j
+		} else {
+			c.mu.Lock()
+			job = c.job
+			c.mu.Unlock()
+			job.Status, job.ExitCode, job.Signal, job.Reason = t.To, t.ExitCode, t.Signal, t.Reason
+		}
+	}
+	release()
+	s.complete(c, job)
+	return job
+}
+
+// reserveForEnd readies the database for recording a job's end: on a
+// tight disk, it copies and truncates the WAL and lets one end be recorded
+// at a time, so that each finds the whole reserve (logs/room.go). It
+// returns the function that lets the next one go.
+func (s *Supervisor) reserveForEnd() func() {
+	s.endMu.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+	defer cancel()
+	if s.app.Reclaim(ctx) {
+		return s.endMu.Unlock
+	}
+	s.endMu.Unlock()
+	return func() {}
+}
+
+// persist runs a write that must land — a final status, the record of
+// dropped output — until it succeeds. A database locked past its busy
+// timeout (a long transaction elsewhere, a full disk being cleaned up) must
+// not leave a finished job "running" forever, so failures are retried with
+// backoff; errors that retrying cannot fix end it at once, and once the
+// supervisor is closing one more attempt is all it gets. Each attempt is
+// bounded and runs without the supervisor's cancellation.
+func (s *Supervisor) persist(what string, write func(ctx context.Context) error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), FinalWriteTimeout)
+		err := write(ctx)
+		cancel()
+		if err == nil || errors.Is(err, vocab.ErrInvalidTransition) || errors.Is(err, vocab.ErrNotFound) || s.ctx.Err() != nil {
+			return err
+		}
+		s.logf("%s: %v (retrying in %s)", what, err, backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// exitStatus returns the exit code of a finished process, 128+n for death
+// by signal n as shells report it, and the signal's name.
+func exitStatus(ps *os.ProcessState) (int, string) {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), vocab.SignalName(ws.Signal())
+	}
+	return ps.ExitCode(), ""
+}

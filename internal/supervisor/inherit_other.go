@@ -1,0 +1,5 @@
+//go:build !linux && !darwin
+
+package supervisor
+
+func closeInheritedFDs() {}

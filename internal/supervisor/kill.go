@@ -1,0 +1,300 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/vocab"
+)
+
+// callerKey carries the pid of the process that asked for a kill or a
+// signal, which is never signalled (see proc.Target.Exclude).
+type callerKey struct{}
+
+func withCaller(ctx context.Context, pid int) context.Context {
+	if pid <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, callerKey{}, pid)
+}
+
+// guardCaller adds the caller of ctx, and its process group, to what t
+// never signals.
+func guardCaller(ctx context.Context, t *proc.Target) {
+	pid, ok := ctx.Value(callerKey{}).(int)
+	if !ok {
+		return
+	}
+	t.Exclude = append(t.Exclude, pid)
+	if info, err := proc.Inspect(pid); err == nil {
+		t.ExcludeGroups = append(t.ExcludeGroups, info.PGID)
+	}
+}
+
+// Guard adds to t what is never signalled, whatever a job's row says: the
+// caller of ctx (a client of the supervisor's socket) and every supervisor
+// d records as open whose lock is held, with their process groups. A forged or stale row that
+// names a supervisor's pid or group then reaches nothing.
+func Guard(ctx context.Context, d *db.DB, t *proc.Target) {
+	guardCaller(ctx, t)
+	sups, err := d.OpenSupervisors(ctx)
+	if err != nil {
+		return // the proof of membership still applies
+	}
+	for _, sup := range sups {
+		// A dead supervisor's row stays open until a supervisor runs
+		// the hooks it left due; its pid may be another process's by
+		// now, maybe one of the job's.
+		if !protocol.SupervisorAlive(sup) {
+			continue
+		}
+		t.Exclude = append(t.Exclude, sup.PID)
+		if info, err := proc.Inspect(sup.PID); err == nil {
+			t.ExcludeGroups = append(t.ExcludeGroups, info.PGID)
+		}
+	}
+}
+
+// TargetOf names the processes of a stored job for package proc: its main
+// process and group, bounded by its start, its end and its boot, and its
+// JOBS_ID tag (see proc.Target for what proves a process the job's).
+func TargetOf(j db.Job) proc.Target {
+	t := proc.Target{
+		PGID: j.PGID, PID: j.PID, PIDStart: j.PIDStart, BootID: j.BootID,
+		EnvKey: protocol.EnvJobID, EnvValue: j.ID,
+	}
+	if j.Status.Terminal() {
+		t.EndTicks = j.EndTicks
+	}
+	return t
+}
+
+// child returns the live child of jobID, or nil.
+func (s *Supervisor) child(jobID string) *child {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.children[jobID]
+}
+
+// Kill ends the job's whole process tree: SIGTERM and SIGCONT to its group
+// and its tagged processes, grace (0 means Config.Grace), SIGKILL. It
+// returns once the job's final status (killed) is stored. A job of another
+// live supervisor is killed through that supervisor; a job whose supervisor
+// died is marked lost and its remaining processes are ended. Killing a
+// finished job is not an error (AlreadyDone), and still ends what it left
+// running. Errors: vocab.ErrNotFound, vocab.ErrInvalid.
+func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration) (vocab.KillResult, error) {
+	if grace < 0 {
+		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, invalid(errors.New("negative grace")))
+	}
+	if grace == 0 {
+		grace = s.cfg.Grace
+	}
+	if c := s.child(jobID); c != nil {
+		res, err := s.endChild(ctx, c, vocab.StatusKilled, "killed", grace)
+		if err != nil {
+			return res, fmt.Errorf("kill job %s: %w", jobID, err)
+		}
+		return res, nil
+	}
+	job, err := s.db.FindJobByID(ctx, jobID)
+	if err != nil {
+		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
+	}
+	if job.Mode == "tmux" {
+		return s.killTmux(ctx, job, grace) // needs no owner: tmux.go
+	}
+	if !job.Status.Terminal() {
+		conn, err := s.owner(ctx, job)
+		if err != nil {
+			return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
+		}
+		if conn != nil {
+			defer conn.Close()
+			return conn.Kill(ctx, jobID, grace)
+		}
+		if job, err = s.markLost(ctx, job); err != nil {
+			return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
+		}
+	}
+	res, err := killLeftovers(ctx, s.db, job, grace)
+	if err != nil {
+		return res, fmt.Errorf("kill job %s: %w", jobID, err)
+	}
+	return res, nil
+}
+
+// owner dials the live supervisor, other than s, that owns the active job,
+// or returns nil when that supervisor is dead.
+func (s *Supervisor) owner(ctx context.Context, job db.Job) (*protocol.Conn, error) {
+	if job.SupervisorID == "" || job.SupervisorID == s.id {
+		return nil, nil
+	}
+	sup, err := s.db.FindSupervisor(ctx, job.SupervisorID)
+	if errors.Is(err, vocab.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !protocol.SupervisorAlive(sup) {
+		return nil, nil
+	}
+	conn, err := protocol.Dial(ctx, sup.SocketPath)
+	if err != nil {
+		return nil, fmt.Errorf("reach supervisor %s: %w", sup.ID, err)
+	}
+	return conn, nil
+}
+
+// markLost marks an active job whose supervisor is gone lost, and returns
+// it as stored. A job that finished meanwhile is returned as it is.
+func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
+	reason := fmt.Sprintf("supervisor %s died", job.SupervisorID)
+	if job.SupervisorID == s.id {
+		reason = fmt.Sprintf("supervisor %s lost track of it", s.id)
+	}
+	lost, err := s.db.Transition(ctx, job.ID, lostTransition(job, reason))
+	if errors.Is(err, vocab.ErrInvalidTransition) {
+		return s.db.FindJobByID(ctx, job.ID)
+	}
+	if err != nil {
+		return job, err
+	}
+	s.hookLost(lost)
+	return lost, nil
+}
+
+// killLeftovers ends the processes a finished job left behind, those
+// proven its own (proc.Target).
+func killLeftovers(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (vocab.KillResult, error) {
+	res := vocab.KillResult{JobID: job.ID, AlreadyDone: true, Status: job.Status}
+	if job.Mode == "tmux" {
+		return res, nil
+	}
+	t := TargetOf(job)
+	Guard(ctx, d, &t)
+	// The kill must finish its escalation even if the caller goes away.
+	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
+	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
+	return res, err
+}
+
+// signalEnd records why c ends (status, reason) and kills its tree. It
+// does not wait for the final status; the runner stores it.
+func (s *Supervisor) signalEnd(ctx context.Context, c *child, status vocab.Status, reason string, grace time.Duration) (vocab.KillResult, error) {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return vocab.KillResult{JobID: c.id}, ctx.Err()
+	}
+	recorded := c.setEnd(status, reason, false)
+	c.mu.Lock()
+	started, exited := c.cmd != nil, c.exited
+	c.mu.Unlock()
+	res := vocab.KillResult{JobID: c.id, AlreadyDone: exited || !started}
+	if !started {
+		return res, nil
+	}
+	t := c.target()
+	guardCaller(ctx, &t)
+	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
+	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
+	if recorded {
+		res.AlreadyDone = false
+	}
+	return res, err
+}
+
+// endChild kills c and waits until its final status is stored.
+func (s *Supervisor) endChild(ctx context.Context, c *child, status vocab.Status, reason string, grace time.Duration) (vocab.KillResult, error) {
+	res, err := s.signalEnd(ctx, c, status, reason, grace)
+	if err != nil && ctx.Err() != nil {
+		return res, err
+	}
+	// The runner finishes within the pipe drain and the final write once
+	// the processes are gone; the bound only guards against a bug.
+	bound := time.NewTimer(s.cfg.DrainTimeout + FinalWriteTimeout + proc.KillWait)
+	defer bound.Stop()
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-bound.C:
+		return res, fmt.Errorf("job %s did not finish after kill", c.id)
+	}
+	c.mu.Lock()
+	res.Status = c.final.Status
+	c.mu.Unlock()
+	return res, err
+}
+
+// Signal sends one signal (a name such as "INT", "STOP", "CONT", or a
+// number) to the job's processes and returns the pids signalled. STOP and
+// CONT pause and resume a job. Errors: vocab.ErrNotFound, vocab.ErrNotRunning,
+// vocab.ErrInvalid for an unknown signal.
+func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]int, error) {
+	sn, err := vocab.ParseSignal(sig)
+	if err != nil {
+		return nil, fmt.Errorf("signal job %s: %w", jobID, invalid(err))
+	}
+	if c := s.child(jobID); c != nil {
+		select {
+		case <-c.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.mu.Lock()
+		running := c.cmd != nil && !c.exited
+		c.mu.Unlock()
+		if !running {
+			return nil, fmt.Errorf("signal job %s: %w", jobID, vocab.ErrNotRunning)
+		}
+		t := c.target()
+		guardCaller(ctx, &t)
+		pids, err := proc.Signal(t, sn)
+		if err != nil {
+			return pids, fmt.Errorf("signal job %s: %w", jobID, err)
+		}
+		return pids, nil
+	}
+	job, err := s.db.FindJobByID(ctx, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("signal job %s: %w", jobID, err)
+	}
+	if job.Mode == "tmux" {
+		return signalTmux(ctx, job, sig) // needs no owner: tmux.go
+	}
+	if !job.Status.Terminal() {
+		conn, err := s.owner(ctx, job)
+		if err != nil {
+			return nil, fmt.Errorf("signal job %s: %w", jobID, err)
+		}
+		if conn != nil {
+			defer conn.Close()
+			return conn.Signal(ctx, jobID, sig)
+		}
+		if _, err := s.markLost(ctx, job); err != nil {
+			return nil, fmt.Errorf("signal job %s: %w", jobID, err)
+		}
+	}
+	return nil, fmt.Errorf("signal job %s: %w", jobID, vocab.ErrNotRunning)
+}
+
+// Running returns the ids of the jobs this supervisor is running, sorted.
+func (s *Supervisor) Running() []string {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.children))
+	for id := range s.children {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	slices.Sort(ids)
+	return ids
+}

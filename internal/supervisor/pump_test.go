@@ -1,0 +1,128 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/vocab"
+)
+
+func TestReadPause(t *testing.T) {
+	for _, c := range []struct {
+		n     int
+		since time.Duration
+		want  time.Duration
+	}{
+		{0, time.Second, 0},                                                // nothing read: read again at once
+		{64 << 10, 100 * time.Microsecond, 0},                              // a flood: no pause
+		{13, 10 * time.Millisecond, 10 * time.Millisecond * pipeHalf / 13}, // a line every 10 ms
+		{pipeHalf / 2, 20 * time.Millisecond, 40 * time.Millisecond},       // a quarter of a pipe in 20 ms
+		{pipeHalf, time.Second, 0},                                         // the pipe may have been full
+	} {
+		if got := readPause(c.n, c.since); got != c.want {
+			t.Errorf("readPause(%d, %s) = %s, want %s", c.n, c.since, got, c.want)
+		}
+	}
+}
+
+// A grandchild that goes on trickling into the pipes after the main process
+// exited keeps the pump reading without ever waiting in the netpoller; the
+// drain deadline must still end the job, with the output so far kept.
+func TestTricklingGrandchildDoesNotHoldJob(t *testing.T) {
+	t.Parallel()
+	s := startSupervisor(t, Config{DrainTimeout: 300 * time.Millisecond})
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{
+		Command: "(while :; do echo tick; sleep 0.01; done) & echo started",
+	}})
+	job = waitDone(t, s.db, job.ID, 20*time.Second)
+	defer s.Kill(context.Background(), job.ID, 0)
+	if got, want := job.Status, vocab.StatusDone; got != want {
+		t.Errorf("status = %s, want %s", got, want)
+	}
+	out := output(t, s.db, job.ID, "")
+	if !bytes.Contains(out, []byte("started\n")) || !bytes.Contains(out, []byte("tick\n")) {
+		t.Errorf("output = %q, want started and ticks", out)
+	}
+}
+
+// A trickle is read by the trickler, one pass a flush, while its pump
+// sleeps; when the child speeds up to a flood the pump takes the pipe back,
+// and every byte arrives in order.
+func TestTrickleThenFlood(t *testing.T) {
+	t.Parallel()
+	s := startSupervisor(t, Config{})
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{
+		Command: "read go; for i in $(seq 30); do echo line $i; sleep 0.02; done; " +
+			"head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end",
+	}})
+	if _, err := s.Write(context.Background(), job.ID, []byte("go\n"), false, 0); err != nil {
+		t.Fatal(err)
+	}
+	held := func() int {
+		s.trickle.mu.Lock()
+		defer s.trickle.mu.Unlock()
+		return len(s.trickle.pipes)
+	}
+	eventually(t, 10*time.Second, "the trickler to hold the job's stdout", func() bool { return held() > 0 })
+	job = waitDone(t, s.db, job.ID, 30*time.Second)
+	if job.Status != vocab.StatusDone {
+		t.Fatalf("status %s (%s)", job.Status, job.Reason)
+	}
+	var want bytes.Buffer
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	want.Write(bytes.Repeat([]byte("x"), 3000000))
+	want.WriteString("\nend\n")
+	if got := output(t, s.db, job.ID, logs.Stdout); !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("stdout: %d bytes, want %d", len(got), want.Len())
+	}
+	eventually(t, 5*time.Second, "the trickler to let go of every pipe", func() bool { return held() == 0 })
+}
+
+// Once a job's main process has exited, the trickler gives each pipe back
+// to its pump after one more read, even though other processes still hold
+// it open: the pump then waits for its end in the netpoller, which wakes at
+// once, rather than the trickler finding it at its next round, up to a
+// flush interval later (a killed tree took 40-60 ms more to end that way).
+func TestTricklerLetsGoOnceMainExited(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	p, err := newPipe(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	var got []byte
+	var drain pipeDrain
+	tp := &tricklePipe{p: p, emit: func(b []byte) { got = append(got, b...) }, drain: &drain, last: timeNow()}
+	buf := make([]byte, 64<<10)
+
+	if _, err := w.WriteString("a line\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !tp.read(buf, timeNow()) {
+		t.Fatal("the trickler let go of a trickling pipe while the main process runs")
+	}
+	drain.set(timeNow().Add(time.Hour))
+	if _, err := w.WriteString("last line\n"); err != nil {
+		t.Fatal(err)
+	}
+	if tp.read(buf, timeNow()) {
+		t.Fatal("the trickler kept a pipe after the main process exited")
+	}
+	if string(got) != "a line\nlast line\n" {
+		t.Errorf("read %q", got)
+	}
+}

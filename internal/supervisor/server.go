@@ -1,0 +1,179 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/vocab"
+)
+
+// serve accepts connections on l until Close.
+func (s *Supervisor) serve(l net.Listener) {
+	defer s.wg.Done()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
+				return
+			}
+			s.logf("accept: %v", err)
+			// A persistent error (out of file descriptors) must not spin.
+			t := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			conn.Close()
+			return
+		}
+		s.conns[conn] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.handleConn(conn)
+	}
+}
+
+// handleConn answers the requests of one connection in order until the
+// client hangs up or Close closes the connection.
+func (s *Supervisor) handleConn(conn net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, conn)
+		s.mu.Unlock()
+		conn.Close()
+	}()
+	enc := json.NewEncoder(conn)
+	if err := s.checkPeer(conn); err != nil {
+		s.logf("refused a connection: %v", err)
+		enc.Encode(protocol.Response{Error: vocab.EncodeError(err)})
+		return
+	}
+	dec := json.NewDecoder(conn)
+	for {
+		var req protocol.Request
+		if err := dec.Decode(&req); err != nil {
+			var syntax *json.SyntaxError
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &syntax) || errors.As(err, &typ) {
+				enc.Encode(protocol.Response{Error: vocab.EncodeError(invalid(fmt.Errorf("malformed request: %v", err)))})
+			}
+			return
+		}
+		ctx := s.ctx
+		watched := req.Op == protocol.OpWrite
+		var stop func() bool
+		if watched {
+			// A write may block for as long as the job does not read:
+			// it must end when its client goes away.
+			ctx, stop = untilHangup(ctx, conn)
+		}
+		resp := s.handle(ctx, req)
+		if watched && !stop() {
+			return // gone, or it broke the protocol by sending meanwhile
+		}
+		if err := enc.Encode(resp); err != nil {
+			return
+		}
+	}
+}
+
+// untilHangup returns a context that ends when the client hangs up while
+// its request runs. A client sends nothing while it waits for an answer,
+// so a read that returns means it is gone (or broke the protocol). stop
+// ends the watch and reports whether the connection is still usable.
+func untilHangup(parent context.Context, conn net.Conn) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(parent)
+	gone := make(chan bool, 1)
+	go func() {
+		var b [1]byte
+		_, err := conn.Read(b[:])
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			gone <- false // stopped by stop, below
+			return
+		}
+		cancel()
+		gone <- true
+	}()
+	return ctx, func() bool {
+		conn.SetReadDeadline(time.Now())
+		g := <-gone
+		conn.SetReadDeadline(time.Time{})
+		cancel()
+		return !g
+	}
+}
+
+// checkPeer lets in only processes of the supervisor's own user, whatever
+// the modes of the socket and its directory say: a request runs commands
+// as that user, so a mode loosened by mistake must not hand that power to
+// another user (root included, which file modes do not stop).
+func (s *Supervisor) checkPeer(conn net.Conn) error {
+	uid, pid, err := peerCred(conn)
+	if err != nil {
+		return fmt.Errorf("%w: %w", vocab.ErrPermission, err)
+	}
+	if uid != os.Geteuid() {
+		return fmt.Errorf("%w: uid %d (pid %d) is not the supervisor's user (uid %d)", vocab.ErrPermission, uid, pid, os.Geteuid())
+	}
+	return nil
+}
+
+// handle runs one request. A panic becomes an error answer: one bad
+// request must not take down a supervisor and orphan every job.
+func (s *Supervisor) handle(ctx context.Context, req protocol.Request) (resp protocol.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logf("request %s panicked: %v\n%s", req.Op, r, debug.Stack())
+			resp = protocol.Response{Error: &vocab.WireError{Code: "error", Message: fmt.Sprintf("supervisor: internal error in %s: %v", req.Op, r)}}
+		}
+	}()
+	ctx = withCaller(ctx, req.CallerPID)
+	var err error
+	switch req.Op {
+	case protocol.OpPing:
+		resp.Supervisor, resp.PID = s.id, os.Getpid()
+	case protocol.OpStart:
+		if req.Start == nil {
+			err = invalid(errors.New("start: no job"))
+			break
+		}
+		job, serr := s.Start(ctx, *req.Start)
+		if serr == nil || job.ID != "" {
+			resp.Job = &job
+		}
+		err = serr
+	case protocol.OpWrite:
+		resp.Written, err = s.Write(ctx, req.JobID, req.Data, req.EOF, req.Idle)
+	case protocol.OpCloseStdin:
+		_, err = s.Write(ctx, req.JobID, nil, true, 0)
+	case protocol.OpKill:
+		var res vocab.KillResult
+		res, err = s.Kill(ctx, req.JobID, req.Grace)
+		resp.Kill = &res
+	case protocol.OpSignal:
+		resp.PIDs, err = s.Signal(ctx, req.JobID, req.Signal)
+	case protocol.OpSendKeys:
+		err = s.SendKeys(ctx, req.JobID, req.Keys, req.Literal)
+	case protocol.OpFlush:
+		err = s.Flush(ctx)
+	default:
+		err = invalid(fmt.Errorf("unknown op %q", req.Op))
+	}
+	resp.Error = vocab.EncodeError(err)
+	return resp
+}

@@ -1,0 +1,399 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
+)
+
+// agentEnv keeps tools from colouring, paging or drawing for a terminal
+// nobody watches; StartRequest.Job.Color skips it.
+var agentEnv = []string{"NO_COLOR=1", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat"}
+
+// shell runs one-string commands.
+const shell = "/bin/sh"
+
+// Start creates the job and starts its process. It returns the job once the
+// process runs (status running), or, when it could not be started (missing
+// cwd, command not found), the job in status failed with the reason, and a
+// nil error: the job exists and its history says what happened. Errors are
+// for requests that create no job: vocab.ErrInvalid, vocab.ErrNameTaken, vocab.ErrLimit,
+// vocab.ErrSupervisorClosed, vocab.ErrNoTmux, or a database failure.
+func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.Job, error) {
+	// A stat(2) before each start: a job created in a database file that
+	// is no longer at its path would vanish from every listing.
+	if err := s.checkFile(); err != nil {
+		return db.Job{}, fmt.Errorf("start job: %w", err)
+	}
+	nj, argv, env, err := s.prepare(req)
+	if err != nil {
+		return db.Job{}, fmt.Errorf("start job: %w", err)
+	}
+	if nj.Mode == "tmux" {
+		return s.startTmux(ctx, req, nj, argv, env) // tmux.go
+	}
+	if req.Replace && nj.Name != "" {
+		if err := s.replace(ctx, nj.Scope, nj.Name); err != nil {
+			return db.Job{}, fmt.Errorf("start job: replace %q: %w", nj.Name, err)
+		}
+	}
+	base := req.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	c, err := s.register(nj.ID, base)
+	if err != nil {
+		return db.Job{}, fmt.Errorf("start job: %w", err)
+	}
+	job, err := s.db.CreateJob(ctx, nj, s.cfg.Limits)
+	if err != nil {
+		s.complete(c, db.Job{})
+		s.wg.Done()
+		return db.Job{}, fmt.Errorf("start job: %w", err)
+	}
+	c.mu.Lock()
+	c.job = job
+	c.mu.Unlock()
+	// The job exists now: whatever happens to the caller, it must end up
+	// running or failed, never stuck in starting.
+	return s.spawn(context.WithoutCancel(ctx), c, argv, env)
+}
+
+// prepare validates req and works out what to store and what to execute.
+func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env []string, err error) {
+	nj = req.Job
+	if nj.ID == "" {
+		nj.ID = db.NewID()
+	}
+	if nj.Scope == "" {
+		nj.Scope = "default"
+	}
+	if nj.Mode == "" {
+		nj.Mode = "pipe"
+	}
+	if nj.Stdin == "" {
+		nj.Stdin = "pipe"
+	}
+	nj.SupervisorID = s.id
+	switch {
+	case nj.Timeout < 0:
+		return nj, nil, nil, invalid(errors.New("negative timeout"))
+	case nj.TTL < 0:
+		return nj, nil, nil, invalid(errors.New("negative ttl"))
+	case nj.MaxOutput < 0:
+		return nj, nil, nil, invalid(errors.New("negative output cap"))
+	}
+	switch {
+	case len(nj.Argv) > 0:
+		if nj.Argv[0] == "" {
+			return nj, nil, nil, invalid(errors.New("empty command"))
+		}
+		argv = nj.Argv
+		if nj.Command == "" {
+			nj.Command = quoteArgs(argv)
+		}
+	case strings.TrimSpace(nj.Command) != "":
+		argv = []string{shell, "-c", nj.Command}
+		nj.Argv = argv
+	default:
+		return nj, nil, nil, invalid(errors.New("empty command"))
+	}
+	if nj.Cwd == "" {
+		if nj.Cwd, err = os.Getwd(); err != nil {
+			return nj, nil, nil, fmt.Errorf("working directory: %w", err)
+		}
+	} else if nj.Cwd, err = filepath.Abs(nj.Cwd); err != nil {
+		return nj, nil, nil, fmt.Errorf("working directory: %w", err)
+	}
+	var names []string
+	for _, e := range req.Env {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" || strings.ContainsAny(e, "\x00") {
+			return nj, nil, nil, invalid(fmt.Errorf("environment entry %q is not NAME=VALUE", e))
+		}
+		names = appendUnique(names, k)
+	}
+	if nj.EnvNames == nil {
+		nj.EnvNames = names
+	}
+	base := req.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	env = append([]string(nil), base...)
+	if !nj.Color && nj.Mode != "tmux" {
+		env = append(env, agentEnv...)
+	}
+	env = append(env, req.Env...)
+	env = append(env, protocol.EnvJobID+"="+nj.ID, protocol.EnvScope+"="+nj.Scope)
+	return nj, argv, dedupEnv(env), nil
+}
+
+// replace ends the active jobs of scope named name, wherever they run.
+func (s *Supervisor) replace(ctx context.Context, scope, name string) error {
+	jobs, err := s.db.FindJobs(ctx, db.Filter{
+		Scope: scope, Name: name, Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning},
+	})
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if _, err := s.Kill(ctx, j.ID, 0); err != nil && !errors.Is(err, vocab.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// register adds a placeholder child for a job about to be created, so that
+// a kill or Close arriving meanwhile finds it, and counts its runner in wg.
+func (s *Supervisor) register(id string, baseEnv []string) (*child, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.opened {
+		return nil, errors.New("supervisor is not open")
+	}
+	if s.closing {
+		return nil, vocab.ErrSupervisorClosed
+	}
+	c := newChild(id, baseEnv)
+	s.children[id] = c
+	s.wg.Add(1)
+	s.poke()
+	return c, nil
+}
+
+// complete records the child's final job, forgets it and wakes whoever
+// waits for it. The caller still owes the wg.Done for the child.
+func (s *Supervisor) complete(c *child, final db.Job) {
+	c.mu.Lock()
+	c.final = final
+	c.mu.Unlock()
+	s.mu.Lock()
+	delete(s.children, c.id)
+	if len(s.children) == 0 {
+		s.idleSince = timeNow()
+	}
+	s.mu.Unlock()
+	s.poke()
+	c.readyOnce.Do(func() { close(c.ready) })
+	close(c.done)
+}
+
+// spawn starts the process of the created job c.
+func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (db.Job, error) {
+	job := c.job
+	if reason := checkCwd(job.Cwd); reason != "" {
+		return s.failStart(ctx, c, reason)
+	}
+	path := argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := LookPath(path, EnvValue(env, "PATH"), job.Cwd)
+		if err != nil {
+			return s.failStart(ctx, c, err.Error())
+		}
+		path = p
+	}
+	if err := s.app.Track(c.id, job.MaxOutput); err != nil {
+		return s.failStart(ctx, c, "capture output: "+err.Error())
+	}
+
+	var stdinR, stdinW *os.File
+	var err error
+	if job.Stdin == "pipe" {
+		stdinR, stdinW, err = os.Pipe()
+	} else {
+		stdinR, err = os.Open(os.DevNull)
+	}
+	if err != nil {
+		s.app.Untrack(c.id)
+		return s.failStart(ctx, c, "stdin: "+err.Error())
+	}
+	// stdout and stderr are pipes we read ourselves. Cmd.Stdout set to an
+	// io.Writer would make os/exec copy in a goroutine that closes the
+	// pipe on the first write error, killing the child with SIGPIPE; with
+	// *os.File values the child gets the fds directly.
+	outR, outW, err1 := os.Pipe()
+	errR, errW, err2 := os.Pipe()
+	if err := errors.Join(err1, err2); err != nil {
+		closeAll(stdinR, stdinW, outR, outW, errR, errW)
+		s.app.Untrack(c.id)
+		return s.failStart(ctx, c, "pipes: "+err.Error())
+	}
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   argv,
+		Env:    env,
+		Dir:    job.Cwd,
+		Stdin:  stdinR,
+		Stdout: outW,
+		Stderr: errW,
+		// Its own process group: kill and timeout signal the group,
+		// and a terminal's ^C to the caller does not reach it.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	// StartCmd owns the pid in the reaper in the same step, so the
+	// subreaper's orphan reaping never takes the status cmd.Wait needs.
+	err = s.reaper.StartCmd(cmd)
+	closeAll(stdinR, outW, errW) // the child has its copies
+	if err != nil {
+		closeAll(stdinW, outR, errR)
+		s.app.Untrack(c.id)
+		return s.failStart(ctx, c, startReason(err))
+	}
+	pid := cmd.Process.Pid
+	start, _ := proc.StartTime(pid)
+	spawnerPeak := proc.SpawnerPeakKB() // after the exec (see finish)
+	c.mu.Lock()
+	c.cmd, c.stdout, c.stderr, c.stdin = cmd, outR, errR, stdinW
+	c.pid, c.pidStart, c.spawnerPeakKB = pid, start, spawnerPeak
+	c.mu.Unlock()
+	go s.run(c, job.Timeout)
+
+	running, err := s.db.Transition(ctx, c.id, db.Transition{
+		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start,
+	})
+	if err != nil {
+		// The process runs but the database did not take it: end it
+		// rather than leave a job nobody can see; its runner records the
+		// failure (starting → failed) once the database answers again.
+		c.setEnd(vocab.StatusFailed, "record start: "+err.Error(), true)
+		c.readyOnce.Do(func() { close(c.ready) })
+		if _, kerr := proc.KillTree(ctx, c.target(), s.cfg.Grace); kerr != nil {
+			s.logf("kill job %s: %v", c.id, kerr)
+		}
+		return job, fmt.Errorf("start job: %w", err)
+	}
+	c.mu.Lock()
+	c.job = running
+	c.mu.Unlock()
+	c.readyOnce.Do(func() { close(c.ready) })
+	return running, nil
+}
+
+// failStart records that the job could not start and runs its exit hooks
+// in the background (owned by wg through the child's count).
+func (s *Supervisor) failStart(ctx context.Context, c *child, reason string) (db.Job, error) {
+	job, err := s.db.Transition(ctx, c.id, db.Transition{To: vocab.StatusFailed, Reason: reason})
+	if err != nil {
+		s.complete(c, c.job)
+		s.wg.Done()
+		return c.job, fmt.Errorf("start job: %w", err)
+	}
+	s.complete(c, job)
+	go func() {
+		defer s.wg.Done()
+		s.afterExit(job, c.baseEnv)
+	}()
+	return job, nil
+}
+
+// checkCwd returns why dir cannot be a working directory, or "".
+func checkCwd(dir string) string {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Sprintf("cwd %s: %v", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Sprintf("cwd %s: not a directory", dir)
+	}
+	return ""
+}
+
+// startReason turns an exec start error into a reason for people:
+// "fork/exec /x/y: permission denied" → "/x/y: permission denied".
+func startReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// LookPath finds file in the job's PATH (not the supervisor's: a detached
+// supervisor started by another caller may have a different one), relative
+// entries taken from the job's cwd, like the shell would.
+func LookPath(file, path, cwd string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cwd, dir)
+		}
+		p := filepath.Join(dir, file)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: command not found", file)
+}
+
+// EnvValue returns the value of the last key= entry of env.
+func EnvValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// dedupEnv keeps the last entry of each name, in first-seen order.
+func dedupEnv(env []string) []string {
+	last := make(map[string]int, len(env))
+	for i, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		last[k] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		if last[k] == i {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// quoteArgs renders argv as a shell would need it typed, for display.
+func quoteArgs(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		parts[i] = textclean.ShellQuote(a)
+	}
+	return strings.Join(parts, " ")
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}

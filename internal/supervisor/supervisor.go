@@ -1,0 +1,544 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/vocab"
+)
+
+// Defaults for Config's zero fields.
+const (
+	DefaultIdleExit        = 60 * time.Second
+	DefaultGrace           = 2 * time.Second
+	DefaultJanitorInterval = 30 * time.Second
+	DefaultEventRetention  = 30 * 24 * time.Hour
+	DefaultPerScope        = 50
+	DefaultTotal           = 200
+	// DefaultDrainTimeout is how long the pipes of a job whose main
+	// process has exited may stay open (held by a grandchild) before the
+	// job is finished anyway; the same idea as exec.Cmd.WaitDelay.
+	DefaultDrainTimeout = 2 * time.Second
+	// DefaultHookTimeout bounds an on-exit hook; it is killed after it.
+	DefaultHookTimeout = 60 * time.Second
+)
+
+// FinalWriteTimeout bounds the writes that must land even while the
+// supervisor shuts down: the final status, the last output, events.
+const FinalWriteTimeout = 15 * time.Second
+
+// Config configures a Supervisor. Zero fields take the defaults above.
+type Config struct {
+	// DB is the database the supervisor records into. Required.
+	DB *db.DB
+	// RuntimeDir holds the lock files and sockets; "" means
+	// DefaultRuntimeDir(DB.Path).
+	RuntimeDir string
+	// Kind is "detached" (a `jobs supervise` process) or "embedded" (the
+	// default).
+	Kind string
+	// Default makes the supervisor also hold <runtime>/default.lock and
+	// serve <runtime>/default.sock. Open fails with vocab.ErrDefaultRunning when
+	// another process holds the lock.
+	Default bool
+	// IdleExit closes the supervisor after this long with no running job
+	// of its own; 0 means never. RunDetached uses DefaultIdleExit.
+	IdleExit time.Duration
+	// Limits caps running jobs; zero fields mean 50 per scope and 200 in
+	// all, negative ones mean unlimited.
+	Limits db.Limits
+	// Grace is the default time between SIGTERM and SIGKILL (2 s).
+	Grace time.Duration
+	// JanitorInterval is how often the janitor runs (30 s).
+	JanitorInterval time.Duration
+	// EventRetention is how long events are kept (30 days).
+	EventRetention time.Duration
+	// Monotonic reads a clock that only moves forward, at the pace of
+	// real time, whatever is done to the wall clock; nil means Go's
+	// monotonic clock. The janitor compares it with DB.Now (see
+	// clockWatch); tests replace both.
+	Monotonic func() time.Duration
+	// DrainTimeout bounds the pipe drain after a job's main process exits
+	// (2 s).
+	DrainTimeout time.Duration
+	// HookTimeout bounds an on-exit hook (60 s).
+	HookTimeout time.Duration
+	// OnExit is called once for each job of this supervisor that reaches a
+	// terminal status, after the status is stored, from the job's runner
+	// goroutine.
+	OnExit func(db.Job)
+	// Executable is the jobs binary, for helpers; "" means os.Executable().
+	Executable string
+	// Version is recorded in the supervisors row.
+	Version string
+	// Logf receives diagnostics that have no caller to return to; nil
+	// discards them.
+	Logf func(format string, args ...any)
+}
+
+// Supervisor owns live children: one runner goroutine per job, a janitor,
+// and the socket servers. Create it with New, start it with Open, end it
+// with Close. Its methods are safe for concurrent use.
+type Supervisor struct {
+	cfg Config
+	db  *db.DB
+	id  string
+
+	runtimeDir  string
+	lockPath    string
+	sockPath    string
+	defaultSock string
+
+	endMu sync.Mutex // one job's end at a time on a tight disk (reserveForEnd)
+
+	// ctx is cancelled by Close; it scopes the janitor, the socket
+	// handlers and the idle watcher. Runners do not stop on it: their
+	// children are ended explicitly, and their final writes use
+	// context.WithoutCancel.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg counts every goroutine the supervisor owns except the idle
+	// watcher (which may itself run Close): janitor, acceptors,
+	// connection handlers, runners and their helpers.
+	wg sync.WaitGroup
+
+	lock        *os.File
+	defaultLock *os.File // guarded by mu once opened: retire gives it up
+	registered  bool
+	listeners   []net.Listener
+	app         *logs.Appender
+	trickle     trickler // reads the pipes of trickling jobs
+	reaper      *proc.Reaper
+
+	mu        sync.Mutex
+	opened    bool
+	closing   bool
+	children  map[string]*child
+	conns     map[net.Conn]struct{}
+	idleSince time.Time
+	dropped   map[string]*dropNote
+	activity  chan struct{} // poked when children come and go
+	// replaced is set once the database file was removed or replaced
+	// (see retire); the supervisor then takes no new job.
+	replaced error
+	// defaultListener serves default.sock (Default); retire closes it
+	// before Close does.
+	defaultListener net.Listener
+
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{}
+	idleDone  chan struct{}
+}
+
+// dropNote accumulates output the database could not take, until the
+// job's runner records it as an output_dropped event.
+type dropNote struct {
+	bytes int64
+	err   string
+}
+
+// New checks cfg and returns a Supervisor that is not yet open.
+func New(cfg Config) (*Supervisor, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("new supervisor: no database")
+	}
+	switch cfg.Kind {
+	case "":
+		cfg.Kind = "embedded"
+	case "embedded", "detached":
+	default:
+		return nil, fmt.Errorf("new supervisor: kind %q is not detached or embedded", cfg.Kind)
+	}
+	if cfg.RuntimeDir == "" {
+		cfg.RuntimeDir = protocol.DefaultRuntimeDir(cfg.DB.Path)
+	}
+	cfg.Limits.PerScope = limitOrDefault(cfg.Limits.PerScope, DefaultPerScope)
+	cfg.Limits.Total = limitOrDefault(cfg.Limits.Total, DefaultTotal)
+	setDefault(&cfg.Grace, DefaultGrace)
+	setDefault(&cfg.JanitorInterval, DefaultJanitorInterval)
+	setDefault(&cfg.EventRetention, DefaultEventRetention)
+	setDefault(&cfg.DrainTimeout, DefaultDrainTimeout)
+	setDefault(&cfg.HookTimeout, DefaultHookTimeout)
+	if cfg.Monotonic == nil {
+		cfg.Monotonic = monotonic
+	}
+	if cfg.IdleExit < 0 {
+		cfg.IdleExit = 0
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	id := db.NewID()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Supervisor{
+		cfg:         cfg,
+		db:          cfg.DB,
+		id:          id,
+		runtimeDir:  cfg.RuntimeDir,
+		lockPath:    filepath.Join(cfg.RuntimeDir, id+".lock"),
+		sockPath:    filepath.Join(cfg.RuntimeDir, id+".sock"),
+		defaultSock: filepath.Join(cfg.RuntimeDir, "default.sock"),
+		ctx:         ctx,
+		cancel:      cancel,
+		children:    map[string]*child{},
+		conns:       map[net.Conn]struct{}{},
+		dropped:     map[string]*dropNote{},
+		activity:    make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		idleDone:    make(chan struct{}),
+	}
+	return s, nil
+}
+
+func limitOrDefault(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0 // db.Limits: 0 means unlimited
+	}
+	return n
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// ID returns the supervisor's id, as recorded in the supervisors table and
+// in each of its jobs.
+func (s *Supervisor) ID() string { return s.id }
+
+// SocketPath returns the supervisor's own socket, <runtime>/<id>.sock.
+func (s *Supervisor) SocketPath() string { return s.sockPath }
+
+// RuntimeDir returns the directory holding the supervisor's lock and
+// sockets.
+func (s *Supervisor) RuntimeDir() string { return s.runtimeDir }
+
+// Done is closed once the supervisor has shut down, after an idle exit or
+// Close.
+func (s *Supervisor) Done() <-chan struct{} { return s.done }
+
+// Open registers the supervisor and starts it: it prepares the runtime
+// directory, takes the default lock (Default only; vocab.ErrDefaultRunning when
+// taken) and its own lock, records its supervisors row, listens on its
+// sockets, marks lost the jobs of dead supervisors, and starts the
+// appender, the janitor, the socket servers and the idle watcher. After a
+// failed Open the supervisor is closed.
+func (s *Supervisor) Open(ctx context.Context) (err error) {
+	s.mu.Lock()
+	if s.opened {
+		s.mu.Unlock()
+		return errors.New("open supervisor: already opened")
+	}
+	s.opened = true
+	s.mu.Unlock()
+	defer func() {
+		if err != nil {
+			// No idle watcher was started; Close must not wait for one.
+			close(s.idleDone)
+			s.closeOnce.Do(s.shutdown)
+		}
+	}()
+
+	if err := CheckDB(ctx, s.db); err != nil {
+		return openCheck(err)
+	}
+	if err := s.db.ReserveConnections(ctx, reservedConns); err != nil {
+		return fmt.Errorf("open supervisor: %w", err)
+	}
+	if err := protocol.PrepareRuntimeDir(s.runtimeDir); err != nil {
+		return fmt.Errorf("open supervisor: %w", err)
+	}
+	if s.cfg.Default {
+		f, err := protocol.LockFile(filepath.Join(s.runtimeDir, "default.lock"))
+		if errors.Is(err, protocol.ErrLocked) {
+			return fmt.Errorf("open supervisor: %w", vocab.ErrDefaultRunning)
+		}
+		if err != nil {
+			return fmt.Errorf("open supervisor: %w", err)
+		}
+		s.defaultLock = f
+	}
+	// The lock comes before the row: a row whose lock is free reads as a
+	// dead supervisor to every other process.
+	if s.lock, err = protocol.LockFile(s.lockPath); err != nil {
+		return fmt.Errorf("open supervisor: %w", err)
+	}
+	host, _ := os.Hostname()
+	if err := s.db.CreateSupervisor(ctx, db.Supervisor{
+		ID:         s.id,
+		PID:        os.Getpid(),
+		Host:       host,
+		Kind:       s.cfg.Kind,
+		LockPath:   s.lockPath,
+		SocketPath: s.sockPath,
+		Version:    s.cfg.Version,
+	}); err != nil {
+		return fmt.Errorf("open supervisor: %w", err)
+	}
+	s.registered = true
+
+	l, err := listenUnix(s.sockPath)
+	if err != nil {
+		return fmt.Errorf("open supervisor: %w", err)
+	}
+	s.listeners = append(s.listeners, l)
+	if s.cfg.Default {
+		// We hold default.lock, so a socket of ours left at default.sock
+		// belongs to a supervisor that died.
+		if err := protocol.RemoveStaleSocket(s.defaultSock); err != nil {
+			return fmt.Errorf("open supervisor: %w", err)
+		}
+		l, err := listenUnix(s.defaultSock)
+		if err != nil {
+			return fmt.Errorf("open supervisor: %w", err)
+		}
+		s.listeners = append(s.listeners, l)
+		s.defaultListener = l
+	}
+
+	s.reaper = acquireReaper(s.cfg.Logf)
+	s.app = logs.NewAppender(s.db, AppenderOptions(s.noteDropped))
+	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
+	s.app.Open()
+
+	dead := s.deadSupervisors(ctx)
+	if n, err := s.sweep(ctx); err != nil {
+		s.cfg.Logf("sweep lost jobs: %v", err)
+	} else if n > 0 {
+		s.cfg.Logf("marked %d jobs of dead supervisors lost", n)
+	}
+
+	s.mu.Lock()
+	s.idleSince = time.Now()
+	s.mu.Unlock()
+	for _, l := range s.listeners {
+		s.wg.Add(1)
+		go s.serve(l)
+	}
+	s.wg.Add(3)
+	go s.janitor()
+	go s.watchFile()
+	go s.idleWatch()
+	// The hooks left due while no supervisor ran (see runDueHooks), looked
+	// for in the background: a long history must not hold up serving.
+	go func() {
+		defer s.wg.Done()
+		s.runDueHooks(s.ctx, dead)
+	}()
+	return nil
+}
+
+func listenUnix(path string) (net.Listener, error) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	// The directory is 0700 already; the mode is a second fence.
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return l, nil
+}
+
+// Close shuts the supervisor down: it stops taking requests, kills its
+// running jobs (status killed, reason "supervisor closed"), waits for every
+// goroutine it owns, flushes the output, records its end and releases its
+// locks. It is idempotent and returns the first Close's error.
+func (s *Supervisor) Close() error {
+	s.closeOnce.Do(s.shutdown)
+	s.mu.Lock()
+	opened := s.opened
+	s.mu.Unlock()
+	if opened {
+		<-s.idleDone
+	}
+	return s.closeErr
+}
+
+// shutdown runs once, from Close or from the idle watcher.
+func (s *Supervisor) shutdown() {
+	s.mu.Lock()
+	s.closing = true
+	kids := make([]*child, 0, len(s.children))
+	for _, c := range s.children {
+		kids = append(kids, c)
+	}
+	s.mu.Unlock()
+
+	// Stop answering first, and give up default.lock, so that a client
+	// that comes now starts a new default supervisor instead of talking
+	// to one that is going away.
+	var errs []error
+	for _, l := range s.listeners {
+		l.Close()
+	}
+	s.mu.Lock()
+	defLock := s.defaultLock
+	s.defaultLock = nil
+	s.mu.Unlock()
+	if defLock != nil {
+		defLock.Close()
+	}
+
+	// A database locked by another process must not keep the jobs' ends
+	// waiting for their spooled output now.
+	if s.app != nil {
+		s.app.StopWaiting()
+	}
+	var kills sync.WaitGroup
+	for _, c := range kids {
+		kills.Add(1)
+		go func() {
+			defer kills.Done()
+			if _, err := s.endChild(context.Background(), c, vocab.StatusKilled, "supervisor closed", s.cfg.Grace); err != nil {
+				s.cfg.Logf("kill job %s: %v", c.id, err)
+			}
+		}()
+	}
+	kills.Wait()
+
+	s.cancel()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+
+	if s.app != nil {
+		if err := s.app.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.reaper != nil {
+		releaseReaper()
+	}
+	if s.registered {
+		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+		if err := s.db.EndSupervisor(ctx, s.id); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	if s.lock != nil {
+		// Remove before unlocking: a checker that opens the path after
+		// this sees no file, one that opened it before sees the lock
+		// free once we close; both mean "ended".
+		os.Remove(s.lockPath)
+		s.lock.Close()
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.closeErr = fmt.Errorf("close supervisor: %w", err)
+	}
+	close(s.done)
+}
+
+// Flush returns once every output byte read so far is in the database.
+func (s *Supervisor) Flush(ctx context.Context) error {
+	if s.app == nil {
+		return nil
+	}
+	return s.app.Flush(ctx)
+}
+
+// idleWatch closes the supervisor after IdleExit with no running job. It
+// is not counted in wg because it may run shutdown itself, which waits for
+// wg; Close waits for it through idleDone instead.
+func (s *Supervisor) idleWatch() {
+	defer close(s.idleDone)
+	if s.cfg.IdleExit <= 0 {
+		<-s.ctx.Done()
+		return
+	}
+	timer := time.NewTimer(s.cfg.IdleExit)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		busy := len(s.children) > 0
+		left := s.cfg.IdleExit - time.Since(s.idleSince)
+		if s.replaced != nil {
+			left = 0 // retired: nothing more to wait for once idle
+		}
+		if !busy && left <= 0 {
+			// Decide under the lock, so that no Start slips in between
+			// the check and the refusal of new jobs.
+			s.closing = true
+		}
+		closing := s.closing
+		s.mu.Unlock()
+		if !busy && left <= 0 {
+			if s.replaced != nil {
+				s.cfg.Logf("the jobs of the replaced database have ended, exiting")
+			} else {
+				s.cfg.Logf("idle for %s, exiting", s.cfg.IdleExit)
+			}
+			s.closeOnce.Do(s.shutdown)
+			return
+		}
+		if closing {
+			<-s.ctx.Done()
+			return
+		}
+		if busy {
+			left = s.cfg.IdleExit
+		}
+		timer.Reset(left)
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.activity:
+		case <-timer.C:
+		}
+	}
+}
+
+// poke wakes the idle watcher after the set of children changed.
+func (s *Supervisor) poke() {
+	select {
+	case s.activity <- struct{}{}:
+	default:
+	}
+}
+
+// noteDropped is the appender's OnDropped callback. It only counts: the
+// database just failed, so the event is written later by the job's runner.
+func (s *Supervisor) noteDropped(jobID string, n int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.dropped[jobID]
+	if d == nil {
+		d = &dropNote{}
+		s.dropped[jobID] = d
+	}
+	d.bytes += n
+	if err != nil {
+		d.err = err.Error()
+	}
+}
+
+// takeDropped returns and forgets what was dropped of jobID.
+func (s *Supervisor) takeDropped(jobID string) *dropNote {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.dropped[jobID]
+	delete(s.dropped, jobID)
+	return d
+}
+
+func (s *Supervisor) logf(format string, args ...any) { s.cfg.Logf(format, args...) }
