@@ -49,7 +49,7 @@ func init() {
 // job's id. Only what the MCP profile names differently is listed.
 var mcpNames = map[string]map[string]string{
 	// process poll and wait (one job): the job's fields flat beside the
-	// output (seed 000's string) and output_info; the CLI nests the job
+	// output (OpenClaw's string) and output_info; the CLI nests the job
 	// in "job" (poll) or "jobs" (wait), the offsets in "output".
 	"poll": {
 		"sessionId":         "job.id",
@@ -84,7 +84,7 @@ var mcpNames = map[string]map[string]string{
 		"sessionId":   "id",
 		"output_info": "",
 		// With unit=lines it is the next line's offset (lines from 0, as
-		// seed 000's log offset), with unit=bytes a byte offset as the
+		// OpenClaw's log offset), with unit=bytes a byte offset as the
 		// CLI's: checked apart, in the test.
 		"output_info.next_offset": "-",
 		"status":                  "-", // the CLI's log has no status
@@ -96,7 +96,7 @@ var mcpNames = map[string]map[string]string{
 		"session":           "job",
 		"history":           "events",
 	},
-	// process list: seed 000's SessionMeta.
+	// process list: OpenClaw's SessionMeta.
 	"list": {
 		"sessions.{id}.sessionId":      "jobs.{id}.id",
 		"sessions.{id}.exitCode":       "jobs.{id}.exit_code",
@@ -113,7 +113,7 @@ var mcpNames = map[string]map[string]string{
 var mcpCut = []string{"command"}
 
 // mcpValues maps the MCP profile's words to the CLI's, by the field's last
-// name, where it documents seed 000's: "error" is a failed job (or a lost
+// name, where it documents OpenClaw's: "error" is a failed job (or a lost
 // one, which these jobs are not), as the status of a session (the
 // history keeps jobs' own words).
 var mcpValues = map[string]map[any]any{"status": {"error": "failed"}}
@@ -350,7 +350,7 @@ func TestFrontEndsAgree(t *testing.T) {
 		fields += compare(t, what("log by bytes"), "cli", "mcp", a, m, vol)
 
 		// log by lines: line 2 on, 3 lines (the MCP offset counts lines
-		// from 0, as seed 000's does).
+		// from 0, as OpenClaw's does).
 		a = cli("log", id, "--from-line", "2", "--lines", "3", "--clean")
 		b = lib(c.Log(ctx, id, jobs.Range{FromLine: 2, Lines: 3, Clean: true}))
 		raw = mcp(map[string]any{"action": "log", "sessionId": id, "unit": "lines", "offset": 1, "limit": 3})

@@ -80,7 +80,7 @@ func (n *noticeClient) lastUpdate(uri string) (time.Time, int) {
 
 // TestNoticeSubscribedWithinASecond: a client subscribed to jobs://ID is
 // told of the job's end within 1 s, and every connected client of the
-// scope, under any profile, gets seed 002's completion message once.
+// scope, under any profile, gets Duragent's completion message once.
 func TestNoticeSubscribedWithinASecond(t *testing.T) {
 	w := newWorld(t)
 	w.scope = "notices"

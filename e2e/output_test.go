@@ -91,7 +91,7 @@ func spewStream(seed uint64) io.Reader {
 	return bufio.NewReaderSize(rand.NewChaCha8(key), 1<<16)
 }
 
-// stallSpewSum returns the sha256 of the first n bytes of seed's stream.
+// stallSpewSum returns the sha256 of the first n bytes of original's stream.
 func stallSpewSum(seed uint64, n int64) string {
 	h := sha256.New()
 	io.CopyN(h, spewStream(seed), n)

@@ -13,7 +13,7 @@ import (
 )
 
 // replayProfile runs e2e/mcpclient/profiles.mjs for profile in w: the
-// seed's example calls through the official TypeScript SDK client. It
+// original's example calls through the official TypeScript SDK client. It
 // fails the test for each check that failed and returns the ids of the
 // jobs the replay started.
 func replayProfile(t *testing.T, w *world, profile string) []string {
@@ -59,7 +59,7 @@ func replayProfile(t *testing.T, w *world, profile string) []string {
 	return ids
 }
 
-// TestProfileClaudeCode replays seed 004's calls (run_command with
+// TestProfileClaudeCode replays the Claude Code tools' calls (run_command with
 // run_in_background, bash_output with its only-new reads and regex filter,
 // kill_shell, list_shells) against `jobs mcp --profile claude-code`, and
 // finds the jobs it started in the CLI.
@@ -75,7 +75,7 @@ func TestProfileClaudeCode(t *testing.T) {
 	}
 }
 
-// TestProfileOpenClaw replays seeds 000/001's calls against `jobs mcp`
+// TestProfileOpenClaw replays OpenClaw's calls against `jobs mcp`
 // chosen by JOBS_MCP_PROFILE=openclaw (the default).
 func TestProfileOpenClaw(t *testing.T) {
 	w := newWorld(t)
@@ -90,7 +90,7 @@ func TestProfileOpenClaw(t *testing.T) {
 	}
 }
 
-// TestProfileDuragent replays seed 002's calls (spawn_process with wait
+// TestProfileDuragent replays Duragent's calls (spawn_process with wait
 // false and true, process by handle) against `jobs mcp --profile duragent`.
 func TestProfileDuragent(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -110,7 +110,7 @@ func TestProfileDuragent(t *testing.T) {
 	}
 }
 
-// TestProfileMacOSShell replays seed 003's example usage against `jobs mcp
+// TestProfileMacOSShell replays the macOS Shell MCP's example usage against `jobs mcp
 // --profile macos-shell`.
 func TestProfileMacOSShell(t *testing.T) {
 	w := newWorld(t)

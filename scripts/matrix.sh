@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test of the reliability matrix (docs: RELIABILITY rows A1-D9;
+# Runs every test of the reliability matrix (rows A1-D9, listed in README "Reliability and security";
 # a row's tests are named Test<ROW><Words>) and prints the matrix as a
 # markdown table: row | test(s) | result | figure. Rows without a test are
 # listed as "no test". Extra arguments go to go test, e.g.

@@ -1,4 +1,4 @@
-// Replays a seed's example calls against `jobs mcp --profile NAME` through
+// Replays a original's example calls against `jobs mcp --profile NAME` through
 // the official TypeScript SDK client, and prints one JSON line per check:
 // { profile, check, ok, error }. A last line { profile, done: true, ids }
 // names the jobs it started, for the caller to find in the CLI.
@@ -79,18 +79,18 @@ async function claudeCode() {
   r = await call(c, "bash_output", { bash_id: quick.slice(0, 6), filter: "([" });
   check("partial id, invalid regex unfiltered", r.sc.id === quick && r.sc.newOutput === "", r.sc);
 
-  // A command that fails at once: the seed's failure message.
+  // A command that fails at once: the original's failure message.
   r = await call(c, "run_command", { command: "echo boom >&2; exit 3", run_in_background: true });
   ids.push(r.sc.id);
   const boom = r.sc.id;
   check("failed immediately", r.sc.status === "failed" && r.sc.exitCode === 3 &&
     r.sc.message?.startsWith("✕ Process failed immediately\n Command: echo boom >&2; exit 3") && r.sc.message.includes("Exit code: 3"), r.sc);
 
-  // stdout and stderr apart, as the seed keeps them.
+  // stdout and stderr apart, as the original interface keeps them.
   r = await call(c, "bash_output", { bash_id: boom });
   check("newErrors", r.sc.status === "failed" && r.sc.newOutput === "" && r.sc.newErrors === "boom" && r.sc.exitCode === 3, r.sc);
 
-  // The seed's timeout (milliseconds) kills, and says so.
+  // The original's timeout (milliseconds) kills, and says so.
   r = await call(c, "run_command", { command: "sleep 30", run_in_background: true, timeout: 300 });
   const slow = r.sc.id;
   ids.push(slow);
@@ -98,7 +98,7 @@ async function claudeCode() {
   r = await call(c, "bash_output", { bash_id: slow });
   check("timeout words", r.sc.status === "killed" && r.sc.newErrors === "Process killed after 300ms timeout", r.sc);
 
-  // list_shells: every process, with the seed's fields.
+  // list_shells: every process, with the original's fields.
   r = await call(c, "list_shells", {});
   const shells = r.sc.shells || [];
   const d = shells.find((s) => s.id === dev);
@@ -129,7 +129,7 @@ async function claudeCode() {
   await o.close();
 }
 
-// openclaw replays seeds 000/001: the tool schemas, execute_command with
+// openclaw replays OpenClaw: the tool schemas, execute_command with
 // background and yieldMs, process poll/log/write/list, kill/clear/remove
 // (through kill_process),
 // the status words (running, done, error, killed), the result fields
@@ -206,7 +206,7 @@ async function openclaw() {
   const p500 = r.sc.output || "";
   check("poll 500 characters", p500.length > 0 && p500.length <= 500 && p500.endsWith("row 100 of the long output\n"), { length: p500.length, output: p500.slice(-60) });
 
-  // Manage: list is the seed's SessionMeta.
+  // Manage: list is the original's SessionMeta.
   r = await call(c, "process", { action: "list" });
   const metas = r.sc.sessions || [];
   const m = metas.find((x) => x.sessionId === bad);
@@ -247,7 +247,7 @@ async function openclaw() {
   await call(c, "kill_process", { sessionId: ns });
   await c.close();
 
-  // The seeds' variables: PI_BASH_YIELD_MS sets the window,
+  // The original interfaces' variables: PI_BASH_YIELD_MS sets the window,
   // PI_BASH_MAX_OUTPUT_CHARS (or OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS) poll's characters.
   for (const [name, value] of [["PI_BASH_MAX_OUTPUT_CHARS", "100"], ["OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", "120"]]) {
     const e = await connect("openclaw", { [name]: value, PI_BASH_YIELD_MS: "200" });
@@ -267,7 +267,7 @@ async function openclaw() {
   }
 }
 
-// duragent replays seed 002: spawn_process with wait false and true,
+// duragent replays Duragent: spawn_process with wait false and true,
 // process list/status/log/write/kill/capture/send_keys by handle.
 async function duragent() {
   const c = await connect("duragent");
@@ -330,7 +330,7 @@ async function duragent() {
   await c.close();
 }
 
-// macosShell replays seed 003's example usage: run_background with args
+// macosShell replays the macOS Shell MCP's example usage: run_background with args
 // and session, list_processes, get_process_output, kill_process, and
 // stream_process_output.
 async function macosShell() {

@@ -122,7 +122,7 @@ async function waitDone(s, id, extra = {}) {
 }
 
 function isTerminal(st) {
-  return ["done", "error", "killed"].includes(st); // seed 000's words
+  return ["done", "error", "killed"].includes(st); // OpenClaw's words
 }
 
 const scenarios = {

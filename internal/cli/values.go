@@ -60,7 +60,7 @@ func envChars(verb string, names ...string) (n int64, ok bool, err error) {
 	return 0, false, nil
 }
 
-// Environment variables of the seeds that set output limits.
+// Environment variables of the original interfaces that set output limits.
 var charLimitEnv = []string{"PI_BASH_MAX_OUTPUT_CHARS", "OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS"}
 
 // parseSize reads a byte size ("65536", "64MiB", "1.5G") given to flag.

@@ -213,7 +213,7 @@ func lastLines(b []byte, n int) []byte {
 }
 
 // TestRandomScripts runs FuzzAppendRead's check on pseudo-random scripts,
-// so plain go test covers more than the seed corpus: fuzzing itself is slow
+// so plain go test covers more than the original interface corpus: fuzzing itself is slow
 // here because the coverage instrumentation includes the transpiled SQLite.
 func TestRandomScripts(t *testing.T) {
 	r := rand.New(rand.NewSource(1))

@@ -147,7 +147,7 @@ func TestPollGivesNewest(t *testing.T) {
 }
 
 // TestParametersBelongToTheirAction: a parameter the action does not take
-// is refused with the list of those it takes; the seeds' spellings are
+// is refused with the list of those it takes; the original interfaces' spellings are
 // accepted.
 func TestParametersBelongToTheirAction(t *testing.T) {
 	t.Parallel()

@@ -1,9 +1,9 @@
 package mcp
 
-// The claude-code profile: seed 004's Claude-Code-style background shells.
+// The claude-code profile: the Claude Code tools' Claude-Code-style background shells.
 // run_command with run_in_background starts a job; bash_output reads what
 // is new since the last read; kill_shell ends it; list_shells lists them.
-// The seed keeps processes in memory (20 at most, 10000 lines each); here
+// The original interface keeps processes in memory (20 at most, 10000 lines each); here
 // they are jobs, kept whole in the database and seen by every profile.
 
 import (
@@ -24,15 +24,15 @@ import (
 )
 
 const (
-	// claudeValidation is the seed's "validation wait": a background
+	// claudeValidation is the original's "validation wait": a background
 	// command that fails inside it is reported failed at once. Here the
 	// call returns as soon as the job ends, so a quick failure costs less.
 	claudeValidation = 1500 * time.Millisecond
-	// claudeTimeout is the seed's default maximum runtime (10 minutes).
+	// claudeTimeout is the original's default maximum runtime (10 minutes).
 	claudeTimeout = 10 * time.Minute
-	// claudeKillGrace is the seed's SIGTERM-to-SIGKILL delay.
+	// claudeKillGrace is the original's SIGTERM-to-SIGKILL delay.
 	claudeKillGrace = 5 * time.Second
-	// claudeListMax bounds list_shells (the seed holds 20 processes).
+	// claudeListMax bounds list_shells (the original interface holds 20 processes).
 	claudeListMax = 100
 )
 
@@ -63,7 +63,7 @@ type claudeKillInput struct {
 
 type claudeListInput struct{}
 
-// claudeSpawn is run_command's result, as the seed's spawnBackground
+// claudeSpawn is run_command's result, as the original's spawnBackground
 // returns it; a command that finished within the call adds its exit code
 // and output.
 type claudeSpawn struct {
@@ -74,7 +74,7 @@ type claudeSpawn struct {
 	Output   string `json:"output,omitempty"`
 }
 
-// claudeOutput is bash_output's result (the seed's ProcessOutput).
+// claudeOutput is bash_output's result (the original's ProcessOutput).
 type claudeOutput struct {
 	ID        string `json:"id"`
 	Status    string `json:"status"`
@@ -82,7 +82,7 @@ type claudeOutput struct {
 	NewErrors string `json:"newErrors"`
 	ExitCode  *int   `json:"exitCode,omitempty"`
 	// Pending counts new bytes this read left for the next one (the
-	// seed returns everything; a result here is bounded).
+	// original returns everything; a result here is bounded).
 	Pending int64 `json:"pending,omitempty"`
 }
 
@@ -143,9 +143,9 @@ func schemaOf[T any](tool string) *jsonschema.Schema {
 	return s
 }
 
-// claudeStatus is a job's status in seed 004's words: running, completed,
+// claudeStatus is a job's status in the Claude Code tools' words: running, completed,
 // failed or killed. A timed-out job was killed by its timeout, as the
-// seed's is; a lost one (its supervisor died) counts as failed.
+// original's is; a lost one (its supervisor died) counts as failed.
 func claudeStatus(st jobs.Status) string {
 	switch st {
 	case jobs.StatusStarting, jobs.StatusRunning:
@@ -190,7 +190,7 @@ func (s *server) claudeRun(ctx context.Context, req *sdk.CallToolRequest, in cla
 	if job.Status.Terminal() {
 		return s.claudeFinished(ctx, job)
 	}
-	// Still running: the seed's "✓ Background process running" message,
+	// Still running: the original's "✓ Background process running" message,
 	// with the first lines it wrote.
 	out, err := s.c.Log(ctx, job.ID, jobs.Range{Lines: 9})
 	if err != nil {
@@ -216,10 +216,10 @@ func (s *server) claudeRun(ctx context.Context, req *sdk.CallToolRequest, in cla
 }
 
 // claudeFinished is run_command's result for a job that ended within the
-// call: the seed's "✕ Process failed immediately" for a failure, else its
+// call: the original's "✕ Process failed immediately" for a failure, else its
 // status and output.
 func (s *server) claudeFinished(ctx context.Context, job jobs.Job) (*sdk.CallToolResult, any, error) {
-	// The seed's initial output does not count as read: Poll leaves the
+	// The original's initial output does not count as read: Poll leaves the
 	// read cursor where it is, so bash_output still returns it.
 	pr, err := s.c.Poll(ctx, job.ID, jobs.PollOptions{Tail: resultChars})
 	if err != nil {
@@ -248,9 +248,9 @@ func (s *server) claudeOutput(ctx context.Context, req *sdk.CallToolRequest, in 
 	if in.BashID == "" {
 		return nil, nil, argError("bash_id is required")
 	}
-	// The read cursor marks what has been read (the seed's lastReadIndex,
+	// The read cursor marks what has been read (the original's lastReadIndex,
 	// kept in the database); the new range is then read per stream, as
-	// the seed keeps stdout and stderr apart.
+	// the original interface keeps stdout and stderr apart.
 	pr, err := s.c.ReadNew(ctx, in.BashID, jobs.PollOptions{Tail: resultChars})
 	if errors.Is(err, jobs.ErrNotFound) {
 		return claudeError(map[string]string{"error": "Process not found: " + textclean.Echo(in.BashID) + ". Use list_shells to see available processes."})
@@ -283,7 +283,7 @@ func (s *server) claudeOutput(ctx context.Context, req *sdk.CallToolRequest, in 
 }
 
 // claudeStream is one stream's part of the byte range o covers, its
-// non-blank lines kept, filtered as the seed filters: a case-insensitive
+// non-blank lines kept, filtered as the original interface filters: a case-insensitive
 // regex, and an invalid one filters nothing.
 func (s *server) claudeStream(ctx context.Context, id string, o jobs.Output, st jobs.Stream, filter string) (string, error) {
 	r := jobs.Range{Offset: o.Start, Limit: o.End - o.Start, ByteRange: true, Stream: st, Clean: true}
@@ -325,7 +325,7 @@ func (s *server) claudeList(ctx context.Context, req *sdk.CallToolRequest, in cl
 	if err != nil {
 		return nil, nil, describe("", err)
 	}
-	slices.Reverse(list) // the seed lists in the order started
+	slices.Reverse(list) // the original interface lists in the order started
 	res := claudeShells{Shells: []claudeShell{}}
 	for _, j := range list {
 		cmd := j.Command
@@ -350,7 +350,7 @@ func (s *server) claudeList(ctx context.Context, req *sdk.CallToolRequest, in cl
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}}, res, nil
 }
 
-// claudeRuntime is the seed's runtime words: 42s, 3m 5s, 2h 10m.
+// claudeRuntime is the original's runtime words: 42s, 3m 5s, 2h 10m.
 func claudeRuntime(d time.Duration) string {
 	sec := int64(d / time.Second)
 	switch {
@@ -363,7 +363,7 @@ func claudeRuntime(d time.Duration) string {
 }
 
 // nonEmptyLines splits text into lines and drops the blank ones, as the
-// seed's buffers do.
+// original's buffers do.
 func nonEmptyLines(text string) []string {
 	var out []string
 	for _, l := range strings.Split(text, "\n") {
@@ -374,7 +374,7 @@ func nonEmptyLines(text string) []string {
 	return out
 }
 
-// jsonResult returns v as the seed returns it: the JSON object as text,
+// jsonResult returns v as the original interface returns it: the JSON object as text,
 // and as structured content.
 func jsonResult(v any) (*sdk.CallToolResult, any, error) {
 	text, err := json.Marshal(v)

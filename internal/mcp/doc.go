@@ -23,7 +23,7 @@
 // structured content only, under a declared output schema. Results are
 // bounded and say what they left out and how to read it. A parameter that
 // does not apply to the action is an error naming those that do. Errors
-// are tool errors worded as in the seeds ("Session X not found", "Session X
+// are tool errors worded as in the original interfaces ("Session X not found", "Session X
 // is not running", "Session X stdin is not available"), and the server
 // keeps serving after any bad input: a malformed JSON-RPC frame is answered
 // with a JSON-RPC error (with its id when it can be read, also for a frame

@@ -1,7 +1,7 @@
 package mcp
 
-// The duragent profile: seed 002's spawn_process and process, by handle.
-// The seed's registry (in memory, backed by .meta.json files) is the jobs
+// The duragent profile: Duragent's spawn_process and process, by handle.
+// The original's registry (in memory, backed by .meta.json files) is the jobs
 // database here; its statuses are running, completed, failed, timed_out,
 // lost and killed.
 
@@ -20,12 +20,12 @@ import (
 )
 
 const (
-	// duragentTimeout is the seed's default maximum runtime.
+	// duragentTimeout is the original's default maximum runtime.
 	duragentTimeout = 30 * time.Minute
-	// duragentKillGrace is the seed's SIGTERM-to-SIGKILL delay.
+	// duragentKillGrace is the original's SIGTERM-to-SIGKILL delay.
 	duragentKillGrace = 5 * time.Second
 	// duragentTailChars is the tail a completion message and a waited
-	// result carry (the seed's "last 2000 chars").
+	// result carry (the original's "last 2000 chars").
 	duragentTailChars = 2000
 )
 
@@ -56,7 +56,7 @@ type duragentProcessInput struct {
 	EOF        bool            `json:"eof,omitempty" jsonschema:"write: close stdin afterwards"`
 }
 
-// duragentProc is a process as the seed's tools show it.
+// duragentProc is a process as the original's tools show it.
 type duragentProc struct {
 	Handle          string   `json:"handle"`
 	Label           string   `json:"label,omitempty"`
@@ -69,7 +69,7 @@ type duragentProc struct {
 	Output          *string  `json:"output,omitempty"`
 }
 
-// duragentStatus is a job's status in seed 002's words.
+// duragentStatus is a job's status in Duragent's words.
 func duragentStatus(st jobs.Status) string {
 	switch st {
 	case jobs.StatusStarting, jobs.StatusRunning:
@@ -154,14 +154,14 @@ func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in 
 	return jsonResult(p)
 }
 
-// procError is a tool error about the handle, in the seed's words.
+// procError is a tool error about the handle, in the original's words.
 func procError(handle string, err error) error {
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
-		//lint:ignore ST1005 the seed's wording, capital letter included
+		//lint:ignore ST1005 the original's wording, capital letter included
 		return fmt.Errorf("Process %s not found", textclean.Echo(handle))
 	case errors.Is(err, jobs.ErrNotRunning):
-		//lint:ignore ST1005 the seed's wording, capital letter included
+		//lint:ignore ST1005 the original's wording, capital letter included
 		return fmt.Errorf("Process %s is not running", textclean.Echo(handle))
 	}
 	return describe(handle, err)
@@ -271,7 +271,7 @@ func (s *server) duragentProcess(ctx context.Context, req *sdk.CallToolRequest, 
 }
 
 // duragentKeys reads send_keys' keys: a string is typed as text and
-// followed by Enter unless press_enter=false (the seed's `tmux send-keys
+// followed by Enter unless press_enter=false (the original's `tmux send-keys
 // "<keys>" Enter`); a list is tmux keys, names pressed. literal reports
 // that keys[0] is text to type.
 func duragentKeys(in duragentProcessInput) (keys []string, literal bool, err error) {

@@ -9,10 +9,10 @@ import (
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
-// sessionError is a tool error about one job, worded as the seeds word it:
+// sessionError is a tool error about one job, worded as the original interfaces word it:
 // "Session X not found", "Session X is not running", "Session X stdin is
 // not available". It is a type rather than a formatted string because the
-// seeds' messages start with a capital letter, which Go error strings
+// original interfaces' messages start with a capital letter, which Go error strings
 // otherwise avoid.
 type sessionError struct {
 	ref  string

@@ -14,7 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// executeResult is execute_command's structured result: seed 000's
+// executeResult is execute_command's structured result: OpenClaw's
 // status, sessionId, exitCode and output (a string), then what jobs adds.
 type executeResult struct {
 	Status          string      `json:"status"`

@@ -11,7 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// log's character unit, seed 000's: offset and limit slice the output's
+// log's character unit, OpenClaw's: offset and limit slice the output's
 // characters as a string slice does. The characters are those of the
 // cleaned output (escape sequences stripped, carriage-return overwrites
 // collapsed), the text every result shows; one character is one Unicode

@@ -1,7 +1,7 @@
 package mcp
 
-// The macos-shell profile: seed 003's run_background, list_processes,
-// get_process_output, kill_process and stream_process_output. The seed's
+// The macos-shell profile: the macOS Shell MCP's run_background, list_processes,
+// get_process_output, kill_process and stream_process_output. The original's
 // sessions are named groups inside this server's scope (kept as the job's
 // label), never another scope. Its 300-line ring buffer is not copied:
 // jobs keeps the whole output, and run_background says so.
@@ -98,7 +98,7 @@ type macOutput struct {
 	NextLine       int64     `json:"nextLine,omitempty"`
 }
 
-// macStatus is a job's status in seed 003's words: a process that exited
+// macStatus is a job's status in the macOS Shell MCP's words: a process that exited
 // 0 is stopped; one ended by a signal, kill or timeout is killed.
 func macStatus(st jobs.Status) string {
 	switch st {

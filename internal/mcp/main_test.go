@@ -157,7 +157,7 @@ func waitDone(t *testing.T, cs *sdk.ClientSession, id string) pollResult {
 	}
 }
 
-// terminal says whether status, in seeds 000/001's words, is an end.
+// terminal says whether status, in OpenClaw's words, is an end.
 func terminal(status string) bool {
 	switch status {
 	case "done", "error", "killed":

@@ -4,7 +4,7 @@ package mcp
 // client that subscribes to it gets notifications/resources/updated at
 // each of its status changes. And when a job of the scope ends, every
 // connected client gets a logging notification (level info, logger
-// "jobs") carrying seed 002's completion message. Clients receive logging
+// "jobs") carrying Duragent's completion message. Clients receive logging
 // notifications once they set a level (logging/setLevel), as MCP asks.
 //
 // Ends that happen while a server runs are told by that server to each of
@@ -134,7 +134,7 @@ func (n *notifier) tell(ctx context.Context, ss *sdk.ServerSession, id, msg stri
 	n.told[ss][id] = true // held while sending, so that a concurrent tell skips it
 	n.mu.Unlock()
 	var sent atomic.Bool
-	//lint:ignore SA1019 seed 002's completion message is a logging notification; clients still take it
+	//lint:ignore SA1019 Duragent's completion message is a logging notification; clients still take it
 	err := ss.Log(context.WithValue(ctx, sentKey{}, &sent), &sdk.LoggingMessageParams{Level: "info", Logger: "jobs", Data: msg})
 	ok := err == nil && sent.Load()
 	if !ok {
@@ -256,7 +256,7 @@ func delivered(ctx context.Context, c *jobs.Client, id string) bool {
 	return false
 }
 
-// completionMessage is seed 002's completion message for job id.
+// completionMessage is Duragent's completion message for job id.
 func completionMessage(ctx context.Context, c *jobs.Client, id string) (string, error) {
 	j, err := c.Get(ctx, id)
 	if err != nil {

@@ -63,7 +63,7 @@ func noticeClient(t *testing.T, srv *sdk.Server) (*sdk.ClientSession, *noticeRec
 // setLevel sets cs's logging level.
 func setLevel(t *testing.T, cs *sdk.ClientSession, level string) {
 	t.Helper()
-	//lint:ignore SA1019 seed 002's completion message is a logging notification
+	//lint:ignore SA1019 Duragent's completion message is a logging notification
 	if err := cs.SetLoggingLevel(t.Context(), &sdk.SetLoggingLevelParams{Level: sdk.LoggingLevel(level)}); err != nil {
 		t.Fatalf("set logging level %s: %v", level, err)
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
-// TestOpenClawSeedFields: the structured results carry seed 000's fields
+// TestOpenClawSeedFields: the structured results carry OpenClaw's fields
 // as it spells them: status error for a non-zero exit, exitCode, and
-// output as a string; list's sessions are the seed's SessionMeta.
+// output as a string; list's sessions are the original's SessionMeta.
 func TestOpenClawSeedFields(t *testing.T) {
 	t.Parallel()
 	c, err := jobs.Open(t.Context(), jobs.Options{DB: t.TempDir() + "/jobs.db", Scope: "seed000"})
@@ -58,15 +58,15 @@ func TestOpenClawSeedFields(t *testing.T) {
 	if !strings.Contains(text(res), id+" error 2") {
 		t.Errorf("list text %q does not say error", text(res))
 	}
-	// The seeds' words filter too.
+	// The original interfaces' words filter too.
 	l := callOK[listResult](t, cs, "process", map[string]any{"action": "list", "status": "error"})
 	if len(l.Sessions) != 1 {
 		t.Errorf("list status=error: %+v", l)
 	}
 }
 
-// TestOpenClawLogChars: log's offset and limit slice characters, as seed
-// 000's buffer slice does: multi-byte characters count once, a slice
+// TestOpenClawLogChars: log's offset and limit slice characters, as OpenClaw.s
+// buffer slice does: multi-byte characters count once, a slice
 // spans the scan's steps, the unfinished last line is read, next_offset
 // continues, and without offset log reads the last limit characters.
 func TestOpenClawLogChars(t *testing.T) {

@@ -141,10 +141,10 @@ type listResult struct {
 	Note        string `json:"note,omitempty"`
 }
 
-// listView is a session as list shows it: seed 000's SessionMeta, then
+// listView is a session as list shows it: OpenClaw's SessionMeta, then
 // what jobs adds. Times are milliseconds since the epoch. lastAccessedAt
 // is the job's last read or change as jobs records it (its TTL counts
-// from there, as the seed's does); outputLength counts the bytes the job
+// from there, as the original's does); outputLength counts the bytes the job
 // wrote. offloaded is always false: jobs keeps all output in its
 // database, and log reads any part of it.
 type listView struct {
@@ -184,7 +184,7 @@ func listFilter(in processInput) (jobs.Filter, error) {
 			f.Statuses = append(f.Statuses, jobs.StatusStarting, jobs.StatusRunning)
 		case "finished":
 			f.Statuses = append(f.Statuses, jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost)
-		case "error": // the seeds' words, as results use them
+		case "error": // the original interfaces' words, as results use them
 			f.Statuses = append(f.Statuses, jobs.StatusFailed, jobs.StatusLost)
 		case "killed":
 			f.Statuses = append(f.Statuses, jobs.StatusKilled, jobs.StatusTimedOut)
@@ -272,7 +272,7 @@ func joinStatuses() string {
 	return strings.Join(names, ", ")
 }
 
-// pollResult is poll's and wait's structured result: seed 000's status,
+// pollResult is poll's and wait's structured result: OpenClaw's status,
 // output (a string) and exitCode, then what jobs adds.
 type pollResult struct {
 	SessionID       string     `json:"sessionId"`

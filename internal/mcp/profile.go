@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultProfile is the tool set served when none is named: seeds 000/001.
+// DefaultProfile is the tool set served when none is named: OpenClaw.
 const DefaultProfile = "openclaw"
 
 // EnvProfile names the profile when `jobs mcp` is given no --profile.

@@ -11,10 +11,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// openclawStatus is a job's status in seeds 000/001's words: running,
+// openclawStatus is a job's status in OpenClaw's words: running,
 // done, error or killed. A job that is still starting counts as running;
 // one that exited non-zero, never started or was lost (its supervisor
-// died) is error; one ended by its timeout was killed, as the seeds' maximum
+// died) is error; one ended by its timeout was killed, as the original interfaces' maximum
 // runtime kills. The engine's finer word is kept in reason ("timed out
 // after 30m0s", "supervisor … lost track of it").
 func openclawStatus(st jobs.Status) string {
@@ -29,7 +29,7 @@ func openclawStatus(st jobs.Status) string {
 	return "error"
 }
 
-// jobView is a job as the model sees it: the seeds' sessionId, exitCode
+// jobView is a job as the model sees it: the original interfaces' sessionId, exitCode
 // and status words, times in milliseconds, the command cut to a readable
 // length.
 type jobView struct {
@@ -115,7 +115,7 @@ func stamp(t *time.Time) string {
 }
 
 // outputView is a piece of output and what it left out. Its text is the
-// seeds' output string, a field of the result of its own; the rest is
+// original interfaces' output string, a field of the result of its own; the rest is
 // the result's output_info.
 type outputView struct {
 	Text string `json:"-"`
@@ -123,7 +123,7 @@ type outputView struct {
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
 	// FirstLine is the line of the first byte, from 1 as everywhere (log's
-	// offset with unit=lines counts from 0, as the seed's does: line
+	// offset with unit=lines counts from 0, as the original's does: line
 	// FirstLine is offset FirstLine-1); Lines how many lines end in Text.
 	FirstLine int64 `json:"first_line"`
 	Lines     int64 `json:"lines"`

@@ -25,7 +25,7 @@ const (
 	// defaultYield is execute_command's window when neither yieldMs nor
 	// PI_BASH_YIELD_MS says otherwise.
 	defaultYield = 10 * time.Second
-	// defaultPollChars is poll's output budget (the seeds' 500 characters).
+	// defaultPollChars is poll's output budget (the original interfaces' 500 characters).
 	defaultPollChars = jobs.DefaultTailChars
 	// resultChars bounds the output tail of a finished command's result
 	// (execute_command, wait); waitChars the tail wait shows of a job that
@@ -61,7 +61,7 @@ type server struct {
 	pollChars int64
 	// ttl is how long a finished job is kept after its last access
 	// ($PI_BASH_JOB_TTL_MS, as the CLI reads it): 0 leaves the engine's
-	// default (30 min, the seeds' cleanupMs), negative keeps it for ever.
+	// default (30 min, the original interfaces' cleanupMs), negative keeps it for ever.
 	ttl     time.Duration
 	backoff *backoff
 }
@@ -99,7 +99,7 @@ func newState(c *jobs.Client) *server {
 	return s
 }
 
-// addOpenClaw adds seeds 000/001's tools: execute_command and process,
+// addOpenClaw adds OpenClaw's tools: execute_command and process,
 // with kill_process for what ends or deletes.
 func addOpenClaw(s *server, srv *sdk.Server) {
 	sdk.AddTool(srv, &sdk.Tool{
@@ -302,7 +302,7 @@ func processSchema() *jsonschema.Schema {
 		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
 	}
 	// kill, clear and remove are kill_process's; process takes them so
-	// that it can say so (the seeds' agents call process action=kill).
+	// that it can say so (the original interfaces' agents call process action=kill).
 	for _, a := range killActions {
 		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
 	}

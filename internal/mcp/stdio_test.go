@@ -142,7 +142,7 @@ func TestStdioForeground(t *testing.T) {
 		"command": `printf 'hello\n'; printf 'oops\n' >&2; printf '\033[31mred\033[0m\n'; printf 'progress 10%%\rprogress 50%%\rprogress 100%%\n'; exit 3`,
 	})
 	if r.Status != "error" || r.ExitCode == nil || *r.ExitCode != 3 {
-		t.Fatalf("status %s exit %v, want error 3 (seed 000's word for a non-zero exit)", r.Status, r.ExitCode)
+		t.Fatalf("status %s exit %v, want error 3 (OpenClaw's word for a non-zero exit)", r.Status, r.ExitCode)
 	}
 	if r.Output == nil {
 		t.Fatal("finished command without output")
