@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -116,9 +115,6 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 			spec.Env[i] = e + "=" + v
 		}
 	}
-	if err := checkEnv(verb, spec.Env); err != nil {
-		return req, err
-	}
 	spec.NoStdin = cc.Bool("no-stdin")
 	spec.Color = cc.Bool("color")
 	spec.Tmux = cc.Bool("tmux")
@@ -185,26 +181,10 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 	}
 	req.limit = n
 
-	// The supervisor runs elsewhere: send it an absolute directory.
+	// pkg/jobs resolves the directory (relative to ours) and checks it.
 	cwd := cc.String("cwd")
 	if cc.IsSet("cwd") && cwd == "" {
 		return req, usagef(verb, "empty --cwd")
-	}
-	if cwd == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return req, fmt.Errorf("find current directory: %w", err)
-		}
-		cwd = wd
-	} else if !filepath.IsAbs(cwd) {
-		abs, err := filepath.Abs(cwd)
-		if err != nil {
-			return req, fmt.Errorf("resolve --cwd %s: %w", cwd, err)
-		}
-		cwd = abs
-	}
-	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return req, fmt.Errorf("working directory %s does not exist or is not a directory", cwd)
 	}
 	spec.Cwd = cwd
 	return req, nil

@@ -110,16 +110,6 @@ func signalNumber(s string) int {
 	return int(sig)
 }
 
-// checkEnv validates --env NAME=VALUE additions.
-func checkEnv(verb string, env []string) error {
-	for _, e := range env {
-		if _, _, err := parse.EnvAssign(e); err != nil {
-			return usagef(verb, "--env: %v", err)
-		}
-	}
-	return nil
-}
-
 // nonNegative checks an integer flag.
 func nonNegative(verb, flag string, n int64) error {
 	if n < 0 {

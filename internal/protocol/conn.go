@@ -181,19 +181,10 @@ func (c *Conn) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Start is Supervisor.Start in the supervisor's process. An empty Cwd is
-// the caller's working directory and a nil BaseEnv the caller's
-// environment, so the job runs where and as the caller would run it.
+// Start is Supervisor.Start in the supervisor's process. The request is
+// as pkg/jobs normalised it (an absolute, existing Cwd); a nil BaseEnv is
+// the caller's environment, so the job runs as the caller would run it.
 func (c *Conn) Start(ctx context.Context, req StartRequest) (db.Job, error) {
-	if req.Job.Cwd == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return db.Job{}, fmt.Errorf("start job: working directory: %w", err)
-		}
-		req.Job.Cwd = wd
-	} else if abs, err := filepath.Abs(req.Job.Cwd); err == nil {
-		req.Job.Cwd = abs
-	}
 	if req.BaseEnv == nil {
 		req.BaseEnv = os.Environ()
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/textclean"
@@ -102,7 +103,7 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 		}
 		argv = nj.Argv
 		if nj.Command == "" {
-			nj.Command = quoteArgs(argv)
+			nj.Command = textclean.ShellJoin(argv)
 		}
 	case strings.TrimSpace(nj.Command) != "":
 		argv = []string{shell, "-c", nj.Command}
@@ -119,9 +120,9 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 	}
 	var names []string
 	for _, e := range req.Env {
-		k, _, ok := strings.Cut(e, "=")
-		if !ok || k == "" || strings.ContainsAny(e, "\x00") {
-			return nj, nil, nil, invalid(fmt.Errorf("environment entry %q is not NAME=VALUE", e))
+		k, _, err := parse.EnvAssign(e) // the rule pkg/jobs applied
+		if err != nil {
+			return nj, nil, nil, invalid(err)
 		}
 		names = appendUnique(names, k)
 	}
@@ -379,15 +380,6 @@ func appendUnique(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
-}
-
-// quoteArgs renders argv as a shell would need it typed, for display.
-func quoteArgs(argv []string) string {
-	parts := make([]string, len(argv))
-	for i, a := range argv {
-		parts[i] = textclean.ShellQuote(a)
-	}
-	return strings.Join(parts, " ")
 }
 
 func closeAll(files ...*os.File) {

@@ -113,3 +113,13 @@ func ShellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// ShellJoin quotes each of argv with ShellQuote and joins them with
+// spaces: the command line a shell would need to run argv.
+func ShellJoin(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		parts[i] = ShellQuote(a)
+	}
+	return strings.Join(parts, " ")
+}

@@ -13,8 +13,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -437,6 +439,8 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 			return req, fmt.Errorf("start: %w: a command, argument or directory cannot contain NUL", ErrInvalid)
 		}
 	}
+	// The supervisor runs elsewhere: it gets an absolute directory that
+	// exists. Here, and nowhere else, is a start's directory resolved.
 	cwd := spec.Cwd
 	if cwd == "" {
 		wd, err := os.Getwd()
@@ -447,14 +451,17 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 	} else if abs, err := filepath.Abs(cwd); err == nil {
 		cwd = abs
 	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return req, fmt.Errorf("start: working directory %s does not exist or is not a directory", echo(cwd))
+	}
 	// A name given twice takes its last value (exec passes the environment
 	// on in order and the last assignment wins) and is recorded once.
 	names := make([]string, 0, len(spec.Env))
 	seen := make(map[string]bool, len(spec.Env))
 	for _, kv := range spec.Env {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || strings.ContainsAny(k, " \t\n\x00") || strings.IndexByte(kv, 0) >= 0 {
-			return req, fmt.Errorf("start: %w: environment entry \"%s\" is not NAME=VALUE", ErrInvalid, echo(kv))
+		k, _, err := parse.EnvAssign(kv)
+		if err != nil {
+			return req, fmt.Errorf("start: %w: %v", ErrInvalid, err)
 		}
 		if !seen[k] {
 			seen[k] = true
@@ -470,7 +477,7 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 		}
 		argv = []string{sh, "-c", command}
 	} else {
-		command = shellJoin(argv)
+		command = textclean.ShellJoin(argv)
 	}
 	mode := "pipe"
 	stdin := "pipe"
@@ -548,24 +555,6 @@ func pickN(n, def int64) int64 {
 		return 0
 	}
 	return n
-}
-
-// shellJoin renders argv as a shell would need it typed, for display.
-func shellJoin(argv []string) string {
-	var b strings.Builder
-	for i, a := range argv {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`;&|<>(){}*?[]#~!") {
-			b.WriteString(a)
-			continue
-		}
-		b.WriteByte('\'')
-		b.WriteString(strings.ReplaceAll(a, "'", `'\''`))
-		b.WriteByte('\'')
-	}
-	return b.String()
 }
 
 // checkText applies the rule for scopes, names and labels: at most max
