@@ -16,14 +16,10 @@ import (
 // of the job's row (output_bytes, output_lines, last_output_at,
 // evicted_bytes, dropped_bytes) up to date; the statements that read and
 // write those counters are here, run on the connection or transaction
-// logs gives them, so that its chunks and the row change together.
-
-// Querier runs statements: a *sql.Conn, a *sql.Tx or the DB itself.
-type Querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// that logs gives them, so that its chunks and the row change together: the
+// appender's own connection (a *sql.Conn, in its write transaction) or a
+// transaction (a *sql.Tx). They take those types, not an interface, so
+// that a read allocates no more than the statement itself.
 
 // MaxRunRows is the most rows one multi-row statement of this package or
 // of logs writes (for a chunk's 8 parameters, 512, far below SQLite's
@@ -66,9 +62,9 @@ func ValuesSQL(n, width int) string {
 	return row + strings.Repeat(","+row, n-1)
 }
 
-// execCount runs query on q and returns how many rows it changed.
-func execCount(ctx context.Context, q Querier, query string, args []any) (int64, error) {
-	res, err := q.ExecContext(ctx, query, args...)
+// execCount runs query on conn and returns how many rows it changed.
+func execCount(ctx context.Context, conn *sql.Conn, query string, args []any) (int64, error) {
+	res, err := conn.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -105,14 +101,15 @@ type OutputCounters struct {
 const outputCountersQuery = `SELECT ` + liveOutputBytes + `, ` + liveOutputLines + `,
 	evicted_bytes, dropped_bytes FROM jobs WHERE id = ?`
 
-// ReadOutputCounters reads the output counters of job id on q (a read
-// transaction, for a snapshot); ok is false when the job does not exist.
-func ReadOutputCounters(ctx context.Context, q Querier, id string) (c OutputCounters, ok bool, err error) {
-	err = q.QueryRowContext(ctx, outputCountersQuery, id).Scan(&c.Bytes, &c.Lines, &c.Evicted, &c.Dropped)
+// ReadOutputCounters reads the output counters of job id into c, in tx (a
+// read transaction, for a snapshot); ok is false when the job does not
+// exist.
+func ReadOutputCounters(ctx context.Context, tx *sql.Tx, id string, c *OutputCounters) (ok bool, err error) {
+	err = tx.QueryRowContext(ctx, outputCountersQuery, id).Scan(&c.Bytes, &c.Lines, &c.Evicted, &c.Dropped)
 	if errors.Is(err, sql.ErrNoRows) {
-		return OutputCounters{}, false, nil
+		return false, nil
 	}
-	return c, err == nil, err
+	return err == nil, err
 }
 
 // OutputResume is where an appender goes on with a job's output.
@@ -150,8 +147,12 @@ const evictAllQuery = `UPDATE jobs SET output_bytes = ` + liveOutputBytes + `,
 // counters brought up to the newest chunk first; the caller deletes the
 // chunks in the same transaction tx. ok is false when the job does not
 // exist.
-func EvictAllOutput(ctx context.Context, tx Querier, id string) (ok bool, err error) {
-	n, err := execCount(ctx, tx, evictAllQuery, []any{id})
+func EvictAllOutput(ctx context.Context, tx *sql.Tx, id string) (ok bool, err error) {
+	res, err := tx.ExecContext(ctx, evictAllQuery, id)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
 	return n > 0, err
 }
 
@@ -177,10 +178,10 @@ const advanceOutputQuery = `UPDATE jobs SET output_bytes = ?1, output_lines = ?2
 	WHERE id = ?5
 	RETURNING output_bytes - evicted_bytes - dropped_bytes`
 
-// AdvanceOutput sets a's counters in its job's row on q and returns the
+// AdvanceOutput sets a's counters in its job's row on conn and returns the
 // bytes the job retains; ok is false when the row is gone.
-func AdvanceOutput(ctx context.Context, q Querier, a OutputAdvance) (retained int64, ok bool, err error) {
-	err = q.QueryRowContext(ctx, advanceOutputQuery, a.Bytes, a.Lines, a.lastAt(), a.Dropped, a.JobID).Scan(&retained)
+func AdvanceOutput(ctx context.Context, conn *sql.Conn, a OutputAdvance) (retained int64, ok bool, err error) {
+	err = conn.QueryRowContext(ctx, advanceOutputQuery, a.Bytes, a.Lines, a.lastAt(), a.Dropped, a.JobID).Scan(&retained)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -198,10 +199,10 @@ func advanceOutputsSQL(n int) string {
 		FROM (VALUES ` + ValuesSQL(n, 5) + `) AS v WHERE jobs.id = v.column1`
 }
 
-// AdvanceOutputs sets the counters of many jobs' rows on q, a run of
+// AdvanceOutputs sets the counters of many jobs' rows on conn, a run of
 // statements of up to MaxRunRows rows each, and returns how many rows it
 // found.
-func AdvanceOutputs(ctx context.Context, q Querier, as []OutputAdvance) (int64, error) {
+func AdvanceOutputs(ctx context.Context, conn *sql.Conn, as []OutputAdvance) (int64, error) {
 	args := make([]any, 0, 5*min(len(as), MaxRunRows))
 	return countRuns(len(as), func(lo, hi int) (int64, error) {
 		args = args[:0]
@@ -209,7 +210,7 @@ func AdvanceOutputs(ctx context.Context, q Querier, as []OutputAdvance) (int64, 
 			a := &as[i]
 			args = append(args, a.JobID, a.Bytes, a.Lines, a.lastAt(), a.Dropped)
 		}
-		return execCount(ctx, q, advanceOutputsSQL(hi-lo), args)
+		return execCount(ctx, conn, advanceOutputsSQL(hi-lo), args)
 	})
 }
 
@@ -218,8 +219,8 @@ func countJobsSQL(n int) string {
 	return `SELECT count(*) FROM jobs WHERE id IN ` + ValuesSQL(1, n)
 }
 
-// CountJobRows counts on q the jobs rows among ids.
-func CountJobRows(ctx context.Context, q Querier, ids []string) (int64, error) {
+// CountJobRows counts on conn the jobs rows among ids.
+func CountJobRows(ctx context.Context, conn *sql.Conn, ids []string) (int64, error) {
 	args := make([]any, 0, min(len(ids), MaxRunRows))
 	return countRuns(len(ids), func(lo, hi int) (int64, error) {
 		args = args[:0]
@@ -227,34 +228,34 @@ func CountJobRows(ctx context.Context, q Querier, ids []string) (int64, error) {
 			args = append(args, id)
 		}
 		var k int64
-		err := q.QueryRowContext(ctx, countJobsSQL(hi-lo), args...).Scan(&k)
+		err := conn.QueryRowContext(ctx, countJobsSQL(hi-lo), args...).Scan(&k)
 		return k, err
 	})
 }
 
-// JobRowExists reports on q whether job id's row exists.
-func JobRowExists(ctx context.Context, q Querier, id string) (bool, error) {
+// JobRowExists reports on conn whether job id's row exists.
+func JobRowExists(ctx context.Context, conn *sql.Conn, id string) (bool, error) {
 	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, id).Scan(&one)
+	err := conn.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-// ReadUnkept reads on q what job id's row says is not retained
+// ReadUnkept reads on conn what job id's row says is not retained
 // (evicted_bytes + dropped_bytes). The row's output_bytes may lag; the
 // writer knows the end.
-func ReadUnkept(ctx context.Context, q Querier, id string) (int64, error) {
+func ReadUnkept(ctx context.Context, conn *sql.Conn, id string) (int64, error) {
 	var n int64
-	if err := q.QueryRowContext(ctx, `SELECT evicted_bytes + dropped_bytes FROM jobs WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT evicted_bytes + dropped_bytes FROM jobs WHERE id = ?`, id).Scan(&n); err != nil {
 		return 0, fmt.Errorf("read retained output: %w", err)
 	}
 	return n, nil
 }
 
-// AddEvicted adds n to job id's evicted_bytes on q.
-func AddEvicted(ctx context.Context, q Querier, id string, n int64) error {
-	_, err := q.ExecContext(ctx, `UPDATE jobs SET evicted_bytes = evicted_bytes + ? WHERE id = ?`, n, id)
+// AddEvicted adds n to job id's evicted_bytes on conn.
+func AddEvicted(ctx context.Context, conn *sql.Conn, id string, n int64) error {
+	_, err := conn.ExecContext(ctx, `UPDATE jobs SET evicted_bytes = evicted_bytes + ? WHERE id = ?`, n, id)
 	return err
 }

@@ -84,7 +84,7 @@ func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
 	r := &readTx{tx: tx, jobID: jobID}
-	m, ok, err := db.ReadOutputCounters(ctx, tx, jobID)
+	ok, err := db.ReadOutputCounters(ctx, tx, jobID, &r.m)
 	if err != nil {
 		tx.Rollback()
 		return nil, fmt.Errorf("read output of job %s: %w", jobID, err)
@@ -93,7 +93,6 @@ func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
 		tx.Rollback()
 		return nil, fmt.Errorf("read output of job %s: %w", jobID, ErrJobNotFound)
 	}
-	r.m = m
 	return r, nil
 }
 
