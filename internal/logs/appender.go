@@ -255,9 +255,15 @@ func (a *Appender) Close() error {
 	a.closed = true
 	a.cond.Broadcast()
 	a.mu.Unlock()
+	// The checkpointer stops with the flusher, before either is waited
+	// for: a checkpoint it has begun is cut short, and it is not woken by
+	// the flusher's last commits. Left to run until the flusher was done,
+	// it copied the WAL once more beside the final flush, whose restart
+	// then waited for it and copied again (BenchmarkAppend256MiB: Close
+	// took 68-86 ms of CPU instead of 51-67).
 	a.cancel()
-	a.wg.Wait()
 	a.up.Stop()
+	a.wg.Wait()
 	a.flushing <- struct{}{}
 	err := a.flushLocked("", rowsAll)
 	// Spooled output gets closeDrain to reach the database; what is still
