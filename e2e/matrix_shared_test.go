@@ -25,8 +25,8 @@ func init() {
 }
 
 // walBound is the -wal size the load rows accept. The appender starts the
-// WAL over once it holds walRestartFrames (8192 pages, 32 MiB) of
-// committed frames (internal/logs, flush.go); the transaction under way
+// WAL over once it holds db.WALRestartFrames (8192 pages, 32 MiB) of
+// committed frames (internal/db, wal.go); the transaction under way
 // when it gets there holds at most MaxPendingBytes (8 MiB) of output, plus
 // its index and row pages. Readers that held a transaction open between
 // two polls would pin old frames and let the WAL grow with the output, and

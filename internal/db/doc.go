@@ -11,7 +11,15 @@
 // transaction), Transition is the one function that moves a job between
 // statuses (a conditional UPDATE plus its event row, in one transaction), and
 // a handful of setters touch bookkeeping columns (stdin state, last access,
-// read cursor). Output chunks are written by package logs.
+// read cursor). Output chunks are written by package logs, which keeps the
+// output counters of the jobs row through the functions of output.go, run
+// on its own connection or transaction; logs owns the chunks table, this
+// package the jobs row.
+//
+// The WAL's upkeep is here too: Upkeep checkpoints the WAL beside the one
+// writer that writes much (the output appender of a supervisor), starts it
+// over, and keeps the disk's reserve for status changes (wal.go). Every
+// connection keeps its prepared statements in one cache (stmtcache.go).
 //
 // Storage rows are private to this package; every table has one converter
 // that turns its row into the domain type (Job, Event, Supervisor).

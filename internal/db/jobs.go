@@ -308,26 +308,6 @@ func getJob(ctx context.Context, q sqlx.QueryerContext, query string, args ...an
 	return j, liveOutput(ctx, q, &j)
 }
 
-// The end of a job's output as its newest chunk row has it. While a job
-// runs, the appender advances the counters of its jobs row only now and
-// then (logs.DefaultRowEvery); the newest chunk, always written with the output,
-// is never behind. A terminal status records the final counts in the row.
-const (
-	newestChunk   = ` FROM chunks WHERE job_id = jobs.id ORDER BY byte_offset DESC LIMIT 1)`
-	liveEndSQL    = `(SELECT byte_offset + length(data)` + newestChunk
-	liveLinesSQL  = `(SELECT first_line + line_count` + newestChunk
-	liveAtSQL     = `(SELECT at` + newestChunk
-	liveOutputSQL = `SELECT byte_offset + length(data), first_line + line_count, at
-	FROM chunks WHERE job_id = ? ORDER BY byte_offset DESC LIMIT 1`
-
-	// LiveOutputBytes and LiveOutputLines are SQL expressions over a row
-	// of the table jobs, not aliased: its output_bytes and output_lines
-	// brought up to its newest chunk. Every query that needs the end of a
-	// running job's output uses them.
-	LiveOutputBytes = `max(output_bytes, coalesce(` + liveEndSQL + `, 0))`
-	LiveOutputLines = `max(output_lines, coalesce(` + liveLinesSQL + `, 0))`
-)
-
 // liveOutput brings the output counters of j, read from its row, up to its
 // newest chunk when j has not ended.
 func liveOutput(ctx context.Context, q sqlx.QueryerContext, j *Job) error {

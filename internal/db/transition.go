@@ -74,8 +74,8 @@ const (
 	toTerminalQuery = `UPDATE jobs SET status = ?, ended_at = ?, last_access_at = ?,
 	exit_code = ?, signal = ?, reason = ?, user_cpu_ms = ?, sys_cpu_ms = ?, max_rss_kb = ?,
 	duration_ms = coalesce(?, duration_ms), end_ticks = ?,
-	output_bytes = max(` + LiveOutputBytes + `, coalesce(?, 0)),
-	output_lines = max(` + LiveOutputLines + `, coalesce(?, 0)),
+	output_bytes = max(` + liveOutputBytes + `, coalesce(?, 0)),
+	output_lines = max(` + liveOutputLines + `, coalesce(?, 0)),
 	last_output_at = nullif(max(coalesce(last_output_at, ''), coalesce(` + liveAtSQL + `, '')), ''),
 	dropped_bytes = max(dropped_bytes, coalesce(?, 0))
 	WHERE id = ? AND status = ?

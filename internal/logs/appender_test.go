@@ -817,7 +817,7 @@ func TestTrickleGrowsNewestChunk(t *testing.T) {
 }
 
 // Under a flood the checkpointer copies the WAL beside the flusher, and
-// the flusher lets the WAL start over past walRestartFrames: the WAL stays
+// the flusher lets the WAL start over past WALRestartFrames: the WAL stays
 // bounded, and every byte is stored.
 func TestFloodKeepsWALBounded(t *testing.T) {
 	if testing.Short() {
@@ -845,9 +845,9 @@ func TestFloodKeepsWALBounded(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// A restart past walRestartFrames, plus the transactions in flight and
+	// A restart past WALRestartFrames, plus the transactions in flight and
 	// the pages beside the chunks: far below the 80 MiB written.
-	if bound := int64(walRestartFrames*4096 + 3*(8<<20)); walMax > bound {
+	if bound := int64(db.WALRestartFrames*4096 + 3*(8<<20)); walMax > bound {
 		t.Errorf("WAL grew to %d MiB; want at most %d MiB", walMax>>20, bound>>20)
 	}
 	row := readJobRow(t, d, id)

@@ -19,15 +19,11 @@ func Clear(ctx context.Context, d *db.DB, jobID string) error {
 	defer tx.Rollback()
 	// The row is brought up to the newest chunk first (it may lag while
 	// the job runs; see DefaultRowEvery): everything up to there is evicted.
-	res, err := tx.ExecContext(ctx, `UPDATE jobs SET output_bytes = `+db.LiveOutputBytes+`,
-		output_lines = `+db.LiveOutputLines+`, evicted_bytes = `+db.LiveOutputBytes+` - dropped_bytes
-		WHERE id = ?`, jobID)
+	ok, err := db.EvictAllOutput(ctx, tx, jobID)
 	if err != nil {
 		return fmt.Errorf("clear output of job %s: %w", jobID, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("clear output of job %s: %w", jobID, err)
-	} else if n == 0 {
+	if !ok {
 		return fmt.Errorf("clear output of job %s: %w", jobID, ErrJobNotFound)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM chunks WHERE job_id = ?`, jobID); err != nil {

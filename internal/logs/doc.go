@@ -15,7 +15,11 @@
 // enforces the output cap and advances the jobs row (output_bytes,
 // output_lines, last_output_at, dropped_bytes): at once for drops, else at
 // most every RowEvery while the job prints; readers take a running job's
-// end from its newest chunk, which is never behind.
+// end from its newest chunk, which is never behind. This package owns the
+// chunks table only: the statements on the jobs row are package db's
+// (db.AdvanceOutputs and the others of its output.go), run in the
+// appender's transaction, and so is the WAL's upkeep (db.Upkeep), which
+// the appender calls before and after each transaction.
 //
 // Memory is bounded: Write blocks while MaxPendingBytes are waiting for the
 // database, so a child that floods its pipe is slowed to the database's pace.

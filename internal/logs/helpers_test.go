@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"golang.org/x/sys/unix"
 )
 
 // openDB opens a fresh database in t.TempDir().
@@ -227,4 +229,22 @@ func plantChunkAtZero(t testing.TB, d *db.DB, id string) {
 		VALUES (?, 99, 'stdout', 0, 0, 0, '2026-01-01T00:00:00.000Z', x'00')`, id); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fileSize is the size of the file at path, 0 when it is missing.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// freeBytes returns the space available on the file system of path.
+func freeBytes(path string) (int64, bool) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * int64(st.Bsize), true
 }

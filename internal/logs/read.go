@@ -69,19 +69,11 @@ type Page struct {
 	Truncated bool
 }
 
-// metaQuery reads a job's output counters, brought up to its newest chunk
-// (a running job's row may lag; see DefaultRowEvery).
-const metaQuery = `SELECT ` + db.LiveOutputBytes + `, ` + db.LiveOutputLines + `,
-	evicted_bytes, dropped_bytes FROM jobs WHERE id = ?`
-
-// meta is the jobs row's view of the output.
-type meta struct{ total, lines, evicted, dropped int64 }
-
 // readTx is one read: a snapshot of the job's output.
 type readTx struct {
 	tx    *sql.Tx
 	jobID string
-	m     meta
+	m     db.OutputCounters // the row's counters, brought up to the newest chunk (see DefaultRowEvery)
 }
 
 func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
@@ -92,14 +84,14 @@ func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
 	r := &readTx{tx: tx, jobID: jobID}
-	err = tx.QueryRowContext(ctx, metaQuery, jobID).Scan(&r.m.total, &r.m.lines, &r.m.evicted, &r.m.dropped)
-	if errors.Is(err, sql.ErrNoRows) {
-		tx.Rollback()
-		return nil, fmt.Errorf("read output of job %s: %w", jobID, ErrJobNotFound)
-	}
+	ok, err := db.ReadOutputCounters(ctx, tx, jobID, &r.m)
 	if err != nil {
 		tx.Rollback()
 		return nil, fmt.Errorf("read output of job %s: %w", jobID, err)
+	}
+	if !ok {
+		tx.Rollback()
+		return nil, fmt.Errorf("read output of job %s: %w", jobID, ErrJobNotFound)
 	}
 	return r, nil
 }
@@ -107,7 +99,7 @@ func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
 func (r *readTx) close() { r.tx.Rollback() }
 
 func (r *readTx) page() Page {
-	return Page{TotalBytes: r.m.total, TotalLines: r.m.lines, EvictedBytes: r.m.evicted, DroppedBytes: r.m.dropped}
+	return Page{TotalBytes: r.m.Bytes, TotalLines: r.m.Lines, EvictedBytes: r.m.Evicted, DroppedBytes: r.m.Dropped}
 }
 
 // chunk is one chunk row. data is nil for a chunk of a stream the read
@@ -377,15 +369,15 @@ func (rd *reader) match(line []byte) bool {
 
 // finish closes the page at the end of the output unless the read stopped
 // earlier.
-func (rd *reader) finish(m meta) {
+func (rd *reader) finish(m db.OutputCounters) {
 	if !rd.started { // no stored byte at or after the start
-		rd.pos, rd.line = min(rd.pos, m.total), m.lines
+		rd.pos, rd.line = min(rd.pos, m.Bytes), m.Lines
 		rd.begin()
 	}
 	if !rd.done {
-		if rd.pos < m.total { // a gap at the end
-			rd.gap += m.total - rd.pos
-			rd.pos, rd.line = m.total, m.lines
+		if rd.pos < m.Bytes { // a gap at the end
+			rd.gap += m.Bytes - rd.pos
+			rd.pos, rd.line = m.Bytes, m.Lines
 		}
 		if rd.f.Grep != nil && len(rd.cur) > 0 { // the unterminated last line
 			if !rd.match(rd.cur) {
@@ -460,11 +452,11 @@ func ReadRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64,
 	defer r.close()
 	p := r.page()
 	n, clamped := clampLimit(limit)
-	rd := &reader{f: f, limit: n, total: r.m.total, endLine: -1, pos: min(offset, r.m.total)}
+	rd := &reader{f: f, limit: n, total: r.m.Bytes, endLine: -1, pos: min(offset, r.m.Bytes)}
 	if f.Grep == nil {
-		rd.out = make([]byte, 0, min(int64(n), r.m.total-rd.pos))
+		rd.out = make([]byte, 0, min(int64(n), r.m.Bytes-rd.pos))
 	}
-	if rd.pos < r.m.total {
+	if rd.pos < r.m.Bytes {
 		if err := r.forward(ctx, rd.pos, f.Stream, rd.chunk); err != nil {
 			return Page{}, fmt.Errorf("read output of job %s: %w", jobID, err)
 		}
@@ -502,13 +494,13 @@ func ReadLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Fil
 	if n == 0 {
 		limit = DefaultLimit
 	}
-	rd := &reader{f: f, limit: limit, total: r.m.total, endLine: -1}
+	rd := &reader{f: f, limit: limit, total: r.m.Bytes, endLine: -1}
 	if n > 0 {
 		rd.endLine = from + n
 	}
 	switch {
-	case from > r.m.lines:
-		rd.pos = r.m.total
+	case from > r.m.Lines:
+		rd.pos = r.m.Bytes
 	case from == 0:
 		rd.pos = 0
 	default:
@@ -517,7 +509,7 @@ func ReadLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Fil
 			return Page{}, fmt.Errorf("read output of job %s: %w", jobID, err)
 		}
 	}
-	if rd.pos < r.m.total {
+	if rd.pos < r.m.Bytes {
 		// Line bounds need the newlines of every stream: fetch all data.
 		if err := r.forward(ctx, rd.pos, "", rd.chunk); err != nil {
 			return Page{}, fmt.Errorf("read output of job %s: %w", jobID, err)
@@ -711,7 +703,7 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 	}
 
 	// Fill the page from the selection.
-	start := w.abs(sel.from, r.m.total)
+	start := w.abs(sel.from, r.m.Bytes)
 	if sel.startAbs >= 0 {
 		start = sel.startAbs
 	}
@@ -725,16 +717,16 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 			cut++
 		}
 		if sel.startAbs < 0 {
-			start = w.abs(sel.from+cut, r.m.total)
+			start = w.abs(sel.from+cut, r.m.Bytes)
 		}
 		p.Data = p.Data[cut:]
 		sel.truncated = true
 	}
-	p.Start, p.End, p.NextOffset = start, r.m.total, r.m.total
+	p.Start, p.End, p.NextOffset = start, r.m.Bytes, r.m.Bytes
 	// Walk the collected chunks from the newest back to start, adding up
 	// the gaps between them and finding the line at start.
-	p.FirstLine = r.m.lines
-	prev := r.m.total // start of the newer stored bytes
+	p.FirstLine = r.m.Lines
+	prev := r.m.Bytes // start of the newer stored bytes
 	for _, c := range w.chunks {
 		if c.end() <= start { // start lies in the gap after c, or at its end
 			break
@@ -749,7 +741,7 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 		p.FirstLine = c.firstLine
 	}
 	p.Gap += max(prev-start, 0)
-	p.Lines = r.m.lines - p.FirstLine
+	p.Lines = r.m.Lines - p.FirstLine
 	p.Matches, p.CutLines = sel.matches, sel.cutLines
 	p.Truncated = sel.truncated || (clamped && start > 0)
 	return p, nil

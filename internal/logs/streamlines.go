@@ -77,7 +77,7 @@ func readStreamLines(ctx context.Context, d *db.DB, jobID string, from, n int64,
 		out        []byte
 		cur        []byte // the line being read, for Grep
 		started    bool
-		start, end = r.m.total, r.m.total
+		start, end = r.m.Bytes, r.m.Bytes
 		lines      int64
 		matches    int64
 		truncated  bool
@@ -150,7 +150,7 @@ func readStreamLines(ctx context.Context, d *db.DB, jobID string, from, n int64,
 		start = end
 	}
 	if !done {
-		end = r.m.total
+		end = r.m.Bytes
 	}
 	if out == nil {
 		out = []byte{}

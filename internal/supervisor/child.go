@@ -257,7 +257,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 
 // reserveForEnd readies the database for recording a job's end: on a
 // tight disk, it copies and truncates the WAL and lets one end be recorded
-// at a time, so that each finds the whole reserve (logs/room.go). It
+// at a time, so that each finds the whole reserve (db.Upkeep). It
 // returns the function that lets the next one go.
 func (s *Supervisor) reserveForEnd() func() {
 	s.endMu.Lock()
