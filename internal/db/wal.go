@@ -37,10 +37,8 @@ import (
 // the writer checkpoints itself before its next transaction
 // (Upkeep.BeforeTx), copying only what the checkpointer has not: the WAL
 // then starts over, and stays under about WALRestartFrames plus a
-// checkpointer's round.
-// BenchmarkAppend256MiB, x_raw_sqlite: 0.83 checkpointing inline, 1.07-1.13
-// with the checkpointer; the capture of 1 GiB end to end (bench/run.sh):
-// 0.64-0.73 of raw SQLite before, 0.84-0.93 after.
+// checkpointer's round. (BenchmarkAppend256MiB and bench/run.sh's capture
+// workload measure the difference against raw SQLite.)
 //
 // Frames, not bytes of output, measure the WAL: a trickle of many jobs
 // writes far more pages than output bytes (each flush rewrites the pages
@@ -268,8 +266,7 @@ var errPinned = errors.New("checkpoint: frames still in use by a reader")
 // after restarts that readers kept from starting the WAL over, it waits
 // twice as long each time, up to restartWaitMax. On a loaded machine many
 // short reads of log -f followers overlap, and a WAL whose restart missed
-// grows by another transaction of output each time (48.9 MiB seen, beyond
-// the 48 MiB the load rows accept).
+// grows by another transaction of output each time.
 const (
 	restartWait    = 100 * time.Millisecond
 	restartWaitMax = 800 * time.Millisecond
@@ -280,8 +277,7 @@ const (
 // still read old frames: readers hold a snapshot for one read, so a moment
 // is enough. A passive checkpoint here, leaving the restart to the next
 // write, missed it whenever a read overlapped, and the WAL grew by another
-// WALRestartFrames each time (121 MiB seen with four log -f followers on a
-// loaded machine). Against a reader that keeps a snapshot for long (an
+// WALRestartFrames each time with a few log -f followers. Against a reader that keeps a snapshot for long (an
 // open transaction in the sqlite3 shell) it gives up after restartWait,
 // and the next transaction tries again.
 func (u *Upkeep) restartWAL(ctx context.Context, conn *sql.Conn) (err error) {
