@@ -140,19 +140,7 @@ const activeSupervisorsQuery = `SELECT ` + supervisorColumns + ` FROM supervisor
 // owns at least one starting or running job: the ones whose liveness
 // decides whether those jobs are lost.
 func (d *DB) SupervisorsWithActiveJobs(ctx context.Context) ([]Supervisor, error) {
-	var rows []supervisorRow
-	if err := d.SelectContext(ctx, &rows, activeSupervisorsQuery); err != nil {
-		return nil, fmt.Errorf("find supervisors with active jobs: %w", err)
-	}
-	sups := make([]Supervisor, 0, len(rows))
-	for i := range rows {
-		s, err := rows[i].supervisor()
-		if err != nil {
-			return nil, err
-		}
-		sups = append(sups, s)
-	}
-	return sups, nil
+	return d.selectSupervisors(ctx, "find supervisors with active jobs", activeSupervisorsQuery)
 }
 
 const openSupervisorsQuery = `SELECT ` + supervisorColumns + ` FROM supervisors WHERE ended_at IS NULL ORDER BY started_at, id`
@@ -160,9 +148,15 @@ const openSupervisorsQuery = `SELECT ` + supervisorColumns + ` FROM supervisors 
 // OpenSupervisors returns the supervisors not recorded as ended: the live
 // ones and those that died unnoticed.
 func (d *DB) OpenSupervisors(ctx context.Context) ([]Supervisor, error) {
+	return d.selectSupervisors(ctx, "find open supervisors", openSupervisorsQuery)
+}
+
+// selectSupervisors runs a query of supervisorColumns; what names the
+// query in an error.
+func (d *DB) selectSupervisors(ctx context.Context, what, query string) ([]Supervisor, error) {
 	var rows []supervisorRow
-	if err := d.SelectContext(ctx, &rows, openSupervisorsQuery); err != nil {
-		return nil, fmt.Errorf("find open supervisors: %w", err)
+	if err := d.SelectContext(ctx, &rows, query); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	sups := make([]Supervisor, 0, len(rows))
 	for i := range rows {
