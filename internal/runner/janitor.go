@@ -63,18 +63,6 @@ func runJanitor(ctx context.Context, d *db.DB, retention time.Duration, onLost f
 				errs = append(errs, err)
 				break
 			}
-			// Each page's free pages go back before the next page is
-			// deleted: a step of ReleaseFreePages searches the free list
-			// for the file's last page, so it costs in proportion to the
-			// free pages. Released once after 100,000 jobs of 10 KiB
-			// (300,000 free pages), a step of 128 pages took 4-7 ms of
-			// CPU holding the write lock; after each 1,000, under 1 ms.
-			if n > 0 {
-				if _, err := d.ReleaseFreePages(ctx); err != nil {
-					errs = append(errs, err)
-					break
-				}
-			}
 			if len(ids) < expiredPage {
 				break
 			}
