@@ -128,6 +128,26 @@ const (
 	jobEventsQuery = `SELECT ` + eventColumns + ` FROM events INDEXED BY events_job WHERE job_id = ? AND id > ?`
 )
 
+// eventCursorAtQuery: the event before the oldest (by id) of those stamped
+// at or after the time, through events_at; with none that late, the
+// newest event (the end of the rowid's b-tree). Left to itself the planner
+// finds min(id) by walking the ids from the oldest until one is late
+// enough: the whole history before the time.
+const eventCursorAtQuery = `SELECT coalesce(
+	(SELECT min(id) FROM events INDEXED BY events_at WHERE at >= ?) - 1,
+	(SELECT max(id) FROM events), 0)`
+
+// EventCursorAt returns an event id after which every event stamped at or
+// after t follows, in any scope: an Events cursor for "from t on". It
+// reads the events since t only, not the history before them.
+func (d *DB) EventCursorAt(ctx context.Context, t time.Time) (int64, error) {
+	var id int64
+	if err := d.GetContext(ctx, &id, eventCursorAtQuery, FormatTime(t)); err != nil {
+		return 0, fmt.Errorf("find the events since %s: %w", FormatTime(t), err)
+	}
+	return id, nil
+}
+
 // Events lists the events that f selects in ascending id order.
 func (d *DB) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 	var b strings.Builder

@@ -280,3 +280,40 @@ func TestViews(t *testing.T) {
 		t.Errorf("job_history rows with a command = %d, %v; want 8", history, err)
 	}
 }
+
+// TestEventCursorAt: the cursor for a time is followed by every event
+// stamped from then on, and by none of those committed before the first
+// of them; with no event that late it is the newest event; with none at
+// all, 0.
+func TestEventCursorAt(t *testing.T) {
+	t.Parallel()
+	d, c := openTest(t)
+	ctx := context.Background()
+	if id, err := d.EventCursorAt(ctx, epoch); err != nil || id != 0 {
+		t.Fatalf("EventCursorAt on no events = %d, %v; want 0", id, err)
+	}
+	create(t, d, "s", "")
+	create(t, d, "s", "")
+	evs, err := d.Events(ctx, EventFilter{AllScopes: true})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("events %v, %v", evs, err)
+	}
+	newest := evs[1].ID
+	c.Set(epoch.Add(time.Hour))
+	if id, err := d.EventCursorAt(ctx, epoch.Add(time.Minute)); err != nil || id != newest {
+		t.Fatalf("EventCursorAt after every event = %d, %v; want the newest, %d", id, err, newest)
+	}
+	later := create(t, d, "s", "")
+	create(t, d, "other", "")
+	id, err := d.EventCursorAt(ctx, epoch.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := d.Events(ctx, EventFilter{AllScopes: true, SinceID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 2 || after[0].JobID != later.ID {
+		t.Errorf("events after the cursor %d: %+v; want the two created an hour later", id, after)
+	}
+}

@@ -164,7 +164,13 @@ func (n *notifier) forget() {
 // server's clients of each status change that happens from start on. Run
 // owns it.
 func (n *notifier) announce(ctx context.Context) {
-	for e, err := range n.c.Events(ctx, jobs.EventOptions{Follow: true}) {
+	// From the events of start on: reading the audit trail from its
+	// beginning would cost as much as the history, at every server start.
+	since, err := n.c.EventCursor(ctx, n.start)
+	if err != nil {
+		return // the database failed: notices stop, tools go on
+	}
+	for e, err := range n.c.Events(ctx, jobs.EventOptions{Since: since, Follow: true}) {
 		if err != nil {
 			return // ctx ended or the database failed: notices stop, tools go on
 		}

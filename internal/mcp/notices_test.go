@@ -3,11 +3,15 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/db/dbtest"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -155,5 +159,60 @@ func TestNoticeDeliveredOnlyWhenSent(t *testing.T) {
 		if qn.completions(id)+sn.completions(id) != 0 {
 			t.Errorf("a client without an info level got the completion message of %s", id)
 		}
+	}
+}
+
+// TestAnnounceSkipsHistory: a server announces the ends from its start on
+// without reading the audit trail before it: on a scope with a long
+// history it runs a few reads of the events, not one per 500 of them.
+func TestAnnounceSkipsHistory(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	d, err := db.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const history = 5000 * 5
+	err = dbtest.Fill(ctx, d, dbtest.History{Scope: "notices", Jobs: 5000, Events: 5, End: time.Now().Add(-time.Hour)})
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := jobs.Open(ctx, jobs.Options{DB: path, Scope: "notices"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	srv, n, err := newProfileServer(c, "test", "duragent", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, rec := noticeClient(t, srv)
+	setLevel(t, cs, "info")
+
+	var reads atomic.Int64
+	stop := db.TraceQueries(func(q string) {
+		if strings.Contains(q, "FROM events WHERE id > ?") {
+			reads.Add(1)
+		}
+	})
+	defer stop()
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.announce(actx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	j, err := c.Start(ctx, jobs.Spec{Command: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the announced end of "+j.ID, 20*time.Second, func() bool { return rec.completions(j.ID) > 0 })
+	if got := reads.Load(); got > 10 {
+		t.Errorf("announce read the events %d times to reach a job's end on a scope of %d events", got, history)
 	}
 }

@@ -113,6 +113,8 @@ func TestQueryPlansSeekHistory(t *testing.T) {
 			must("events", err)
 		}
 	}
+	_, err = c.EventCursor(ctx, time.Now())
+	must("event cursor (an MCP server's start)", err)
 	page, err := c.ListPage(ctx, jobs.Filter{})
 	must("list", err)
 	_, err = c.ListPage(ctx, jobs.Filter{Cursor: page.Next, Limit: 20})

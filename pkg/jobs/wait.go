@@ -319,6 +319,17 @@ func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) e
 	}
 }
 
+// EventCursor returns a cursor for Events (EventOptions.Since) after which
+// every event recorded at or after t follows; some recorded a little
+// earlier may follow too. Its cost is that of the events since t, not of
+// the history before them: following from now on starts here, not at 0.
+func (c *Client) EventCursor(ctx context.Context, t time.Time) (int64, error) {
+	if err := c.check(ctx); err != nil {
+		return 0, err
+	}
+	return c.db.EventCursorAt(ctx, t)
+}
+
 // EventOptions shapes Events.
 type EventOptions struct {
 	// Since returns events after this cursor (an Event.ID).
