@@ -171,7 +171,7 @@ func (r *runner) kill(cc *ucli.Context) error {
 		}
 		grace = d
 		if grace == 0 {
-			grace = time.Nanosecond // 0 means the default to the API; the user asked for none
+			grace = jobs.NoGrace // the user asked for none; 0 is the default to the API
 		}
 	}
 	sig := ""

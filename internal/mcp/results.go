@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -210,19 +211,16 @@ func cutLinesNote(o outputView) string {
 	return fmt.Sprintf("truncated: %d line(s) longer than %s were searched and shown in part", o.CutLines, size(jobs.MaxGrepLine))
 }
 
-// size formats a byte count for a model to read.
+// size formats a byte count for a model to read: in words below 1 KiB,
+// else as every front end writes sizes (parse.FormatSize: KiB, MiB …).
 func size(n int64) string {
 	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
 	case n == 1:
 		return "1 byte"
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
 	}
-	return fmt.Sprintf("%d bytes", n)
+	return parse.FormatSize(n)
 }
 
 // round formats a duration for a model to read.

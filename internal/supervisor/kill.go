@@ -83,17 +83,20 @@ func (s *Supervisor) child(jobID string) *child {
 }
 
 // Kill ends the job's whole process tree: SIGTERM and SIGCONT to its group
-// and its tagged processes, grace (0 means Config.Grace), SIGKILL. It
+// and its tagged processes, grace (0 means Config.Grace, vocab.NoGrace
+// none), SIGKILL. It
 // returns once the job's final status (killed) is stored. A job of another
 // live supervisor is killed through that supervisor; a job whose supervisor
 // died is marked lost and its remaining processes are ended. Killing a
 // finished job is not an error (AlreadyDone), and still ends what it left
 // running. Errors: vocab.ErrNotFound, vocab.ErrInvalid.
 func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration) (vocab.KillResult, error) {
-	if grace < 0 {
+	switch {
+	case grace == vocab.NoGrace:
+		grace = 0
+	case grace < 0:
 		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, invalid(errors.New("negative grace")))
-	}
-	if grace == 0 {
+	case grace == 0:
 		grace = s.cfg.Grace
 	}
 	if c := s.child(jobID); c != nil {

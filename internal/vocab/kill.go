@@ -1,5 +1,12 @@
 package vocab
 
+import "time"
+
+// NoGrace, as a kill's grace period, sends SIGKILL right after SIGTERM. A
+// grace of 0 means the default (2 s unless configured); any other negative
+// grace is invalid.
+const NoGrace time.Duration = -1
+
 // KillResult says what a kill did. A supervisor sends it over its socket as
 // it is, and every front end reports it.
 type KillResult struct {

@@ -109,7 +109,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 }
 
 // Kill ends the job's whole process tree: SIGTERM, grace (0 means the
-// client's default), SIGKILL. Killing a finished job is not an error; a lost
+// client's default, NoGrace none), SIGKILL. Killing a finished job is not an error; a lost
 // job's processes that still run are ended too.
 func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (KillResult, error) {
 	if err := c.check(ctx); err != nil {
@@ -126,13 +126,16 @@ func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (Kil
 }
 
 func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillResult, error) {
-	if grace <= 0 {
+	switch {
+	case grace == 0:
 		grace = c.opts.Grace
+	case grace < 0:
+		grace = NoGrace
 	}
 	if j.Mode == "tmux" {
 		// Any process can end a tmux job: it records the stop first, so
 		// whoever records the exit says killed.
-		r, err := supervisor.KillTmux(ctx, c.db, j, grace)
+		r, err := supervisor.KillTmux(ctx, c.db, j, max(grace, 0))
 		if err != nil {
 			return KillResult{}, publicErr(j.ID, err)
 		}
@@ -157,7 +160,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	// own, so a reused pid or group is never hit.
 	t := supervisor.TargetOf(j)
 	supervisor.Guard(ctx, c.db, &t)
-	r, err := proc.KillTree(ctx, t, grace)
+	r, err := proc.KillTree(ctx, t, max(grace, 0))
 	if err != nil {
 		return KillResult{}, err
 	}

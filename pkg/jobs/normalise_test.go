@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
@@ -55,5 +56,29 @@ func TestStartNormalises(t *testing.T) {
 	}
 	if len(after) != len(before) {
 		t.Errorf("refused starts left %d jobs behind", len(after)-len(before))
+	}
+}
+
+// TestKillNoGrace: NoGrace sends SIGKILL right after SIGTERM, so a job
+// that ignores SIGTERM still ends at once, escalated; 0 is the default
+// grace, which that job sits out.
+func TestKillNoGrace(t *testing.T) {
+	c := open(t, jobs.Options{Grace: time.Minute})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: `trap '' TERM; echo ready; sleep 60`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Until: "ready", Timeout: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	ctx30, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := c.Kill(ctx30, j.ID, jobs.NoGrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Escalated || r.Status != jobs.StatusKilled || len(r.Survivors) != 0 {
+		t.Errorf("kill with no grace: %+v, want escalated, killed, no survivors", r)
 	}
 }

@@ -40,6 +40,10 @@ const (
 // count from 1 in every result, option and front end.
 const FirstLine = vocab.FirstLine
 
+// NoGrace, as Kill's grace period, sends SIGKILL right after SIGTERM; 0
+// means the client's default.
+const NoGrace = vocab.NoGrace
+
 // Mode is how a job's process is attached.
 type Mode string
 
