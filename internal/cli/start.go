@@ -152,7 +152,7 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 		}
 		spec.MaxOutput = n
 		if n == 0 {
-			spec.MaxOutput = -1
+			spec.MaxOutput = jobs.Unlimited
 		}
 	}
 
@@ -190,11 +190,11 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 	return req, nil
 }
 
-// noneIfZero maps the CLI's "0 means none" to the Spec's "negative means
-// none" (0 in a Spec means the default).
+// noneIfZero maps the CLI's "0 means none" to the Spec's Unlimited (0 in
+// a Spec means the default).
 func noneIfZero(d time.Duration) time.Duration {
 	if d == 0 {
-		return -1
+		return jobs.Unlimited
 	}
 	return d
 }

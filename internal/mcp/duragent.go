@@ -121,7 +121,7 @@ func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in 
 		}
 		spec.Timeout = d
 		if d == 0 {
-			spec.Timeout = -1
+			spec.Timeout = jobs.Unlimited
 		}
 	}
 	job, err := s.c.Start(ctx, spec)

@@ -2,6 +2,11 @@ package vocab
 
 import "time"
 
+// Unlimited, in a setting where 0 means the default (a job's timeout, its
+// TTL, its output cap), means none: no timeout, kept forever, no cap. The
+// database stores none as 0; the conversion happens once, in pkg/jobs.
+const Unlimited = -1
+
 // NoGrace, as a kill's grace period, sends SIGKILL right after SIGTERM. A
 // grace of 0 means the default (2 s unless configured); any other negative
 // grace is invalid.

@@ -40,6 +40,10 @@ const (
 // count from 1 in every result, option and front end.
 const FirstLine = vocab.FirstLine
 
+// Unlimited, as Spec.Timeout, Spec.TTL or Spec.MaxOutput, means none (0
+// means the default).
+const Unlimited = vocab.Unlimited
+
 // NoGrace, as Kill's grace period, sends SIGKILL right after SIGTERM; 0
 // means the client's default.
 const NoGrace = vocab.NoGrace
@@ -91,14 +95,14 @@ type Spec struct {
 	// Env holds additions to the environment as KEY=VALUE. Only the
 	// names are stored.
 	Env []string `json:"env,omitempty"`
-	// Timeout is the maximum runtime: 0 means DefaultTimeout, negative
-	// means none (JSON: timeout_ms).
+	// Timeout is the maximum runtime: 0 means DefaultTimeout, Unlimited
+	// (any negative) none (JSON: timeout_ms).
 	Timeout time.Duration `json:"-"`
 	// TTL is how long a finished job is kept after its last access:
-	// 0 means DefaultTTL, negative means forever (JSON: ttl_ms).
+	// 0 means DefaultTTL, Unlimited (any negative) forever (JSON: ttl_ms).
 	TTL time.Duration `json:"-"`
 	// MaxOutput is how many bytes of output are retained: 0 means
-	// DefaultMaxOutput, negative means no cap.
+	// DefaultMaxOutput, Unlimited (any negative) no cap.
 	MaxOutput int64 `json:"max_output,omitempty"`
 	// NoStdin gives the job /dev/null as stdin instead of a pipe.
 	NoStdin bool `json:"no_stdin,omitempty"`
