@@ -49,7 +49,7 @@ func (r *runner) write(cc *ucli.Context) error {
 	}
 	r.writeTimeout = timeout
 	if timeout == 0 {
-		r.writeTimeout = -1 // jobs.Options: no bound
+		r.writeTimeout = jobs.Unlimited // jobs.Options: no bound
 	}
 	ref := a[0]
 	c, err := r.client(cc)

@@ -178,7 +178,7 @@ func specFor(in executeInput) (jobs.Spec, error) {
 		}
 		spec.Timeout = d
 		if d == 0 {
-			spec.Timeout = -1 // 0 means none here, the default in a Spec.
+			spec.Timeout = jobs.Unlimited // 0 means none here, the default in a Spec.
 		}
 	}
 	return spec, nil
