@@ -212,7 +212,7 @@ func (s *server) duragentProcess(ctx context.Context, req *sdk.CallToolRequest, 
 		if err != nil {
 			return nil, nil, procError(in.Handle, err)
 		}
-		first := max(o.FirstLine-1, 0)
+		first := max(o.FirstLine-jobs.FirstLine, 0)
 		return jsonResult(struct {
 			Handle     string `json:"handle"`
 			Output     string `json:"output"`

@@ -457,13 +457,13 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 	}
 	var next int64
 	if unit == "lines" {
-		next = out.FirstLine - 1 + out.Lines // an offset: lines from 0
+		next = out.FirstLine - jobs.FirstLine + out.Lines // an offset: lines from 0
 		if next < out.TotalLines || out.OmittedAfter > 0 {
 			out.NextOffset = &next
 			notes = append(notes, fmt.Sprintf("more after: continue with offset=%d", next))
 		}
 		if out.Lines > 0 {
-			notes = append(notes, fmt.Sprintf("lines %d-%d of %d shown (offset %d)", out.FirstLine, out.FirstLine+out.Lines-1, out.TotalLines, out.FirstLine-1))
+			notes = append(notes, fmt.Sprintf("lines %d-%d of %d shown (offset %d)", out.FirstLine, out.FirstLine+out.Lines-1, out.TotalLines, out.FirstLine-jobs.FirstLine))
 		} else {
 			notes = append(notes, fmt.Sprintf("no lines here; the output has %d", out.TotalLines))
 		}

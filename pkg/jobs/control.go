@@ -168,14 +168,8 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	if err != nil {
 		cur = j
 	}
-	return KillResult{
-		JobID:       j.ID,
-		Status:      cur.Status,
-		Signalled:   nonNil(r.Signalled),
-		Survivors:   nonNil(r.Survivors),
-		Escalated:   r.Escalated,
-		AlreadyDone: len(r.Signalled) == 0,
-	}, nil
+	r.JobID, r.Status, r.AlreadyDone = j.ID, cur.Status, len(r.Signalled) == 0
+	return killResult(r), nil
 }
 
 // killResult is what a supervisor reported, with empty lists rather than

@@ -106,7 +106,7 @@ func outputFromPage(id string, p logs.Page, text string) Output {
 		Start:        p.Start,
 		End:          p.End,
 		NextOffset:   p.NextOffset,
-		FirstLine:    p.FirstLine + 1,
+		FirstLine:    p.FirstLine + FirstLine, // the store counts from 0
 		Lines:        p.Lines,
 		TotalBytes:   p.TotalBytes,
 		TotalLines:   p.TotalLines,

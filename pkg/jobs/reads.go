@@ -579,12 +579,12 @@ func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
 		p, err = logs.ReadRange(ctx, c.db, j.ID, r.Offset, limit, f)
 		p.Truncated = p.Truncated || truncated
 	case r.FromLine > 0 || r.Lines > 0:
-		from := max(r.FromLine, 1)
+		from := max(r.FromLine, FirstLine)
 		n := r.Lines
 		if n == 0 {
 			n = DefaultLogLines
 		}
-		p, err = logs.ReadLines(ctx, c.db, j.ID, from-1, n, f) // the store counts lines from 0
+		p, err = logs.ReadLines(ctx, c.db, j.ID, from-FirstLine, n, f) // the store counts lines from 0
 	case r.TailLines > 0:
 		p, err = logs.TailLines(ctx, c.db, j.ID, r.TailLines, f)
 	default:
@@ -669,7 +669,7 @@ func (c *Client) LineMarks(ctx context.Context, ref string, fromLine, n int64, s
 	if err != nil {
 		return nil, err
 	}
-	ms, err := logs.LineMarks(ctx, c.db, j.ID, max(fromLine, 1)-1, n, f.Stream)
+	ms, err := logs.LineMarks(ctx, c.db, j.ID, max(fromLine, FirstLine)-FirstLine, n, f.Stream)
 	if err != nil {
 		return nil, publicErr(ref, err)
 	}
