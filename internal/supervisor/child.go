@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -192,8 +193,11 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 		t.To = vocab.StatusDone
 	default:
 		t.To = vocab.StatusFailed
-		if t.Signal != "" {
+		switch {
+		case strings.HasPrefix(t.Signal, "SIG"):
 			t.Reason = "killed by " + t.Signal
+		case t.Signal != "": // a real-time signal, which has only a number
+			t.Reason = "killed by signal " + t.Signal
 		}
 	}
 	if !started && t.To != vocab.StatusFailed && t.To != vocab.StatusKilled {
