@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,8 @@ type scenarioResult struct {
 	WorstLagMS      int64          `json:"worst_lag_ms"`
 	LearnedLateMS   map[string]int `json:"learned_late_ms"`
 	PromptMatched   bool           `json:"prompt_matched"`
+	FirstStatus     string         `json:"first_status"`
+	FirstText       string         `json:"first_text"`
 }
 
 // nodeClient returns node and the directory of the TypeScript SDK client
@@ -108,16 +111,16 @@ func TestMCPClientScenarios(t *testing.T) {
 		t.Errorf("node scenarios.mjs: %v\nstderr: %s", runErr, tailOf(stderr.String(), 4000))
 	}
 
-	bound := scenarioBound.Milliseconds() + 2000
+	// Times are reported, never asserted: they measure the machine as
+	// much as jobs (bench/run.sh is where they are compared). What is
+	// asserted is the outcome: no call ran into the client's timeout, and
+	// the calls that must return before their job ends did.
 	for name, r := range got {
 		if !r.OK {
 			t.Errorf("%s: %s", name, r.Error)
 		}
 		if r.ClientTimeouts > 0 {
 			t.Errorf("%s: %d call(s) ended in a client timeout", name, r.ClientTimeouts)
-		}
-		if r.LongestCallMS > bound {
-			t.Errorf("%s: a call took %d ms, past the bound of %s + 2 s", name, r.LongestCallMS, scenarioBound)
 		}
 		if r.Skipped == "" && !r.ReadOnlyHonest {
 			t.Errorf("%s: the process tool is annotated destructive", name)
@@ -146,15 +149,21 @@ func TestMCPClientScenarios(t *testing.T) {
 		}
 		return ""
 	})
-	want("build", 2, none)
+	want("build", 2, func(r scenarioResult) string {
+		// The build runs longer than the call bound: the first call
+		// must come back with the job still running.
+		if r.FirstStatus != "running" {
+			return "execute_command with yieldMs 90000 on a " + itoa(int64(scenarioBuild)) + " s build came back " + r.FirstStatus + ", not running: the call bound of " + scenarioBound.String() + " did not cut it short"
+		}
+		return ""
+	})
 	want("devserver", 3, none)
 	want("prompt", 3, func(r scenarioResult) string {
 		if !r.WaitingForInput || !r.PromptShown {
-			return "execute_command did not return the prompt with waiting_for_input"
+			return fmt.Sprintf("execute_command did not return the prompt with waiting_for_input: status %s, waiting_for_input %v, prompt shown %v, after %d ms: %q",
+				r.FirstStatus, r.WaitingForInput, r.PromptShown, r.PromptSeenMS, r.FirstText)
 		}
-		if r.PromptSeenMS > 2000 {
-			return "the prompt (after 0.5 s) was reported after " + itoa(r.PromptSeenMS) + " ms"
-		}
+		t.Logf("prompt: the prompt (written after 0.5 s) was reported after %d ms", r.PromptSeenMS)
 		return ""
 	})
 	want("coloured", 1, func(r scenarioResult) string {
@@ -164,9 +173,10 @@ func TestMCPClientScenarios(t *testing.T) {
 		return ""
 	})
 	want("parallel", 6, func(r scenarioResult) string {
-		if r.WorstLagMS > 1000 {
-			return "an end was learned " + itoa(r.WorstLagMS) + " ms after it happened"
+		if len(r.LearnedLateMS) != 3 {
+			return fmt.Sprintf("the ends of %d of 3 jobs were learned", len(r.LearnedLateMS))
 		}
+		t.Logf("parallel: each end learned at most %d ms after it happened (%v)", r.WorstLagMS, r.LearnedLateMS)
 		return ""
 	})
 	want("repl", 4, func(r scenarioResult) string {

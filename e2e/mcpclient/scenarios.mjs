@@ -146,10 +146,11 @@ const scenarios = {
       const l = await s.call("process", { action: "list" });
       id = (l.sc.sessions || []).find((x) => x.command.includes("compiling unit"))?.sessionId;
     }
+    const firstStatus = r.timedOut ? "client timeout" : r.sc?.status;
     if (!isTerminal(r.sc?.status)) r = await waitDone(s, id);
     check(r.sc.status === "error" && r.sc.exitCode === 2, "build: not error with exitCode 2", r.text);
     check(r.all.includes("undefined reference"), "build: error line missing", r.text);
-    return {};
+    return { first_status: firstStatus };
   },
 
   // 3. A dev server: start it, wait until it is ready, kill it.
@@ -177,7 +178,13 @@ const scenarios = {
     check(!w.isError, "prompt: write failed", w.text);
     const d = await waitDone(s, id);
     check(d.sc.status === "done" && d.all.includes("answer: yes"), "prompt: no answer", d.text);
-    return { prompt_seen_ms: atPrompt, waiting_for_input: !!r.sc.waiting_for_input, prompt_shown: promptShown };
+    return {
+      prompt_seen_ms: atPrompt,
+      waiting_for_input: !!r.sc.waiting_for_input,
+      prompt_shown: promptShown,
+      first_status: r.sc.status,
+      first_text: r.text.slice(0, 400),
+    };
   },
 
   // 5. 5 MB of coloured output with carriage-return progress bars and

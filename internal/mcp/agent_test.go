@@ -87,8 +87,10 @@ func TestPromptEndsTheWindow(t *testing.T) {
 	cs := inProcess(t)
 	t0 := time.Now()
 	r := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "printf 'continue? '; read x; echo got $x", "yieldMs": 20000})
-	if took := time.Since(t0); took > 5*time.Second {
-		t.Errorf("the window ran %s with the job blocked on stdin", took)
+	// The window is 20 s: ending before it is the outcome, however slow
+	// the machine.
+	if took := time.Since(t0); took >= 20*time.Second {
+		t.Errorf("the window ran %s (all of it) with the job blocked on stdin", took)
 	}
 	if !r.WaitingForInput || r.Output == nil || *r.Output != "continue? " {
 		t.Fatalf("at the prompt: %+v %+v", r, r.Output)
@@ -332,7 +334,7 @@ func TestPollTimeoutBlocks(t *testing.T) {
 	id := start(t, cs, "sleep 0.5; echo late; sleep 30", nil)
 	t0 := time.Now()
 	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id, "timeout": 20})
-	if took := time.Since(t0); p.Output != "late\n" || took > 10*time.Second {
+	if took := time.Since(t0); p.Output != "late\n" || took >= 20*time.Second {
 		t.Errorf("blocking poll: %q after %s", p.Output, took)
 	}
 	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": id})

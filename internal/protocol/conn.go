@@ -236,6 +236,13 @@ func (c *Conn) Flush(ctx context.Context) error {
 	return err
 }
 
+// Sync is Supervisor.Sync in the supervisor's process. A supervisor older
+// than this op answers it with an invalid-request error.
+func (c *Conn) Sync(ctx context.Context, jobID string) error {
+	_, err := c.call(ctx, Request{Op: OpSync, JobID: jobID})
+	return err
+}
+
 // EnsureDefault returns a connection to the default supervisor of d,
 // starting one when none answers: `executable supervise --db PATH` (plus
 // `--runtime-dir DIR` when runtimeDir is not the default one), in a new

@@ -20,6 +20,7 @@ const (
 	OpSignal     = "signal"
 	OpSendKeys   = "send_keys"
 	OpFlush      = "flush"
+	OpSync       = "sync"
 	OpPing       = "ping"
 )
 

@@ -43,6 +43,7 @@ type child struct {
 	stdout   *os.File
 	stderr   *os.File
 	stdin    *os.File // write end; nil for /dev/null or once closed
+	pair     *pipePair // the stdout and stderr pipes, once the runner reads them
 	pid      int
 	pidStart int64
 	exited   bool         // the main process has exited
@@ -106,6 +107,9 @@ func (s *Supervisor) run(c *child, timeout time.Duration) {
 	var drain pipeDrain
 	pumps.Add(2)
 	pair := new(pipePair) // keeps stdout and stderr in order
+	c.mu.Lock()
+	c.pair = pair
+	c.mu.Unlock()
 	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain, pair, 0) }()
 	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
 	waited := make(chan error, 1)

@@ -214,6 +214,32 @@ func (p *pipe) readEmit(buf []byte, emit func([]byte)) (int, error) {
 	return n, err
 }
 
+// readAll reads what both pipes hold now and passes it on, under the lock
+// every read of the pair takes, so that its bytes keep their order with
+// the pumps' reads (Supervisor.Sync).
+func (pp *pipePair) readAll() {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	for side, p := range pp.pipes {
+		if p == nil {
+			continue
+		}
+		if pp.buf == nil {
+			pp.buf = make([]byte, 64<<10)
+		}
+		// Bounded: a job still writing is its pumps' to read.
+		for range 16 {
+			n, err := p.read(pp.buf)
+			if n > 0 {
+				pp.emits[side](pp.buf[:n])
+			}
+			if n < len(pp.buf) || err != nil {
+				break
+			}
+		}
+	}
+}
+
 // pace reports whether p's pump may pace its reads: it is not one of a
 // pair, or the other pump does not pace.
 func (p *pipe) pace() bool {

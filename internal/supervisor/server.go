@@ -171,6 +171,8 @@ func (s *Supervisor) handle(ctx context.Context, req protocol.Request) (resp pro
 		err = s.SendKeys(ctx, req.JobID, req.Keys, req.Literal)
 	case protocol.OpFlush:
 		err = s.Flush(ctx)
+	case protocol.OpSync:
+		err = s.Sync(ctx, req.JobID)
 	default:
 		err = invalid(fmt.Errorf("unknown op %q", req.Op))
 	}

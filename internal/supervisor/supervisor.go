@@ -68,6 +68,10 @@ type Config struct {
 	// monotonic clock. The janitor compares it with DB.Now (see
 	// clockWatch); tests replace both.
 	Monotonic func() time.Duration
+	// FlushInterval is the spacing of the flushes that store a trickle of
+	// output (logs.DefaultFlushInterval when 0): output shows within
+	// about this long.
+	FlushInterval time.Duration
 	// DrainTimeout bounds the pipe drain after a job's main process exits
 	// (2 s).
 	DrainTimeout time.Duration
@@ -312,7 +316,9 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	}
 
 	s.reaper = acquireReaper(s.cfg.Logf)
-	s.app = logs.NewAppender(s.db, AppenderOptions(s.noteDropped))
+	ao := AppenderOptions(s.noteDropped)
+	ao.FlushInterval = s.cfg.FlushInterval
+	s.app = logs.NewAppender(s.db, ao)
 	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
 	s.app.Open()
 
@@ -455,6 +461,25 @@ func (s *Supervisor) Flush(ctx context.Context) error {
 		return nil
 	}
 	return s.app.Flush(ctx)
+}
+
+// Sync returns once every byte job jobID has written to its pipes so far
+// is in the database: what its pipes hold is read at once (in order with
+// its pumps, under the pair's lock) and the appender is flushed. A job
+// blocked on its stdin writes nothing more, so after Sync a reader sees
+// the prompt it wrote before blocking, however far the pumps' paced
+// reads and the flushes lag on a loaded machine. An unknown or finished
+// job has nothing left in its pipes: only the flush is done.
+func (s *Supervisor) Sync(ctx context.Context, jobID string) error {
+	if c := s.child(jobID); c != nil {
+		c.mu.Lock()
+		pair := c.pair
+		c.mu.Unlock()
+		if pair != nil {
+			pair.readAll()
+		}
+	}
+	return s.Flush(ctx)
 }
 
 // idleWatch closes the supervisor after IdleExit with no running job. It

@@ -41,6 +41,12 @@ type Options struct {
 	MaxRunning         int
 	// Grace is the default time between SIGTERM and SIGKILL (2 s).
 	Grace time.Duration
+	// FlushInterval (in-process mode) is the spacing of the flushes that
+	// store a trickle of output: output shows within about this long
+	// (100 ms when 0). A program that reads rarely may raise it to write
+	// less often; a Wait for input stores a job's output at once whatever
+	// it is.
+	FlushInterval time.Duration
 	// WriteTimeout bounds Write: it gives up with ErrNotReading once the
 	// job has taken none of the rest of the data for this long; 0 means
 	// DefaultWriteTimeout, negative means no bound but ctx's.
@@ -177,6 +183,8 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 			Kind:   "embedded",
 			Limits: c.limits(),
 			Grace:  opts.Grace,
+
+			FlushInterval: opts.FlushInterval,
 		}
 		// The helper of tmux jobs is the jobs binary, which an embedding
 		// program is not: find it the way detached mode does, as an

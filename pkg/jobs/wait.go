@@ -164,23 +164,31 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			}
 		}
 		if o.Input {
-			// A job is taken to wait for input once it has for
-			// inputSettle: the output it wrote just before blocking (the
-			// prompt, the answer Until looks for) has landed by then.
-			waiting := ""
-			for _, j := range jobs {
+			// A job blocked on its stdin: the output it wrote just before
+			// blocking (the prompt, the answer Until looks for) must be
+			// stored before the caller reads it. Its supervisor stores it
+			// at once when asked (syncOutput); one that cannot be asked
+			// has stored it after a few flushes (inputSettle).
+			waiting := -1
+			for i, j := range jobs {
 				if j.WaitingForInput {
-					waiting = j.ID
+					waiting = i
 					break
 				}
 			}
 			switch {
-			case waiting == "":
+			case waiting < 0:
 				inputSince = time.Time{}
+			case c.syncOutput(ctx, rows[waiting]):
+				if j, err := c.db.FindJobByID(context.WithoutCancel(ctx), rows[waiting].ID); err == nil {
+					res.Jobs[waiting] = c.viewFull(j, false)
+				}
+				res.Reason, res.JobID = WaitInput, rows[waiting].ID
+				return res, nil
 			case inputSince.IsZero():
 				inputSince = time.Now()
 			case time.Since(inputSince) >= inputSettle:
-				res.Reason, res.JobID = WaitInput, waiting
+				res.Reason, res.JobID = WaitInput, rows[waiting].ID
 				return res, nil
 			}
 		}
@@ -208,7 +216,8 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 }
 
 // inputSettle is how long a job must have been blocked on stdin before
-// Wait says so: a few of the supervisor's output flushes.
+// Wait says so when its supervisor cannot be asked to store its output
+// (syncOutput): a few of the supervisor's output flushes.
 const inputSettle = 300 * time.Millisecond
 
 // scanUntil looks for re in the lines of j's output from offset from on.

@@ -69,6 +69,39 @@ func TestWaitInputAndNewOutput(t *testing.T) {
 	c.Kill(ctx, j.ID, 0)
 }
 
+// TestWaitInputStoresThePrompt: a wait that ends because the job blocked
+// on its stdin answers with the prompt the job wrote just before blocking
+// already stored, however late the next flush of its output would come.
+// A flush every minute stands for a loaded machine, where the flush after
+// the prompt came later than the 300 ms a wait used to allow it: the MCP
+// execute_command then returned waiting_for_input without the prompt.
+func TestWaitInputStoresThePrompt(t *testing.T) {
+	c := open(t, jobs.Options{FlushInterval: time.Minute})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: `printf 'name? '; printf 'warn\n' >&2; read x; echo "hi $x"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill(ctx, j.ID, 0)
+	r, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Input: true, Timeout: 50 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reason != jobs.WaitInput || r.JobID != j.ID || !r.Jobs[0].WaitingForInput {
+		t.Fatalf("wait input: %s %s %+v", r.Reason, r.JobID, r.Jobs[0])
+	}
+	if got, want := r.Jobs[0].OutputBytes, int64(len("name? warn\n")); got != want {
+		t.Errorf("the wait's job counts %d bytes of output, want %d", got, want)
+	}
+	p, err := c.ReadNew(ctx, j.ID, jobs.PollOptions{Newest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Output.Text, "name? ") || !strings.Contains(p.Output.Text, "warn\n") {
+		t.Fatalf("the prompt was not stored when the wait answered: %q", p.Output.Text)
+	}
+}
+
 // TestReadNewNewest: with Newest, a read of more than the budget gives
 // the newest part from a line start and counts what it skipped; the cursor
 // moves to the end.
