@@ -42,7 +42,7 @@ type child struct {
 	cmd      *exec.Cmd
 	stdout   *os.File
 	stderr   *os.File
-	stdin    *os.File // write end; nil for /dev/null or once closed
+	stdin    *os.File  // write end; nil for /dev/null or once closed
 	pair     *pipePair // the stdout and stderr pipes, once the runner reads them
 	pid      int
 	pidStart int64
