@@ -300,12 +300,25 @@ func TestB12CorruptDatabaseRefused(t *testing.T) {
 
 			oneErrorLine(t, w.jobs("start", "--no-stdin", "--", "touch", marker), want)
 			oneErrorLine(t, w.jobs("supervise"), want)
+			if after := fileSHA(t, w.dbPath()); after != before {
+				t.Errorf("the corrupt file was changed by a refused start or supervise")
+			}
+			// A read that meets the damage refuses and writes nothing. One
+			// that does not meet it (a status of a job whose damaged page
+			// it never reads) may record its access, as any read of a
+			// finished job does once a second: that is a write of an
+			// undamaged page, so each read is checked on its own.
 			for _, verb := range [][]string{{"list"}, {"poll", id}, {"log", id}, {"--json", "status", id}} {
+				pre := fileSHA(t, w.dbPath())
 				r := w.jobs(verb...)
 				if r.code != 0 {
 					oneErrorLine(t, r, want)
+					if fileSHA(t, w.dbPath()) != pre {
+						t.Errorf("%v refused the corrupt file and changed it", verb)
+					}
 				}
 			}
+			before = fileSHA(t, w.dbPath())
 			if _, err := os.Stat(marker); err == nil {
 				t.Errorf("a job ran on the corrupt database")
 			}

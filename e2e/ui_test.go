@@ -195,14 +195,16 @@ func TestUIListShowsJobStartedLater(t *testing.T) {
 	within(t, ctx, 15*time.Second, "the new job's row", visible(`tr[data-id="`+id+`"]`))
 	took := time.Since(began)
 	same := eval[bool](t, ctx, `window.__sameDocument === true`)
-	status := text(t, ctx, `tr[data-id="`+id+`"] .badge`)
 	name := text(t, ctx, `tr[data-id="`+id+`"] td.name a`)
 	if !same {
 		t.Fatal("the page reloaded to show the new job")
 	}
-	if status != "running" || name != "came-later" {
-		t.Fatalf("row shows %q %q, want came-later running", name, status)
+	if name != "came-later" {
+		t.Fatalf("row shows %q, want came-later", name)
 	}
+	// The row may first show the job starting (on a loaded machine the
+	// stream can catch it there); it must then turn running by itself.
+	within(t, ctx, 60*time.Second, "the row turns running", visible(`tr[data-id="`+id+`"] .badge.st-running`))
 	within(t, ctx, 15*time.Second, "the row's last line", until(`document.querySelector('tr[data-id="`+id+`"] td.last').textContent.includes("ready")`))
 	w.ok("kill", id)
 	within(t, ctx, 15*time.Second, "the row turns killed", visible(`tr[data-id="`+id+`"] .badge.st-killed`))

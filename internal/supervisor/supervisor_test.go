@@ -680,7 +680,10 @@ func TestCloseKillsJobs(t *testing.T) {
 
 func TestOnExitHook(t *testing.T) {
 	t.Parallel()
-	s := startSupervisor(t, Config{HookTimeout: 2 * time.Second})
+	// A hook's bound is long here: the test binary starting as a hook
+	// on a loaded machine takes seconds. The hanging hook runs under a
+	// supervisor of its own with a short bound (below).
+	s := startSupervisor(t, Config{HookTimeout: time.Minute})
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "env.json")
 	hook := textclean.ShellQuote(testExe(t)) + " helper dump-env " + textclean.ShellQuote(file)
@@ -706,9 +709,9 @@ func TestOnExitHook(t *testing.T) {
 	if ms, err := strconv.Atoi(env["JOBS_DURATION_MS"]); err != nil || ms < 0 {
 		t.Errorf("JOBS_DURATION_MS = %q", env["JOBS_DURATION_MS"])
 	}
-	hookEvent := func(id string) map[string]any {
+	hookEvent := func(s *Supervisor, id string) map[string]any {
 		var detail map[string]any
-		eventually(t, 10*time.Second, "hook event", func() bool {
+		eventually(t, 90*time.Second, "hook event", func() bool {
 			evs, _ := s.db.Events(ctx, db.EventFilter{AllScopes: true, JobID: id})
 			for _, e := range evs {
 				// The first hook event claims the run; the second
@@ -721,17 +724,22 @@ func TestOnExitHook(t *testing.T) {
 		})
 		return detail
 	}
-	if d := hookEvent(job.ID); d["ok"] != true {
+	if d := hookEvent(s, job.ID); d["ok"] != true {
 		t.Errorf("hook event = %v, want ok", d)
 	}
 
 	// A failing and a hanging hook are recorded and change nothing.
-	for _, tt := range []struct{ hook, want string }{
-		{"echo oops >&2; exit 4", "oops"},
-		{"sleep 30", "killed after 2s"},
+	short := startSupervisor(t, Config{HookTimeout: 2 * time.Second})
+	for _, tt := range []struct {
+		s          *Supervisor
+		hook, want string
+	}{
+		{s, "echo oops >&2; exit 4", "oops"},
+		{short, "sleep 30", "killed after 2s"},
 	} {
+		s := tt.s
 		job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "true", OnExit: tt.hook}})
-		d := hookEvent(job.ID)
+		d := hookEvent(s, job.ID)
 		if d["ok"] != false || !strings.Contains(fmt.Sprint(d["output"], d["error"]), tt.want) {
 			t.Errorf("hook %q event = %v, want failure with %q", tt.hook, d, tt.want)
 		}

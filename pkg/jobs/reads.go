@@ -252,12 +252,14 @@ func (c *Client) Poll(ctx context.Context, ref string, o PollOptions) (PollResul
 		return PollResult{}, err
 	}
 	view := c.viewConcurrently(j)
-	c.touch(ctx, j)
 	out, err := c.tail(ctx, j.ID, o.chars(), f, !o.Raw)
 	v := view()
 	if err != nil {
 		return PollResult{}, err
 	}
+	// Recorded once the read succeeded: a read that failed (a damaged
+	// page) writes nothing.
+	c.touch(ctx, j)
 	return PollResult{Job: v, Output: out, RetryIn: retryIn(v)}, nil
 }
 
@@ -564,7 +566,6 @@ func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	c.touch(ctx, j)
 	var p logs.Page
 	switch {
 	case r.ByteRange || r.Offset > 0 || r.Limit > 0:
@@ -589,13 +590,20 @@ func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
 		p, err = logs.TailLines(ctx, c.db, j.ID, r.TailLines, f)
 	default:
 		if r.Clean {
-			return c.tail(ctx, j.ID, pickTail(r.Tail), f, true)
+			out, err := c.tail(ctx, j.ID, pickTail(r.Tail), f, true)
+			if err == nil {
+				c.touch(ctx, j)
+			}
+			return out, err
 		}
 		p, err = logs.Tail(ctx, c.db, j.ID, pickTail(r.Tail), logs.Chars, f)
 	}
 	if err != nil {
 		return Output{}, err
 	}
+	// Recorded once the read succeeded: a read that failed (a damaged
+	// page) writes nothing.
+	c.touch(ctx, j)
 	text := string(p.Data)
 	if r.Clean {
 		text = textclean.Clean(p.Data)
