@@ -27,6 +27,7 @@ func (r *runner) waitCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "any", Usage: "return when the first job finishes"},
 			&ucli.StringFlag{Name: "timeout", Usage: "give up after `DUR` (exit 124)"},
 			&ucli.StringFlag{Name: "until", Usage: "return when a line of output matches `REGEX`"},
+			&ucli.BoolFlag{Name: "clean", Usage: "match --until against the cleaned text of each line (escapes stripped, overwrites collapsed), as poll shows it"},
 			&ucli.StringFlag{Name: "idle", Usage: "return when output has been silent for `DUR`"},
 			&ucli.BoolFlag{Name: "input", Usage: "return when a job waits for input on stdin (a prompt; exit 0)"},
 		},
@@ -48,6 +49,7 @@ func (r *runner) wait(cc *ucli.Context) error {
 	var o jobs.WaitOptions
 	o.Any = cc.Bool("any")
 	o.Input = cc.Bool("input")
+	o.Clean = cc.Bool("clean")
 	if cc.IsSet("timeout") {
 		d, err := parseDuration(verb, "timeout", cc.String("timeout"))
 		if err != nil {

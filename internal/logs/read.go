@@ -22,6 +22,21 @@ type Filter struct {
 	// interrupted by stderr output is still one line. A line longer than
 	// MaxGrepLine is tested and returned in part (see there).
 	Grep *regexp.Regexp
+	// Shown, when set, turns a line into the text its reader is shown (an
+	// agent reads text with escapes stripped and carriage-return
+	// overwrites collapsed), and Grep is tested against that text: a
+	// pattern finds what the reader sees, not the bytes under it. The
+	// bytes returned are the line's own.
+	Shown func([]byte) []byte
+}
+
+// Match reports whether line, without its newline, matches Grep as the
+// reader is shown it (see Shown).
+func (f Filter) Match(line []byte) bool {
+	if f.Shown != nil {
+		line = f.Shown(line)
+	}
+	return f.Grep.Match(line)
 }
 
 // MaxGrepLine is the longest line a Grep filter examines whole. Of a
@@ -352,7 +367,7 @@ func (rd *reader) closeLine() {
 // match tests one line and keeps it when it matches; false means the output
 // is full and line was not taken.
 func (rd *reader) match(line []byte) bool {
-	if !rd.f.Grep.Match(bytes.TrimSuffix(line, newline)) {
+	if !rd.f.Match(bytes.TrimSuffix(line, newline)) {
 		return true
 	}
 	if len(rd.out)+len(line) > rd.limit {
@@ -692,7 +707,11 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 		}
 		w.build()
 		var ok bool
-		sel, ok = selectTail(w, n, unit, lines, f.Grep, wholeLines)
+		var match func([]byte) bool
+		if f.Grep != nil {
+			match = f.Match
+		}
+		sel, ok = selectTail(w, n, unit, lines, match, wholeLines)
 		if ok || w.all || scanned >= budget || suffix > 0 { // suffixes cannot grow
 			if !ok && !w.all {
 				sel.truncated = true
@@ -759,11 +778,11 @@ type selection struct {
 
 // selectTail picks the last n units from the window. It reports false when
 // the window may be too short to know.
-func selectTail(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp, wholeLines bool) (selection, bool) {
+func selectTail(w *tailWindow, n int64, unit Unit, lines bool, match func([]byte) bool, wholeLines bool) (selection, bool) {
 	buf := w.buf
 	sel := selection{startAbs: -1}
-	if re != nil {
-		return selectGrep(w, n, unit, lines, re)
+	if match != nil {
+		return selectGrep(w, n, unit, lines, match)
 	}
 	switch {
 	case wholeLines: // TailLines(0): the whole lines of the last DefaultLimit bytes
@@ -833,7 +852,7 @@ func charStart(b []byte, n int64) int {
 // units of the matching lines. Of a line longer than MaxGrepLine, only its
 // last MaxGrepLine bytes are matched and kept; the window need not reach
 // back to its start.
-func selectGrep(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp) (selection, bool) {
+func selectGrep(w *tailWindow, n int64, unit Unit, lines bool, matches func([]byte) bool) (selection, bool) {
 	buf := w.buf
 	sel := selection{startAbs: -1}
 	begin := 0
@@ -862,7 +881,7 @@ func selectGrep(w *tailWindow, n int64, unit Unit, lines bool, re *regexp.Regexp
 			from = max(at, end-MaxGrepLine)
 			sel.cutLines++
 		}
-		if re.Match(bytes.TrimSuffix(buf[from:end], newline)) {
+		if matches(bytes.TrimSuffix(buf[from:end], newline)) {
 			ms = append(ms, match{from, end})
 			size += end - from
 		}

@@ -89,7 +89,7 @@ func readStreamLines(ctx context.Context, d *db.DB, jobID string, from, n int64,
 			if len(cur) == 0 || cur[len(cur)-1] != '\n' {
 				return true
 			}
-			if f.Grep.Match(bytes.TrimSuffix(cur, newline)) {
+			if f.Match(bytes.TrimSuffix(cur, newline)) {
 				out = append(out, cur...)
 				matches++
 			}
@@ -142,7 +142,7 @@ func readStreamLines(ctx context.Context, d *db.DB, jobID string, from, n int64,
 	if err != nil {
 		return Page{}, fmt.Errorf("read output of job %s: %w", jobID, err)
 	}
-	if f.Grep != nil && len(cur) > 0 && f.Grep.Match(cur) && len(out)+len(cur) <= limit {
+	if f.Grep != nil && len(cur) > 0 && f.Match(cur) && len(out)+len(cur) <= limit {
 		out = append(out, cur...) // the unterminated last line
 		matches++
 	}

@@ -770,7 +770,8 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processI
 		notes = append(notes, fmt.Sprintf("timeout capped at %s (the call bound)", round(s.bound)))
 		timeout = s.bound
 	}
-	o := jobs.WaitOptions{Timeout: timeout, Until: in.Until, Any: !in.All, Input: true, Progress: s.progress(ctx, req, timeout)}
+	// The model reads cleaned text: until matches that text.
+	o := jobs.WaitOptions{Timeout: timeout, Until: in.Until, Clean: true, Any: !in.All, Input: true, Progress: s.progress(ctx, req, timeout)}
 	if in.Idle != nil {
 		d, err := seconds("idle", *in.Idle)
 		if err != nil {

@@ -247,7 +247,7 @@ func (c *Client) Poll(ctx context.Context, ref string, o PollOptions) (PollResul
 	if err != nil {
 		return PollResult{}, err
 	}
-	f, err := filter("", o.Grep)
+	f, err := filter("", o.Grep, !o.Raw)
 	if err != nil {
 		return PollResult{}, err
 	}
@@ -369,7 +369,7 @@ func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollRe
 		return PollResult{}, err
 	}
 	c.touch(ctx, j)
-	f, err := filter("", o.Grep)
+	f, err := filter("", o.Grep, !o.Raw)
 	if err != nil {
 		return PollResult{}, err
 	}
@@ -524,7 +524,10 @@ func dropPartialRune(data []byte, end int64) ([]byte, int64) {
 	return data, end
 }
 
-func filter(stream Stream, grep string) (logs.Filter, error) {
+// filter builds the logs.Filter of a read. With clean, grep is matched
+// against each line as the cleaned text shows it (the text an agent
+// reads), not against the bytes under it.
+func filter(stream Stream, grep string, clean bool) (logs.Filter, error) {
 	f := logs.Filter{Stream: logs.Stream(stream)}
 	switch stream {
 	case "", Stdout, Stderr, PTY:
@@ -537,6 +540,9 @@ func filter(stream Stream, grep string) (logs.Filter, error) {
 			return f, fmt.Errorf("%w: bad regular expression \"%s\": %v", ErrInvalid, echo(grep), reErr(err))
 		}
 		f.Grep = re
+		if clean {
+			f.Shown = textclean.CleanLine
+		}
 	}
 	return f, nil
 }
@@ -552,13 +558,20 @@ func reErr(err error) string {
 
 // Log reads part of a job's output.
 func (c *Client) Log(ctx context.Context, ref string, r Range) (Output, error) {
+	return c.log(ctx, ref, r, r.Clean)
+}
+
+// log is Log; with cleanMatch, Grep matches the cleaned text of each line
+// whether or not the bytes returned are cleaned (Follow cleans them
+// itself).
+func (c *Client) log(ctx context.Context, ref string, r Range, cleanMatch bool) (Output, error) {
 	if err := c.check(ctx); err != nil {
 		return Output{}, err
 	}
 	if r.Offset < 0 || r.Limit < 0 || r.FromLine < 0 || r.Lines < 0 || r.Tail < 0 || r.TailLines < 0 {
 		return Output{}, fmt.Errorf("%w: offsets, limits and line counts cannot be negative", ErrInvalid)
 	}
-	f, err := filter(r.Stream, r.Grep)
+	f, err := filter(r.Stream, r.Grep, cleanMatch)
 	if err != nil {
 		return Output{}, err
 	}
@@ -669,7 +682,7 @@ func (c *Client) LineMarks(ctx context.Context, ref string, fromLine, n int64, s
 	if err := c.check(ctx); err != nil {
 		return nil, err
 	}
-	f, err := filter(stream, "")
+	f, err := filter(stream, "", false)
 	if err != nil {
 		return nil, err
 	}

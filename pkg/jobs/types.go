@@ -398,12 +398,18 @@ type WaitOptions struct {
 	// Timeout bounds the wait; 0 means none (the context still applies).
 	Timeout time.Duration
 	// Until returns when the output of a job matches this regular
-	// expression.
+	// expression, tested line by line (the pending partial line
+	// included).
 	Until string
+	// Clean tests Until against each line as cleaned text shows it
+	// (escapes stripped, carriage-return overwrites collapsed: what poll
+	// and an agent read), and Match is that text. Otherwise Until is
+	// tested against the raw bytes.
+	Clean bool
 	// Idle returns when no job has produced output for this long.
 	Idle time.Duration
 	// Input returns when a job is blocked reading its stdin (a prompt
-	// waits for an answer), within about half a second of it blocking.
+	// waits for an answer), with what it wrote before blocking stored.
 	Input bool
 	// NewOutput returns when a job has output its ReadNew cursor has not
 	// passed (a blocking poll).

@@ -96,7 +96,7 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 		res := WaitResult{Jobs: jobs}
 		if until != nil {
 			for i, j := range rows {
-				line, next, err := c.scanUntil(ctx, j, scanned[i], until)
+				line, next, err := c.scanUntil(ctx, j, scanned[i], until, o.Clean)
 				if err != nil {
 					if ctx.Err() == context.DeadlineExceeded && o.Timeout > 0 {
 						// The bound passed inside a read: that is a
@@ -226,7 +226,7 @@ const inputSettle = 300 * time.Millisecond
 // terminal), so "$" anchors at its end. The last line without a newline
 // (a prompt waiting for an answer) is matched as it stands, and again once
 // it grows, since the offset to resume at stays at its start.
-func (c *Client) scanUntil(ctx context.Context, j db.Job, from int64, re *regexp.Regexp) (string, int64, error) {
+func (c *Client) scanUntil(ctx context.Context, j db.Job, from int64, re *regexp.Regexp, clean bool) (string, int64, error) {
 	for from < j.OutputBytes {
 		p, err := logs.ReadRange(ctx, c.db, j.ID, from, 1<<20, logs.Filter{})
 		if err != nil {
@@ -248,6 +248,9 @@ func (c *Client) scanUntil(ctx context.Context, j db.Job, from int64, re *regexp
 				break // cut by the page: read it whole next time
 			}
 			line = bytes.TrimRight(line, "\r")
+			if clean {
+				line = textclean.CleanLine(line)
+			}
 			if re.Match(line) {
 				return string(line), 0, nil
 			}
@@ -275,21 +278,26 @@ func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) e
 		// The pages arrive cut anywhere, an escape sequence or a redrawn
 		// line across two of them: one cleaner sees all the bytes in
 		// order, and only finished lines are passed on until the end.
+		// Grep still matches the cleaned text of each line.
 		cw := &cleanWriter{w: w}
 		r.Clean = false
-		if err := c.Follow(ctx, ref, r, cw); err != nil {
+		if err := c.follow(ctx, ref, r, cw, true); err != nil {
 			return err
 		}
 		return cw.Close()
 	}
-	first, err := c.Log(ctx, ref, r)
+	return c.follow(ctx, ref, r, w, false)
+}
+
+func (c *Client) follow(ctx context.Context, ref string, r Range, w io.Writer, cleanMatch bool) error {
+	first, err := c.log(ctx, ref, r, cleanMatch)
 	if err != nil {
 		return err
 	}
 	if _, err := io.WriteString(w, first.Text); err != nil {
 		return err
 	}
-	f, err := filter(r.Stream, r.Grep)
+	f, err := filter(r.Stream, r.Grep, cleanMatch)
 	if err != nil {
 		return err
 	}

@@ -102,6 +102,50 @@ func TestWaitInputStoresThePrompt(t *testing.T) {
 	}
 }
 
+// TestMatchesWhatTheReaderSees: Until with Clean and a grep of cleaned
+// output match the text a reader is shown, not the bytes under it: a
+// coloured ready line matches its plain words, a bold word is found, and a
+// progress line matches only as its last state.
+func TestMatchesWhatTheReaderSees(t *testing.T) {
+	c := open(t, jobs.Options{})
+	ctx := context.Background()
+	j, err := c.Start(ctx, jobs.Spec{Command: `printf '\033[32mServer\033[0m ready on :8080\n'; printf 'a \033[1mfoo\033[0m bar\n'; printf 'Downloading 10%%\rDownloading 100%%\n'; sleep 30`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill(ctx, j.ID, 0)
+	r, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Until: "Server ready on :8080", Clean: true, Timeout: 50 * time.Second})
+	if err != nil || r.Reason != jobs.WaitMatched || r.Match != "Server ready on :8080" {
+		t.Fatalf("until on cleaned text: %s %q %v", r.Reason, r.Match, err)
+	}
+	r, err = c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Until: `^Downloading 100%$`, Clean: true, Timeout: 50 * time.Second})
+	if err != nil || r.Reason != jobs.WaitMatched {
+		t.Fatalf("until the progress line's last state: %s %q %v", r.Reason, r.Match, err)
+	}
+	// The line is stored: its overwritten state is not what a reader sees.
+	r, err = c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Until: `^Downloading 10%$`, Clean: true, Timeout: time.Second})
+	if err != nil || r.Reason != jobs.WaitTimedOut {
+		t.Fatalf("until matched the overwritten state of a progress line: %s %q %v", r.Reason, r.Match, err)
+	}
+	// Raw (no Clean): the coloured line does not match its plain words.
+	r, err = c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Until: "Server ready", Timeout: time.Second})
+	if err != nil || r.Reason == jobs.WaitMatched {
+		t.Errorf("until on raw bytes matched across escapes: %s %q %v", r.Reason, r.Match, err)
+	}
+	out, err := c.Log(ctx, j.ID, jobs.Range{Grep: "foo bar", Clean: true, Offset: 0, Limit: 1 << 20, ByteRange: true})
+	if err != nil || out.Text != "a foo bar\n" {
+		t.Errorf("grep of cleaned output: %q %v", out.Text, err)
+	}
+	raw, err := c.Log(ctx, j.ID, jobs.Range{Grep: "foo bar", Offset: 0, Limit: 1 << 20, ByteRange: true})
+	if err != nil || raw.Text != "" {
+		t.Errorf("grep of raw output matched across escapes: %q %v", raw.Text, err)
+	}
+	p, err := c.Poll(ctx, j.ID, jobs.PollOptions{Grep: "^Downloading 10%$"})
+	if err != nil || p.Output.Text != "" {
+		t.Errorf("poll grep matched a progress line's overwritten state: %q %v", p.Output.Text, err)
+	}
+}
+
 // TestReadNewNewest: with Newest, a read of more than the budget gives
 // the newest part from a line start and counts what it skipped; the cursor
 // moves to the end.
