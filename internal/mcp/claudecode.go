@@ -1,10 +1,14 @@
 package mcp
 
-// The claude-code profile: the Claude Code tools' Claude-Code-style background shells.
-// run_command with run_in_background starts a job; bash_output reads what
-// is new since the last read; kill_shell ends it; list_shells lists them.
-// The original interface keeps processes in memory (20 at most, 10000 lines each); here
-// they are jobs, kept whole in the database and seen by every profile.
+// The claude-code profile: seed document 004, Claude Code-style background
+// shells, is its specification (docs/profiles/claude-code.md has the
+// requirements, and e2e/mcpclient/conformance/004-claude-code.mjs checks
+// them). run_command with run_in_background is the document's
+// spawnBackground; bash_output reads the lines that are new since the last
+// read; kill_shell ends a process; list_shells lists them. The document
+// keeps processes in memory (20 listed, 10000 lines a buffer); here they
+// are jobs, kept whole in the database and seen by every profile, and the
+// profile answers in the document's words and counts.
 
 import (
 	"context"
@@ -24,20 +28,22 @@ import (
 )
 
 const (
-	// claudeValidation is the original's "validation wait": a background
-	// command that fails inside it is reported failed at once. Here the
-	// call returns as soon as the job ends, so a quick failure costs less.
+	// claudeValidation is the document's validation wait: a background
+	// command is reported as it stands 1.5 s after its start. A job that
+	// ends sooner reads then as it will at 1.5 s, so the call returns at
+	// its end.
 	claudeValidation = 1500 * time.Millisecond
-	// claudeTimeout is the original's default maximum runtime (10 minutes).
+	// claudeTimeout is the document's default maximum runtime (10 minutes).
 	claudeTimeout = 10 * time.Minute
-	// claudeKillGrace is the original's SIGTERM-to-SIGKILL delay.
+	// claudeKillGrace is the document's SIGTERM-to-SIGKILL delay.
 	claudeKillGrace = 5 * time.Second
 )
 
 func claudeInstructions(scope string) string {
 	return "jobs runs shell commands as durable background jobs (scope " + strconv.Quote(scope) + "). " +
 		"run_command with run_in_background=true starts a background shell and returns its id; " +
-		"bash_output reads only the output that is new since the last read (filter keeps matching lines); " +
+		"bash_output reads only the output that is new since the last read (filter keeps matching lines), whole lines of each stream, " +
+		"at most about " + strconv.Itoa(resultChars) + " bytes a read: pending counts the bytes left for the next read; " +
 		"kill_shell ends one; list_shells lists them. Jobs and their full output survive a restart of this server."
 }
 
@@ -61,9 +67,9 @@ type claudeKillInput struct {
 
 type claudeListInput struct{}
 
-// claudeSpawn is run_command's result, as the original's spawnBackground
-// returns it; a command that finished within the call adds its exit code
-// and output.
+// claudeSpawn is run_command's result, as the document's spawnBackground
+// returns it. Additions: the exit code of a process that exited within the
+// call, and the output of a foreground run_command.
 type claudeSpawn struct {
 	ID       string `json:"id"`
 	Message  string `json:"message"`
@@ -72,15 +78,16 @@ type claudeSpawn struct {
 	Output   string `json:"output,omitempty"`
 }
 
-// claudeOutput is bash_output's result (the original's ProcessOutput).
+// claudeOutput is bash_output's result (the document's ProcessOutput).
 type claudeOutput struct {
 	ID        string `json:"id"`
 	Status    string `json:"status"`
 	NewOutput string `json:"newOutput"`
 	NewErrors string `json:"newErrors"`
 	ExitCode  *int   `json:"exitCode,omitempty"`
-	// Pending counts new bytes this read left for the next one (the
-	// original returns everything; a result here is bounded).
+	// Pending counts new bytes this read left for the next one (an
+	// addition: the document returns everything; a result here is
+	// bounded, and ends with a whole line).
 	Pending int64 `json:"pending,omitempty"`
 }
 
@@ -144,9 +151,11 @@ func schemaOf[T any](tool string) *jsonschema.Schema {
 	return s
 }
 
-// claudeStatus is a job's status in the Claude Code tools' words: running, completed,
-// failed or killed. A timed-out job was killed by its timeout, as the
-// original's is; a lost one (its supervisor died) counts as failed.
+// claudeStatus is a job's status in the document's words: running,
+// completed, failed or killed. A timed-out job was killed by its timeout,
+// as the document's is; a lost one (its supervisor died) counts as failed.
+// (The document's exit handler turns a killed process into "failed" once
+// it has exited; killed stays killed here, as kill_shell said.)
 func claudeStatus(st jobs.Status) string {
 	switch st {
 	case jobs.StatusStarting, jobs.StatusRunning:
@@ -414,7 +423,7 @@ func (s *server) claudeList(ctx context.Context, req *sdk.CallToolRequest, in cl
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}}, res, nil
 }
 
-// claudeRuntime is the original's runtime words: 42s, 3m 5s, 2h 10m.
+// claudeRuntime is the document's runtime words: 42s, 3m 5s, 2h 10m.
 func claudeRuntime(d time.Duration) string {
 	sec := int64(d / time.Second)
 	switch {
@@ -438,7 +447,7 @@ func nonEmptyLines(text string) []string {
 	return out
 }
 
-// jsonResult returns v as the original interface returns it: the JSON object as text,
+// jsonResult returns v as the document returns it: the JSON object as text,
 // and as structured content.
 func jsonResult(v any) (*sdk.CallToolResult, any, error) {
 	text, err := json.Marshal(v)

@@ -37,10 +37,15 @@ const (
 	// shows the running processes and the newest ended ones, this many in
 	// all (more only when more are running).
 	claudeMaxProcesses = 20
-	// claudeReadBytes is how much new output one bash_output read takes
-	// (the document returns all; a result here is bounded, and the rest
-	// comes with the next read).
-	claudeReadBytes = 256 << 10
+	// claudeReadBytes is how much new output one bash_output read takes,
+	// the bound of every result of the server (the document returns all;
+	// here the rest comes with the next read, and pending says how much
+	// is left).
+	claudeReadBytes = resultChars
+	// claudeBackBytes is how far before its window a read looks for the
+	// start of a line an earlier read ended inside; a line that began
+	// further back is looked for with more reads.
+	claudeBackBytes = 4 << 10
 	// claudeMaxLine is the longest line returned whole: of a longer line,
 	// its last claudeMaxLine bytes.
 	claudeMaxLine = 1 << 20
@@ -70,37 +75,64 @@ func claudeOut(j jobs.Job) jobs.Stream {
 }
 
 // claudeReadNew reads the lines that are new since the last read of job id
-// and moves the read cursor past them.
+// and moves the read cursor past them. A window that ends no line (a long
+// line being passed, only blank lines) is followed by the next one within
+// the call, up to claudeMaxLine bytes: a read that returns nothing has
+// nothing more to return.
 func (s *server) claudeReadNew(ctx context.Context, id string) (claudeNew, error) {
+	var r claudeNew
+	for passed := int64(0); ; {
+		step, moved, err := s.claudeReadStep(ctx, id)
+		if err != nil {
+			return claudeNew{}, err
+		}
+		r.job, r.pending = step.job, step.pending
+		r.stdout = append(r.stdout, step.stdout...)
+		r.stderr = append(r.stderr, step.stderr...)
+		passed += moved
+		if len(r.stdout)+len(r.stderr) > 0 || step.pending == 0 || moved == 0 || passed >= claudeMaxLine {
+			return r, nil
+		}
+	}
+}
+
+// claudeReadStep is one window of claudeReadNew; it also returns how far
+// it moved the read cursor.
+func (s *server) claudeReadStep(ctx context.Context, id string) (claudeNew, int64, error) {
 	for attempt := 0; ; attempt++ {
 		j, err := s.c.Get(ctx, id)
 		if err != nil {
-			return claudeNew{}, err
+			return claudeNew{}, 0, err
 		}
 		from := j.ReadCursor
-		segs, o, err := s.c.Segments(ctx, j.ID, from, claudeReadBytes)
+		// One read takes the window and the bytes just before it, where a
+		// line an earlier read ended inside begins (most lines are short).
+		back := min(from, claudeBackBytes)
+		segs, o, err := s.c.Segments(ctx, j.ID, from-back, back+claudeReadBytes)
 		if err != nil {
-			return claudeNew{}, err
+			return claudeNew{}, 0, err
 		}
+		window := claudeFrom(segs, from)
 		final := j.Status.Terminal() && o.End >= o.TotalBytes
 		cut := o.End
 		if !final {
-			cut = claudeCut(segs, from, o.End, o.TotalBytes)
+			cut = claudeCut(window, from, o.End, o.TotalBytes)
 		}
 		streams := []jobs.Stream{claudeOut(j), jobs.Stderr}
 		var complete, partial [2][]byte
 		for i, st := range streams {
-			var text []byte
-			for _, sg := range segs {
-				if sg.Stream == st && sg.Offset < cut {
-					text = append(text, sg.Text[:min(int64(len(sg.Text)), cut-sg.Offset)]...)
-				}
-			}
+			text := claudeBytes(window, st, cut)
 			nl := bytes.LastIndexByte(text, '\n')
 			if from > 0 && (nl >= 0 || final) {
-				head, err := s.claudeLineHead(ctx, j.ID, st, from)
-				if err != nil {
-					return claudeNew{}, err
+				before := claudeBytes(segs, st, from)
+				head := before
+				if k := bytes.LastIndexByte(before, '\n'); k >= 0 {
+					head = before[k+1:]
+				} else if back < from {
+					// The line began further back.
+					if head, err = s.claudeLineHead(ctx, j.ID, st, from); err != nil {
+						return claudeNew{}, 0, err
+					}
 				}
 				text = append(head, text...)
 				nl = bytes.LastIndexByte(text, '\n')
@@ -110,13 +142,13 @@ func (s *server) claudeReadNew(ctx context.Context, id string) (claudeNew, error
 		if cut > from {
 			ok, err := s.c.MarkRead(ctx, j.ID, from, cut)
 			if err != nil {
-				return claudeNew{}, err
+				return claudeNew{}, 0, err
 			}
 			if !ok {
 				if attempt < 10 {
 					continue // another reader moved the cursor: read again from there
 				}
-				return claudeNew{}, fmt.Errorf("read new output of process %s: other readers keep moving its read cursor", j.ID)
+				return claudeNew{}, 0, fmt.Errorf("read new output of process %s: other readers keep moving its read cursor", j.ID)
 			}
 		}
 		r := claudeNew{job: j, pending: o.TotalBytes - cut}
@@ -128,7 +160,7 @@ func (s *server) claudeReadNew(ctx context.Context, id string) (claudeNew, error
 			if len(out)+len(errs) > 0 {
 				first, err := s.c.NoteOnce(ctx, j.ID, claudeLastLinesNote)
 				if err != nil && !errors.Is(err, jobs.ErrNotFound) {
-					return claudeNew{}, err
+					return claudeNew{}, 0, err
 				}
 				if first {
 					r.stdout = append(r.stdout, out...)
@@ -136,8 +168,33 @@ func (s *server) claudeReadNew(ctx context.Context, id string) (claudeNew, error
 				}
 			}
 		}
-		return r, nil
+		return r, cut - from, nil
 	}
+}
+
+// claudeFrom is the part of segs at or after offset at.
+func claudeFrom(segs []jobs.Segment, at int64) []jobs.Segment {
+	var out []jobs.Segment
+	for _, sg := range segs {
+		if end := sg.Offset + int64(len(sg.Text)); end > at {
+			if sg.Offset < at {
+				sg.Text, sg.Offset = sg.Text[at-sg.Offset:], at
+			}
+			out = append(out, sg)
+		}
+	}
+	return out
+}
+
+// claudeBytes is the bytes of stream st in segs before offset end.
+func claudeBytes(segs []jobs.Segment, st jobs.Stream, end int64) []byte {
+	var b []byte
+	for _, sg := range segs {
+		if sg.Stream == st && sg.Offset < end {
+			b = append(b, sg.Text[:min(int64(len(sg.Text)), end-sg.Offset)]...)
+		}
+	}
+	return b
 }
 
 // claudeCut is where a read of a running job (or of output beyond the
@@ -163,18 +220,13 @@ func claudeCut(segs []jobs.Segment, from, end, total int64) int64 {
 // inside. It looks back in growing steps, at most claudeMaxLine bytes of
 // the stream and jobs.MaxPageBytes of the output.
 func (s *server) claudeLineHead(ctx context.Context, id string, st jobs.Stream, at int64) ([]byte, error) {
-	for k := int64(4 << 10); ; k *= 4 {
+	for k := int64(4 * claudeBackBytes); ; k *= 4 {
 		from := max(0, at-k)
 		segs, _, err := s.c.Segments(ctx, id, from, at-from)
 		if err != nil {
 			return nil, err
 		}
-		var b []byte
-		for _, sg := range segs {
-			if sg.Stream == st && sg.Offset < at {
-				b = append(b, sg.Text[:min(int64(len(sg.Text)), at-sg.Offset)]...)
-			}
-		}
+		b := claudeBytes(segs, st, at)
 		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
 			return b[i+1:], nil
 		}

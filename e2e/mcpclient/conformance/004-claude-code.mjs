@@ -25,8 +25,9 @@ const ended = (id) => until(async () => {
   const s = await statusOf(id);
   return s && s.status !== "running" ? s : null;
 });
-// readAll reads with repeated bash_output until the process has ended and
-// a read brings nothing new; it returns every line of each stream.
+// readAll reads as a client of the document does, with repeated
+// bash_output until the process has ended and a read brings nothing new
+// (it knows no "pending"); it returns every line of each stream.
 async function readAll(id) {
   const out = [], errs = [];
   let last;
@@ -95,6 +96,19 @@ const quick = r.sc.id;
 check("004-R13", "status is \"running\" | \"failed\": a process that completed within the wait gets the \"✓ Background process running\" message",
   r.sc.status === "running" && r.sc.message?.startsWith("✓ Background process running\n") &&
   r.sc.message.includes(" Initial output (3 lines):\n quick-a1\n quick-b2\n QUICK-A3\n"), r.sc);
+
+// The document's buffer holds a piece without its newline too.
+r = await spawn("printf 'no newline yet'; sleep 60");
+const unterminated = r.sc.id;
+check("004-R51", "Initial output counts what the buffer holds: an unterminated piece is shown (\" no newline yet\")",
+  r.sc.status === "running" && r.sc.message?.includes(" Command: printf 'no newline yet'; sleep 60\n Initial output (1 lines):\n no newline yet\n Use bash_output("), r.sc);
+await call(c, "kill_shell", { shell_id: unterminated });
+
+// A spawn that cannot happen is reported in the document's words, not as a
+// protocol error.
+r = await spawn("echo never", { cwd: "/nonexistent/conformance-004" });
+check("004-R52", "spawn failure: { status: \"failed\", message: \"Failed to spawn: ${err.message}\" }",
+  !r.isError && r.sc.status === "failed" && r.sc.message?.startsWith("Failed to spawn: ") && r.sc.message.includes("/nonexistent/conformance-004"), r);
 
 // ── spawn: shell, cwd, env, stdin ───────────────────────────────────────
 r = await spawn("echo abc | tr a-c x-z");
@@ -186,6 +200,18 @@ const outs = [early.sc.newOutput, ...all.out].filter(Boolean).join("\n").split("
 const errs = [early.sc.newErrors, ...all.errs].filter(Boolean).join("\n").split("\n");
 check("004-R32", "a line is what one stream writes up to \"\\n\", returned once and whole; the unterminated last line comes when the process ends",
   eq(outs, ["whole", "tail-without-newline"]) && eq(errs, ["e-first", "e-second"]), { early: early.sc, all });
+
+// A line longer than one bounded read, written in two pieces with stderr
+// lines between them, read while it is being written: still one line.
+r = await spawn("head -c 30000 /dev/zero | tr '\\0' a; echo e-one >&2; sleep 3; head -c 30000 /dev/zero | tr '\\0' b; echo; echo e-two >&2");
+const longID = r.sc.id;
+const mid = await read(longID);
+all = await readAll(longID);
+const longOut = [mid.sc.newOutput, ...all.out].filter(Boolean);
+const longErr = [mid.sc.newErrors, ...all.errs].filter(Boolean).join("\n").split("\n");
+check("004-R53", "a line longer than one read, interleaved with stderr lines, arrives once and whole",
+  longOut.length === 1 && longOut[0] === "a".repeat(30000) + "b".repeat(30000) && eq(longErr, ["e-one", "e-two"]),
+  { mid: { status: mid.sc.status, out: mid.sc.newOutput?.length, errs: mid.sc.newErrors }, outs: longOut.map((l) => l.length), longErr });
 
 // ── timeout ─────────────────────────────────────────────────────────────
 r = await spawn("echo before-timeout; sleep 30", { timeout: 300 });
