@@ -295,6 +295,9 @@ const waited = Date.now() - killStart;
 check("004-R49", "SIGKILL after 5 seconds if still running (a process that ignores SIGTERM ends, not before 5 s)",
   r.sc.success === true && stubbornPid > 0 && gone && waited >= 4500, { sc: r.sc, stubbornPid, gone, waited });
 
+r = await read(stubborn);
+check("004-R54", "exitCode: code ?? undefined: none for a process a signal ended", r.sc.status === "killed" && !("exitCode" in r.sc), r.sc);
+
 await call(c, "kill_shell", { shell_id: dev });
 await call(c, "kill_shell", { shell_id: pm });
 
