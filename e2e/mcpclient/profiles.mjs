@@ -73,7 +73,9 @@ async function claudeCode() {
   r = await call(c, "run_command", { command: "echo a1; echo b2; echo A3", run_in_background: true });
   const quick = r.sc.id;
   ids.push(quick);
-  check("quick completed", r.sc.status === "completed" && r.sc.exitCode === 0, r.sc);
+  // The document reports a process that did not fail within its validation
+  // wait as running; the exit code is an addition.
+  check("quick completed", r.sc.status === "running" && r.sc.exitCode === 0 && r.sc.message?.startsWith("✓ Background process running"), r.sc);
   r = await call(c, "bash_output", { bash_id: quick, filter: "^a" });
   check("filter", r.sc.status === "completed" && r.sc.newOutput === "a1\nA3" && r.sc.exitCode === 0, r.sc);
   r = await call(c, "bash_output", { bash_id: quick.slice(0, 6), filter: "([" });
@@ -84,7 +86,7 @@ async function claudeCode() {
   ids.push(r.sc.id);
   const boom = r.sc.id;
   check("failed immediately", r.sc.status === "failed" && r.sc.exitCode === 3 &&
-    r.sc.message?.startsWith("✕ Process failed immediately\n Command: echo boom >&2; exit 3") && r.sc.message.includes("Exit code: 3"), r.sc);
+    r.sc.message === "✕ Process failed immediately\n Command: echo boom >&2; exit 3\n Error: boom\n Exit code: 3", r.sc);
 
   // stdout and stderr apart, as the original interface keeps them.
   r = await call(c, "bash_output", { bash_id: boom });
@@ -94,7 +96,7 @@ async function claudeCode() {
   r = await call(c, "run_command", { command: "sleep 30", run_in_background: true, timeout: 300 });
   const slow = r.sc.id;
   ids.push(slow);
-  check("timeout killed", r.sc.status === "killed", r.sc);
+  check("timeout killed", r.sc.status === "running" && r.sc.message?.includes("Process killed after 300ms timeout"), r.sc);
   r = await call(c, "bash_output", { bash_id: slow });
   check("timeout words", r.sc.status === "killed" && r.sc.newErrors === "Process killed after 300ms timeout", r.sc);
 

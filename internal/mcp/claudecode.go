@@ -1,10 +1,14 @@
 package mcp
 
-// The claude-code profile: the Claude Code tools' Claude-Code-style background shells.
-// run_command with run_in_background starts a job; bash_output reads what
-// is new since the last read; kill_shell ends it; list_shells lists them.
-// The original interface keeps processes in memory (20 at most, 10000 lines each); here
-// they are jobs, kept whole in the database and seen by every profile.
+// The claude-code profile: seed document 004, Claude Code-style background
+// shells, is its specification (docs/profiles/claude-code.md has the
+// requirements, and e2e/mcpclient/conformance/004-claude-code.mjs checks
+// them). run_command with run_in_background is the document's
+// spawnBackground; bash_output reads the lines that are new since the last
+// read; kill_shell ends a process; list_shells lists them. The document
+// keeps processes in memory (20 listed, 10000 lines a buffer); here they
+// are jobs, kept whole in the database and seen by every profile, and the
+// profile answers in the document's words and counts.
 
 import (
 	"context"
@@ -24,22 +28,22 @@ import (
 )
 
 const (
-	// claudeValidation is the original's "validation wait": a background
-	// command that fails inside it is reported failed at once. Here the
-	// call returns as soon as the job ends, so a quick failure costs less.
+	// claudeValidation is the document's validation wait: a background
+	// command is reported as it stands 1.5 s after its start. A job that
+	// ends sooner reads then as it will at 1.5 s, so the call returns at
+	// its end.
 	claudeValidation = 1500 * time.Millisecond
-	// claudeTimeout is the original's default maximum runtime (10 minutes).
+	// claudeTimeout is the document's default maximum runtime (10 minutes).
 	claudeTimeout = 10 * time.Minute
-	// claudeKillGrace is the original's SIGTERM-to-SIGKILL delay.
+	// claudeKillGrace is the document's SIGTERM-to-SIGKILL delay.
 	claudeKillGrace = 5 * time.Second
-	// claudeListMax bounds list_shells (the original interface holds 20 processes).
-	claudeListMax = 100
 )
 
 func claudeInstructions(scope string) string {
 	return "jobs runs shell commands as durable background jobs (scope " + strconv.Quote(scope) + "). " +
 		"run_command with run_in_background=true starts a background shell and returns its id; " +
-		"bash_output reads only the output that is new since the last read (filter keeps matching lines); " +
+		"bash_output reads only the output that is new since the last read (filter keeps matching lines), whole lines of each stream, " +
+		"at most about " + strconv.Itoa(resultChars) + " bytes a read: pending counts the bytes left for the next read; " +
 		"kill_shell ends one; list_shells lists them. Jobs and their full output survive a restart of this server."
 }
 
@@ -63,9 +67,9 @@ type claudeKillInput struct {
 
 type claudeListInput struct{}
 
-// claudeSpawn is run_command's result, as the original's spawnBackground
-// returns it; a command that finished within the call adds its exit code
-// and output.
+// claudeSpawn is run_command's result, as the document's spawnBackground
+// returns it. Additions: the exit code of a process that exited within the
+// call, and the output of a foreground run_command.
 type claudeSpawn struct {
 	ID       string `json:"id"`
 	Message  string `json:"message"`
@@ -74,15 +78,16 @@ type claudeSpawn struct {
 	Output   string `json:"output,omitempty"`
 }
 
-// claudeOutput is bash_output's result (the original's ProcessOutput).
+// claudeOutput is bash_output's result (the document's ProcessOutput).
 type claudeOutput struct {
 	ID        string `json:"id"`
 	Status    string `json:"status"`
 	NewOutput string `json:"newOutput"`
 	NewErrors string `json:"newErrors"`
 	ExitCode  *int   `json:"exitCode,omitempty"`
-	// Pending counts new bytes this read left for the next one (the
-	// original returns everything; a result here is bounded).
+	// Pending counts new bytes this read left for the next one (an
+	// addition: the document returns everything; a result here is
+	// bounded, and ends with a whole line).
 	Pending int64 `json:"pending,omitempty"`
 }
 
@@ -100,6 +105,9 @@ type claudeShell struct {
 	Runtime     string `json:"runtime"`
 	OutputLines int64  `json:"outputLines"`
 	ErrorLines  int64  `json:"errorLines"`
+	// EndedAt is when an ended process ended (an addition: the
+	// document's runtime keeps counting after the end).
+	EndedAt string `json:"endedAt,omitempty"`
 }
 
 type claudeShells struct {
@@ -143,9 +151,11 @@ func schemaOf[T any](tool string) *jsonschema.Schema {
 	return s
 }
 
-// claudeStatus is a job's status in the Claude Code tools' words: running, completed,
-// failed or killed. A timed-out job was killed by its timeout, as the
-// original's is; a lost one (its supervisor died) counts as failed.
+// claudeStatus is a job's status in the document's words: running,
+// completed, failed or killed. A timed-out job was killed by its timeout,
+// as the document's is; a lost one (its supervisor died) counts as failed.
+// (The document's exit handler turns a killed process into "failed" once
+// it has exited; killed stays killed here, as kill_shell said.)
 func claudeStatus(st jobs.Status) string {
 	switch st {
 	case jobs.StatusStarting, jobs.StatusRunning:
@@ -163,7 +173,10 @@ func (s *server) claudeRun(ctx context.Context, req *sdk.CallToolRequest, in cla
 	if strings.TrimSpace(in.Command) == "" {
 		return nil, nil, argError("command is required and must not be empty")
 	}
-	spec := jobs.Spec{Command: in.Command, Cwd: in.Cwd, Label: in.Description, Timeout: claudeTimeout}
+	// The document spawns with stdin ignored (/dev/null) and FORCE_COLOR=0
+	// added to the server's environment.
+	spec := jobs.Spec{Command: in.Command, Cwd: in.Cwd, Label: in.Description, Timeout: claudeTimeout,
+		NoStdin: true, Env: []string{"FORCE_COLOR=0"}}
 	if in.Timeout != nil {
 		if *in.Timeout < 0 {
 			return nil, nil, argError("timeout must not be negative, got %v", *in.Timeout)
@@ -174,130 +187,176 @@ func (s *server) claudeRun(ctx context.Context, req *sdk.CallToolRequest, in cla
 	}
 	job, err := s.c.Start(ctx, spec)
 	if err != nil {
-		return nil, nil, describe("", err)
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		// The document's answer when spawn throws.
+		return jsonResult(claudeSpawn{Message: "Failed to spawn: " + err.Error(), Status: "failed"})
 	}
 	window := claudeValidation
 	if !in.RunInBackground {
 		window = s.bound
 	}
 	if !job.Status.Terminal() {
+		// A job that ends inside the window reads as it would at its end:
+		// nothing changes after that, so the call need not wait it out.
 		wr, err := s.c.Wait(ctx, []string{job.ID}, jobs.WaitOptions{Timeout: window})
 		if err != nil {
 			return nil, nil, fmt.Errorf("wait for process %s (it was started and may still run): %w", job.ID, err)
 		}
 		job = wr.Jobs[0]
 	}
-	if job.Status.Terminal() {
-		return s.claudeFinished(ctx, job)
+	if !in.RunInBackground && job.Status.Terminal() {
+		return s.claudeForeground(ctx, job)
 	}
-	// Still running: the original's "✓ Background process running" message,
-	// with the first lines it wrote.
-	out, err := s.c.Log(ctx, job.ID, jobs.Range{Lines: 9})
+	if claudeStatus(job.Status) == "failed" {
+		return s.claudeFailed(ctx, job)
+	}
+	// Running after the validation wait, or ended without failing: the
+	// document's "✓ Background process running" message either way.
+	res := claudeSpawn{ID: job.ID, Status: "running", ExitCode: claudeExitCode(job)}
+	var b strings.Builder
+	b.WriteString("✓ Background process running\n")
+	pid := "?"
+	if job.PID > 0 {
+		pid = strconv.Itoa(job.PID)
+	}
+	fmt.Fprintf(&b, " PID: %s\n ID: %s\n Command: %s\n", pid, job.ID, in.Command)
+	n, lines, err := s.claudeLines(ctx, job, claudeOut(job), 8)
 	if err != nil {
 		return nil, nil, describe(job.ID, err)
 	}
-	var b strings.Builder
-	b.WriteString("✓ Background process running\n")
-	fmt.Fprintf(&b, " PID: %d\n ID: %s\n Command: %s\n", job.PID, job.ID, in.Command)
-	if lines := nonEmptyLines(out.Text); len(lines) > 0 {
-		fmt.Fprintf(&b, " Initial output (%d lines):\n", len(lines))
-		for _, l := range lines[:min(8, len(lines))] {
+	if n > 0 {
+		fmt.Fprintf(&b, " Initial output (%d lines):\n", n)
+		for _, l := range lines {
 			b.WriteString(" " + l + "\n")
 		}
-		if len(lines) > 8 {
-			fmt.Fprintf(&b, " ... +%d more lines\n", len(lines)-8)
+		if n > 8 {
+			fmt.Fprintf(&b, " ... +%d more lines\n", n-8)
+		}
+	}
+	n, lines, err = s.claudeErrors(ctx, job, 4)
+	if err != nil {
+		return nil, nil, describe(job.ID, err)
+	}
+	if n > 0 {
+		fmt.Fprintf(&b, " Stderr (%d lines):\n", n)
+		for _, l := range lines {
+			b.WriteString(" " + l + "\n")
 		}
 	}
 	if !in.RunInBackground {
 		fmt.Fprintf(&b, " Still running after %s; it continues in the background.\n", round(s.bound))
 	}
 	fmt.Fprintf(&b, " Use bash_output(%q) to check output, kill_shell(%q) to stop.", job.ID, job.ID)
-	return jsonResult(claudeSpawn{ID: job.ID, Message: b.String(), Status: "running"})
+	res.Message = b.String()
+	return jsonResult(res)
 }
 
-// claudeFinished is run_command's result for a job that ended within the
-// call: the original's "✕ Process failed immediately" for a failure, else its
-// status and output.
-func (s *server) claudeFinished(ctx context.Context, job jobs.Job) (*sdk.CallToolResult, any, error) {
-	// The original's initial output does not count as read: Poll leaves the
+// claudeFailed is the document's "✕ Process failed immediately" result:
+// the command, its error lines (stderr, then the document's own notes),
+// and its exit code when it exited with one.
+func (s *server) claudeFailed(ctx context.Context, job jobs.Job) (*sdk.CallToolResult, any, error) {
+	b, err := s.claudeFailure(ctx, job, "✕ Process failed immediately")
+	if err != nil {
+		return nil, nil, err
+	}
+	return jsonResult(claudeSpawn{ID: job.ID, Message: b, Status: "failed", ExitCode: claudeExitCode(job)})
+}
+
+func (s *server) claudeFailure(ctx context.Context, job jobs.Job, head string) (string, error) {
+	lines := []string{head, " Command: " + job.Command}
+	n, errs, err := s.claudeErrors(ctx, job, claudeBufferLines)
+	if err != nil {
+		return "", describe(job.ID, err)
+	}
+	if n > 0 {
+		lines = append(lines, " Error: "+strings.Join(errs, "\n "))
+	}
+	if code := claudeExitCode(job); code != nil {
+		lines = append(lines, fmt.Sprintf(" Exit code: %d", *code))
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// claudeForeground is the result of a run_command without
+// run_in_background that ended within the call (the document has no
+// foreground mode; this one returns the output and exit code too).
+func (s *server) claudeForeground(ctx context.Context, job jobs.Job) (*sdk.CallToolResult, any, error) {
+	// The output returned here does not count as read: Poll leaves the
 	// read cursor where it is, so bash_output still returns it.
 	pr, err := s.c.Poll(ctx, job.ID, jobs.PollOptions{Tail: resultChars})
 	if err != nil {
 		return nil, nil, describe(job.ID, err)
 	}
 	status := claudeStatus(job.Status)
-	res := claudeSpawn{ID: job.ID, Status: status, ExitCode: job.ExitCode, Output: pr.Output.Text}
-	var b strings.Builder
+	res := claudeSpawn{ID: job.ID, Status: status, ExitCode: claudeExitCode(job), Output: pr.Output.Text}
 	if status == "completed" {
-		b.WriteString("✓ Process completed\n")
-	} else {
-		b.WriteString("✕ Process failed immediately\n")
+		res.Message = "✓ Process completed\n Command: " + job.Command + "\n Exit code: 0"
+		return jsonResult(res)
 	}
-	fmt.Fprintf(&b, " Command: %s\n", job.Command)
-	if job.Reason != "" {
-		fmt.Fprintf(&b, " Error: %s\n", job.Reason)
+	if res.Message, err = s.claudeFailure(ctx, job, "✕ Process "+status); err != nil {
+		return nil, nil, err
 	}
-	if job.ExitCode != nil {
-		fmt.Fprintf(&b, " Exit code: %d", *job.ExitCode)
-	}
-	res.Message = strings.TrimRight(b.String(), "\n")
 	return jsonResult(res)
+}
+
+// claudeExitCode is the document's exitCode: the code the process exited
+// with, none while it runs or when a signal ended it (Node's code is null
+// then).
+func claudeExitCode(j jobs.Job) *int {
+	if !j.Status.Terminal() || j.Signal != "" {
+		return nil
+	}
+	return j.ExitCode
+}
+
+// claudeFind is the document's lookup of a process: its id (here also a
+// unique prefix or a name), else the first process of the registry, in
+// the order started, whose id contains ref.
+func (s *server) claudeFind(ctx context.Context, ref string) (jobs.Job, error) {
+	j, err := s.c.Get(ctx, ref)
+	if err == nil || !errors.Is(err, jobs.ErrNotFound) && !errors.Is(err, jobs.ErrAmbiguous) {
+		return j, err
+	}
+	reg, rerr := s.claudeRegistry(ctx)
+	if rerr != nil {
+		return jobs.Job{}, rerr
+	}
+	for _, r := range reg {
+		if strings.Contains(r.ID, ref) {
+			return r, nil
+		}
+	}
+	return jobs.Job{}, err
 }
 
 func (s *server) claudeOutput(ctx context.Context, req *sdk.CallToolRequest, in claudeOutputInput) (*sdk.CallToolResult, any, error) {
 	if in.BashID == "" {
 		return nil, nil, argError("bash_id is required")
 	}
-	// The read cursor marks what has been read (the original's lastReadIndex,
-	// kept in the database); the new range is then read per stream, as
-	// the original interface keeps stdout and stderr apart.
-	pr, err := s.c.ReadNew(ctx, in.BashID, jobs.PollOptions{Tail: resultChars})
-	if errors.Is(err, jobs.ErrNotFound) {
+	j, err := s.claudeFind(ctx, in.BashID)
+	if errors.Is(err, jobs.ErrNotFound) || errors.Is(err, jobs.ErrAmbiguous) {
 		return claudeError(map[string]string{"error": "Process not found: " + textclean.Echo(in.BashID) + ". Use list_shells to see available processes."})
 	}
 	if err != nil {
 		return nil, nil, describe(in.BashID, err)
 	}
-	j := pr.Job
-	res := claudeOutput{ID: j.ID, Status: claudeStatus(j.Status), ExitCode: j.ExitCode}
-	if pr.Output.End > pr.Output.Start {
-		if res.NewOutput, err = s.claudeStream(ctx, j.ID, pr.Output, jobs.Stdout, in.Filter); err != nil {
-			return nil, nil, describe(in.BashID, err)
-		}
-		if res.NewErrors, err = s.claudeStream(ctx, j.ID, pr.Output, jobs.Stderr, in.Filter); err != nil {
-			return nil, nil, describe(in.BashID, err)
-		}
-	}
-	var notes []string
-	if res.NewErrors != "" {
-		notes = append(notes, res.NewErrors)
-	}
-	if j.Status == jobs.StatusTimedOut {
-		notes = append(notes, fmt.Sprintf("Process killed after %dms timeout", j.Timeout.Milliseconds()))
-	} else if j.Status == jobs.StatusFailed && j.Reason != "" || j.Status == jobs.StatusLost {
-		notes = append(notes, "Process error: "+j.Reason)
-	}
-	res.NewErrors = strings.Join(notes, "\n")
-	res.Pending = pr.Output.OmittedAfter
-	return jsonResult(res)
-}
-
-// claudeStream is one stream's part of the byte range o covers, its
-// non-blank lines kept, filtered as the original interface filters: a case-insensitive
-// regex, and an invalid one filters nothing.
-func (s *server) claudeStream(ctx context.Context, id string, o jobs.Output, st jobs.Stream, filter string) (string, error) {
-	r := jobs.Range{Offset: o.Start, Limit: o.End - o.Start, ByteRange: true, Stream: st, Clean: true}
-	page, err := s.c.Log(ctx, id, r)
+	r, err := s.claudeReadNew(ctx, j.ID)
 	if err != nil {
-		return "", err
+		return nil, nil, describe(in.BashID, err)
 	}
-	lines := nonEmptyLines(page.Text)
-	if filter != "" {
-		if re, err := regexp.Compile("(?i)" + filter); err == nil {
-			lines = slices.DeleteFunc(lines, func(l string) bool { return !re.MatchString(l) })
+	// The document applies the filter after it moved its read indices:
+	// lines filtered out count as read.
+	out, errs := r.stdout, r.stderr
+	if in.Filter != "" {
+		if re, err := regexp.Compile("(?i)" + in.Filter); err == nil {
+			keep := func(l string) bool { return !re.MatchString(l) }
+			out, errs = slices.DeleteFunc(out, keep), slices.DeleteFunc(errs, keep)
 		}
 	}
-	return strings.Join(lines, "\n"), nil
+	return jsonResult(claudeOutput{ID: r.job.ID, Status: claudeStatus(r.job.Status), NewOutput: strings.Join(out, "\n"),
+		NewErrors: strings.Join(errs, "\n"), ExitCode: claudeExitCode(r.job), Pending: r.pending})
 }
 
 func (s *server) claudeKill(ctx context.Context, req *sdk.CallToolRequest, in claudeKillInput) (*sdk.CallToolResult, any, error) {
@@ -305,7 +364,7 @@ func (s *server) claudeKill(ctx context.Context, req *sdk.CallToolRequest, in cl
 		return nil, nil, argError("shell_id is required")
 	}
 	j, err := s.c.Get(ctx, in.ShellID)
-	if errors.Is(err, jobs.ErrNotFound) {
+	if errors.Is(err, jobs.ErrNotFound) || errors.Is(err, jobs.ErrAmbiguous) {
 		return jsonResult(claudeKill{Success: false, Message: "Process not found: " + textclean.Echo(in.ShellID)})
 	}
 	if err != nil {
@@ -314,6 +373,7 @@ func (s *server) claudeKill(ctx context.Context, req *sdk.CallToolRequest, in cl
 	if j.Status.Terminal() {
 		return jsonResult(claudeKill{Success: false, Message: "Process already " + claudeStatus(j.Status)})
 	}
+	// SIGTERM to the process group, SIGKILL after the document's 5 s.
 	if _, err := s.c.Kill(ctx, j.ID, claudeKillGrace); err != nil {
 		return nil, nil, describe(in.ShellID, err)
 	}
@@ -321,12 +381,12 @@ func (s *server) claudeKill(ctx context.Context, req *sdk.CallToolRequest, in cl
 }
 
 func (s *server) claudeList(ctx context.Context, req *sdk.CallToolRequest, in claudeListInput) (*sdk.CallToolResult, any, error) {
-	list, err := s.c.List(ctx, jobs.Filter{Limit: claudeListMax})
+	list, err := s.claudeRegistry(ctx)
 	if err != nil {
 		return nil, nil, describe("", err)
 	}
-	slices.Reverse(list) // the original interface lists in the order started
 	res := claudeShells{Shells: []claudeShell{}}
+	now := time.Now()
 	for _, j := range list {
 		cmd := j.Command
 		if r := []rune(cmd); len(r) > 50 {
@@ -336,10 +396,23 @@ func (s *server) claudeList(ctx context.Context, req *sdk.CallToolRequest, in cl
 		if j.StartedAt != nil {
 			started = *j.StartedAt
 		}
+		outN, _, err := s.claudeLines(ctx, j, claudeOut(j), 0)
+		if err != nil {
+			return nil, nil, describe(j.ID, err)
+		}
+		errN, _, err := s.claudeErrors(ctx, j, 0)
+		if err != nil {
+			return nil, nil, describe(j.ID, err)
+		}
+		// The document's runtime is the time since the start, also for a
+		// process that ended.
 		sh := claudeShell{ID: j.ID, Command: cmd, Status: claudeStatus(j.Status), StartedAt: started.UTC().Format("2006-01-02T15:04:05.000Z"),
-			Runtime: claudeRuntime(j.Runtime), OutputLines: j.OutputLines}
+			Runtime: claudeRuntime(now.Sub(started)), OutputLines: int64(outN), ErrorLines: int64(errN)}
 		if !j.Status.Terminal() {
 			sh.PID = j.PID
+		}
+		if j.EndedAt != nil {
+			sh.EndedAt = j.EndedAt.UTC().Format("2006-01-02T15:04:05.000Z")
 		}
 		res.Shells = append(res.Shells, sh)
 	}
@@ -350,7 +423,7 @@ func (s *server) claudeList(ctx context.Context, req *sdk.CallToolRequest, in cl
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}}, res, nil
 }
 
-// claudeRuntime is the original's runtime words: 42s, 3m 5s, 2h 10m.
+// claudeRuntime is the document's runtime words: 42s, 3m 5s, 2h 10m.
 func claudeRuntime(d time.Duration) string {
 	sec := int64(d / time.Second)
 	switch {
@@ -374,7 +447,7 @@ func nonEmptyLines(text string) []string {
 	return out
 }
 
-// jsonResult returns v as the original interface returns it: the JSON object as text,
+// jsonResult returns v as the document returns it: the JSON object as text,
 // and as structured content.
 func jsonResult(v any) (*sdk.CallToolResult, any, error) {
 	text, err := json.Marshal(v)

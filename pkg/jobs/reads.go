@@ -426,6 +426,88 @@ func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollRe
 	}
 }
 
+// Segment is a run of one stream's raw output at an absolute offset of
+// the job's combined output.
+type Segment struct {
+	Stream Stream `json:"stream"`
+	Offset int64  `json:"offset"`
+	Text   string `json:"text"`
+}
+
+// Segments reads the raw output in [offset, offset+limit) (limit
+// DefaultPageBytes when 0, at most MaxPageBytes) as the runs of one stream
+// each that it consists of, in order, each with its offset. A read with
+// Range.Stream cannot say where each of its bytes lay; a front end that
+// keeps the streams apart and must cut them all at one offset (whole lines
+// of stdout and of stderr, as claude-code's bash_output returns them) reads
+// them here. The Output gives the range read (Start, End), the totals and
+// the evicted bytes inside the range; its Text is empty.
+func (c *Client) Segments(ctx context.Context, ref string, offset, limit int64) ([]Segment, Output, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, Output{}, err
+	}
+	if offset < 0 || limit < 0 {
+		return nil, Output{}, fmt.Errorf("%w: offsets and limits cannot be negative", ErrInvalid)
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return nil, Output{}, err
+	}
+	c.touch(ctx, j)
+	if limit == 0 {
+		limit = DefaultPageBytes
+	}
+	segs, p, err := logs.ReadSegments(ctx, c.db, j.ID, offset, min(limit, MaxPageBytes))
+	if err != nil {
+		return nil, Output{}, err
+	}
+	out := make([]Segment, len(segs))
+	for i, s := range segs {
+		out[i] = Segment{Stream: Stream(s.Stream), Offset: s.Offset, Text: string(s.Data)}
+	}
+	o := outputFromPage(j.ID, p, "")
+	o.Truncated = o.Truncated || limit > MaxPageBytes && o.OmittedAfter > 0
+	return out, o, nil
+}
+
+// MarkRead moves the job's read cursor (where the next ReadNew starts)
+// from offset from to offset to, if it is still at from, and reports
+// whether it moved: false means another reader moved it first, and the
+// caller reads again from where it is now (Job.ReadCursor). It lets a
+// front end that cuts new output its own way (whole lines of each stream)
+// share the one cursor with ReadNew. to must lie between from and the
+// output written so far.
+func (c *Client) MarkRead(ctx context.Context, ref string, from, to int64) (bool, error) {
+	if err := c.check(ctx); err != nil {
+		return false, err
+	}
+	if err := c.writable(); err != nil {
+		return false, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return false, err
+	}
+	if from < 0 || to < from {
+		return false, fmt.Errorf("%w: read cursor cannot move back (%d to %d)", ErrInvalid, from, to)
+	}
+	if to > j.OutputBytes {
+		// The row's counters may lag the newest chunk; the store's do not.
+		p, err := logs.ReadRange(ctx, c.db, j.ID, to, 1, logs.Filter{})
+		if err != nil {
+			return false, err
+		}
+		if to > p.TotalBytes {
+			return false, fmt.Errorf("%w: read cursor %d is past the output (%d bytes)", ErrInvalid, to, p.TotalBytes)
+		}
+	}
+	ok, err := c.db.AdvanceReadCursor(ctx, j.ID, from, to)
+	if err != nil {
+		return false, publicErr(ref, err)
+	}
+	return ok, nil
+}
+
 // readNewest is ReadNew with PollOptions.Newest: the newest n characters
 // of what is new, starting at a line when older new output is skipped, and
 // the cursor moved to the end of what it returns.
