@@ -1,0 +1,288 @@
+package e2e
+
+// Section E of the reliability matrix ("found later"), the cases that
+// reach jobs through its wire and its launcher: JSON-RPC on `jobs mcp`
+// (E4), the signal mask a launcher hands down (E5), a write-ahead log
+// deleted after a crash (B12) and invisible or bidirectional control
+// characters in text shown to people and agents (E9).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawMCP is `jobs mcp` driven with raw lines, as a misbehaving client
+// would drive it.
+type rawMCP struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan []byte
+	done  chan error
+	seen  [][]byte // every line read so far, for failure messages
+}
+
+func (w *world) rawMCP() *rawMCP {
+	w.t.Helper()
+	c := w.cmd("mcp")
+	in, err := c.StdinPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	c.Stderr = &stderr
+	if err := c.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	r := &rawMCP{t: w.t, cmd: c, in: in, lines: make(chan []byte, 64), done: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			r.lines <- bytes.Clone(sc.Bytes())
+		}
+		close(r.lines)
+		r.done <- c.Wait()
+	}()
+	w.t.Cleanup(func() {
+		in.Close()
+		select {
+		case <-r.done:
+		case <-time.After(60 * time.Second):
+			c.Process.Kill()
+		}
+		if w.t.Failed() {
+			w.t.Logf("jobs mcp stderr: %s", stderr.String())
+		}
+	})
+	return r
+}
+
+// write sends bytes as they are (no newline added).
+func (r *rawMCP) write(s string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.in, s); err != nil {
+		r.t.Fatalf("write %.80q: %v (the server has exited?)", s, err)
+	}
+}
+
+func (r *rawMCP) send(line string) { r.t.Helper(); r.write(line + "\n") }
+
+// next returns the next line the server writes that is not a
+// notification, failing the test when the server exits or stays silent.
+func (r *rawMCP) next(what string) []byte {
+	r.t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				err := <-r.done
+				r.done <- err
+				r.t.Fatalf("%s: jobs mcp ended its output (%v); it wrote:\n%s", what, err, bytes.Join(r.seen, []byte("\n")))
+			}
+			r.seen = append(r.seen, line)
+			var m map[string]json.RawMessage
+			if json.Unmarshal(line, &m) == nil && m["method"] != nil && m["id"] == nil {
+				continue // a notification
+			}
+			return line
+		case <-deadline:
+			r.t.Fatalf("%s: no answer from jobs mcp after 60s; it wrote:\n%s", what, bytes.Join(r.seen, []byte("\n")))
+		}
+	}
+}
+
+func (r *rawMCP) initialize(version string) {
+	r.t.Helper()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	if m := members(r.t, r.next("initialize")); m["result"] == nil {
+		r.t.Fatalf("initialize: %s", r.seen[len(r.seen)-1])
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// members splits one JSON object into its members, raw.
+func members(t *testing.T, line []byte) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatalf("not a JSON object: %q: %v", line, err)
+	}
+	return m
+}
+
+// errorCode returns the code of a JSON-RPC error response, or 0.
+func errorCode(m map[string]json.RawMessage) int {
+	var e struct {
+		Code int `json:"code"`
+	}
+	if m["error"] == nil || json.Unmarshal(m["error"], &e) != nil {
+		return 0
+	}
+	return e.Code
+}
+
+// TestE4JSONRPCBatchAnsweredIDsEchoed: after initialize (protocol
+// 2025-06-18, which has no batches), a JSON-RPC batch is answered with an
+// error for each request in it and the server keeps serving; every id comes
+// back exactly as sent, byte for byte, past int64 and float64 included;
+// frames split over writes or joined in one are each answered. On a session
+// that negotiated 2025-03-26 (which has batches) a batch is answered in
+// full.
+func TestE4JSONRPCBatchAnsweredIDsEchoed(t *testing.T) {
+	w := newWorld(t)
+
+	t.Run("batch refused on 2025-06-18", func(t *testing.T) {
+		r := w.rawMCP()
+		r.t = t
+		r.initialize("2025-06-18")
+		r.send(`[{"jsonrpc":"2.0","id":6,"method":"ping"},{"jsonrpc":"2.0","id":7,"method":"ping"}]`)
+		got := map[string]int{}
+		for range 2 {
+			line := r.next("batch")
+			m := members(t, line)
+			if m["result"] != nil || errorCode(m) != -32600 {
+				t.Errorf("a request in a batch got %s, want a -32600 error (no batches in 2025-06-18)", line)
+			}
+			got[string(m["id"])]++
+		}
+		if got["6"] != 1 || got["7"] != 1 {
+			t.Errorf("batch answers by id = %v, want one for 6 and one for 7", got)
+		}
+		r.send(`[{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}]`)
+		if m := members(t, r.next("batch of notifications")); string(m["id"]) != "null" || errorCode(m) != -32600 {
+			t.Errorf("a batch of notifications got %s, want a -32600 error with id null", r.seen[len(r.seen)-1])
+		}
+		r.send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+		if m := members(t, r.next("ping after the batch")); string(m["id"]) != "8" || m["result"] == nil {
+			t.Fatalf("ping after a batch: %s", r.seen[len(r.seen)-1])
+		}
+	})
+
+	t.Run("ids echoed exactly", func(t *testing.T) {
+		r := w.rawMCP()
+		r.t = t
+		r.initialize("2025-06-18")
+		long := `"` + strings.Repeat(`x\u00e9\"\\`, 2000) + `"`
+		ids := []string{
+			`18446744073709551615`, // 2^64-1: past int64
+			`9223372036854775808`,  // 2^63
+			`9223372036854775807`,  // 2^63-1
+			`-9223372036854775809`, // below int64
+			`9007199254740993`,     // 2^53+1: past float64's integers
+			`1e30`,                 // exponent form
+			`1E+2`,                 // another spelling of 100
+			`100000000000000000000000000000000000000000000000000000000000000000000000000000000`,
+			`12.5`, `-0`, `0`, `"7"`, `"a\u00e9"`, `""`, long,
+		}
+		for _, id := range ids {
+			r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+			line := r.next("ping " + id[:min(len(id), 40)])
+			m := members(t, line)
+			if !bytes.Equal(m["id"], []byte(id)) {
+				t.Errorf("ping with id %.60s: answer has id %.60s, want it exactly as sent", id, m["id"])
+			}
+			if m["result"] == nil {
+				t.Errorf("ping with id %.60s: %.200s", id, line)
+			}
+		}
+		// An error answer echoes the id too: one from the SDK (no such
+		// method) and one from the frame filter (bad params type).
+		for _, frame := range []string{
+			`{"jsonrpc":"2.0","id":18446744073709551616,"method":"no/such"}`,
+			`{"jsonrpc":"2.0","id":1e300,"method":"tools/call","params":"nope"}`,
+			`{"jsonrpc":"1.0","id":36893488147419103232,"method":"ping"}`,
+		} {
+			r.send(frame)
+			m := members(t, r.next(frame))
+			id := frame[strings.Index(frame, `"id":`)+5 : strings.Index(frame, `,"method"`)]
+			if string(m["id"]) != id || errorCode(m) == 0 {
+				t.Errorf("%s: answer %s, want an error with id %s", frame, r.seen[len(r.seen)-1], id)
+			}
+		}
+		// A request the client cancels by its (huge) id is not answered,
+		// also when the input ends (the server then waits for every
+		// request it has not answered, and would answer this one at the
+		// end of its wait).
+		id := w.start("sleep 300")
+		big := `99999999999999999999`
+		r.send(`{"jsonrpc":"2.0","id":` + big + `,"method":"tools/call","params":{"name":"process","arguments":{"action":"wait","sessionId":"` + id + `","timeout":50}}}`)
+		r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + big + `,"reason":"test"}}`)
+		r.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+		if m := members(t, r.next("ping after a cancelled call")); string(m["id"]) != "3" {
+			t.Errorf("answer %s, want the ping's (id 3)", r.seen[len(r.seen)-1])
+		}
+		r.in.Close()
+		for line := range r.lines {
+			if bytes.Contains(line, []byte(big)) {
+				t.Errorf("the cancelled request was answered: %.200s", line)
+			}
+		}
+		w.ok("kill", id)
+	})
+
+	t.Run("frames split and joined", func(t *testing.T) {
+		r := w.rawMCP()
+		r.t = t
+		r.initialize("2025-06-18")
+		frame := `{"jsonrpc":"2.0","id":21,"method":"tools/list"}` + "\n"
+		for i := 0; i < len(frame); i += 7 {
+			r.write(frame[i:min(i+7, len(frame))])
+		}
+		if m := members(t, r.next("split frame")); string(m["id"]) != "21" || m["result"] == nil {
+			t.Fatalf("split frame: %.200s", r.seen[len(r.seen)-1])
+		}
+		r.write(`{"jsonrpc":"2.0","id":22,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":23,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":24,`)
+		r.write(`"method":"ping"}` + "\n")
+		got := map[string]bool{}
+		for range 3 {
+			got[string(members(t, r.next("joined frames"))["id"])] = true
+		}
+		if !got["22"] || !got["23"] || !got["24"] {
+			t.Errorf("joined frames answered %v, want 22, 23 and 24", got)
+		}
+	})
+
+	t.Run("batch answered on 2025-03-26", func(t *testing.T) {
+		r := w.rawMCP()
+		r.t = t
+		r.initialize("2025-03-26")
+		r.send(`[{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},{"jsonrpc":"2.0","id":"b","method":"ping"}]`)
+		line := r.next("batch")
+		var answers []map[string]json.RawMessage
+		if err := json.Unmarshal(line, &answers); err != nil {
+			t.Fatalf("a batch on 2025-03-26 got %s, want an array of answers", line)
+		}
+		got := map[string]bool{}
+		for _, a := range answers {
+			if a["result"] == nil {
+				t.Errorf("batch answer without a result: %s", line)
+			}
+			got[string(a["id"])] = true
+		}
+		if len(answers) != 2 || !got["18446744073709551615"] || !got[`"b"`] {
+			t.Errorf("batch answers %s, want results for 18446744073709551615 and \"b\"", line)
+		}
+		// A second batch with a notification in it (the SDK alone ended
+		// the session here), and a ping after it.
+		r.send(`[{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},{"jsonrpc":"2.0","id":"c","method":"ping"}]`)
+		if line := r.next("second batch"); !bytes.Contains(line, []byte(`"id":"c","result"`)) {
+			t.Errorf("second batch: %s, want the answer to \"c\"", line)
+		}
+		r.send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+		if m := members(t, r.next("ping after the batches")); string(m["id"]) != "8" {
+			t.Fatalf("ping after the batches: %s", r.seen[len(r.seen)-1])
+		}
+	})
+}
