@@ -9,12 +9,71 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/pkg/jobs"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	// sigblock-exec ARGV…: blocks SIGPIPE, SIGALRM and SIGUSR2, ignores
+	// SIGHUP, SIGTSTP and SIGTTOU, then execs ARGV: a launcher that hands
+	// all of it down.
+	helperModes["sigblock-exec"] = func(args []string) error {
+		runtime.LockOSThread()
+		var set unix.Sigset_t
+		for _, s := range launcherBlocked {
+			set.Val[(s-1)/64] |= 1 << ((uint(s) - 1) % 64)
+		}
+		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+			return err
+		}
+		signal.Ignore(launcherIgnored...)
+		return syscall.Exec(args[0], args, os.Environ())
+	}
+	// embed-sigstatus DB: a program that embeds the supervisor through
+	// pkg/jobs runs sigStatusArgv and prints its output.
+	helperModes["embed-sigstatus"] = func(args []string) error {
+		ctx := context.Background()
+		c, err := jobs.Open(ctx, jobs.Options{DB: args[0], Scope: "embed"})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		j, err := c.Start(ctx, jobs.Spec{Argv: sigStatusArgv})
+		if err != nil {
+			return err
+		}
+		if _, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{}); err != nil {
+			return err
+		}
+		out, err := c.Log(ctx, j.ID, jobs.Range{})
+		if err != nil {
+			return err
+		}
+		fmt.Print(out.Text)
+		return nil
+	}
+}
+
+var (
+	launcherBlocked = []syscall.Signal{syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGUSR2}
+	launcherIgnored = []os.Signal{syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGTTOU}
+	// sigStatusArgv prints the signal mask and the ignored signals a job
+	// starts with (grep changes neither).
+	sigStatusArgv = []string{"grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"}
 )
 
 // rawMCP is `jobs mcp` driven with raw lines, as a misbehaving client
@@ -284,5 +343,87 @@ func TestE4JSONRPCBatchAnsweredIDsEchoed(t *testing.T) {
 		if m := members(t, r.next("ping after the batches")); string(m["id"]) != "8" {
 			t.Fatalf("ping after the batches: %s", r.seen[len(r.seen)-1])
 		}
+	})
+}
+
+// checkSigStatus fails the test unless out (sigStatusArgv's output) shows
+// no blocked and no ignored signal.
+func checkSigStatus(t *testing.T, what, out string) {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k != "SigBlk" && k != "SigIgn" {
+			continue
+		}
+		n++
+		if v = strings.TrimSpace(v); strings.Trim(v, "0") != "" {
+			t.Errorf("%s: the job started with %s %s, want none (the launcher blocked %v and ignored %v)", what, k, v, launcherBlocked, launcherIgnored)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%s: no SigBlk and SigIgn lines in the job's output %q", what, out)
+	}
+}
+
+// TestE5SignalMaskNotInherited: a launcher blocks SIGPIPE, SIGALRM and
+// SIGUSR2 and ignores SIGHUP, SIGTSTP and SIGTTOU; a job still starts with
+// an empty signal mask and default dispositions, whether the launcher runs
+// the CLI (which starts the supervisor), runs `jobs supervise` itself, or
+// is a program that embeds the supervisor through pkg/jobs.
+func TestE5SignalMaskNotInherited(t *testing.T) {
+	launch := func(w *world, argv ...string) *exec.Cmd {
+		c := exec.Command(helperBin, append([]string{"e2e-helper", "sigblock-exec"}, argv...)...)
+		c.Env = w.environ()
+		c.WaitDelay = 5 * time.Second
+		return c
+	}
+	t.Run("CLI starts the supervisor", func(t *testing.T) {
+		w := newWorld(t)
+		w.t = t
+		out, err := launch(w, append([]string{jobsBin, "start", "--wait", "--"}, sigStatusArgv...)...).Output()
+		if err != nil {
+			t.Fatalf("jobs start --wait under the launcher: %v\n%s", err, out)
+		}
+		checkSigStatus(t, "CLI-started supervisor", string(out))
+	})
+	t.Run("launcher runs jobs supervise", func(t *testing.T) {
+		w := newWorld(t)
+		w.t = t
+		sup := launch(w, jobsBin, "supervise", "--idle", "60s")
+		var stderr lockedBuffer
+		sup.Stderr = &stderr
+		if err := sup.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sup.Process.Signal(syscall.SIGTERM)
+			sup.Wait()
+		})
+		waitFor(t, 60*time.Second, "the launched supervisor's socket", func() bool {
+			m, _ := filepath.Glob(filepath.Join(w.run, "jobs", "*", "default.sock"))
+			return len(m) == 1
+		})
+		id := w.start(append([]string{"--"}, sigStatusArgv...)...)
+		w.ok("wait", id)
+		checkSigStatus(t, "launched supervisor", w.ok("log", id))
+		// The job ran on the launched supervisor, not on one the CLI
+		// started.
+		var pid int
+		if err := w.sqlDB().QueryRow(`SELECT s.pid FROM jobs j JOIN supervisors s ON s.id = j.supervisor_id WHERE j.id = ?`, id).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		if pid != sup.Process.Pid {
+			t.Fatalf("the job ran on supervisor pid %d, not the launched one (%d): %s", pid, sup.Process.Pid, stderr.String())
+		}
+	})
+	t.Run("embedded through pkg/jobs", func(t *testing.T) {
+		w := newWorld(t)
+		w.t = t
+		out, err := launch(w, helperBin, "e2e-helper", "embed-sigstatus", filepath.Join(w.base, "embed.db")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("embedding program under the launcher: %v\n%s", err, out)
+		}
+		checkSigStatus(t, "embedded supervisor", string(out))
 	})
 }
