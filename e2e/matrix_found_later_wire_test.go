@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +29,15 @@ import (
 )
 
 func init() {
+	// write-hex HEX: writes the bytes HEX spells to stdout.
+	helperModes["write-hex"] = func(args []string) error {
+		b, err := hex.DecodeString(args[0])
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(b)
+		return err
+	}
 	// wal-commit DB LABEL [checkpoint]: commits a new label for every job
 	// through the WAL (copied into the database with checkpoint), says
 	// "committed" and waits to be killed.
@@ -567,4 +577,100 @@ func TestB12DeletedWALDetected(t *testing.T) {
 			t.Errorf("label %q after the -wal was deleted", got)
 		}
 	})
+}
+
+// invisibles are the characters a terminal does not show but that reorder
+// or disguise text: the bidirectional controls and the zero-width
+// characters (textclean.Invisible).
+var invisibles = []rune{0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c, 0x200b, 0x200c, 0x200d, 0x2060, 0xfeff}
+
+// rawInvisible returns the first invisible character in s, or 0.
+func rawInvisible(s string) rune {
+	for _, r := range s {
+		for _, x := range invisibles {
+			if r == x {
+				return r
+			}
+		}
+	}
+	return 0
+}
+
+// TestE9BidiAndInvisibleEscaped: output holding every bidirectional
+// control and zero-width character (and a NUL) is stored byte for byte,
+// and every text that shows it to a person or an agent (poll, poll --new,
+// log --clean, --json poll, the MCP process tool) writes each of them as
+// a \uNNNN escape, never raw; so does list for a label holding them.
+func TestE9BidiAndInvisibleEscaped(t *testing.T) {
+	w := newWorld(t)
+	var payload strings.Builder
+	payload.WriteString("start ")
+	for _, r := range invisibles {
+		payload.WriteString(fmt.Sprintf("<%04x:", r))
+		payload.WriteRune(r)
+		payload.WriteString(">")
+	}
+	payload.WriteString(" nul:\x00 end\n")
+	want := payload.String()
+	id := w.start(append([]string{"--no-stdin", "--label", "lab\u202eel\u200b"}, helper("write-hex", hex.EncodeToString([]byte(want)))...)...)
+	w.ok("wait", id)
+
+	if got := w.ok("log", id); got != want {
+		t.Errorf("stored output is not byte-exact:\n got %q\nwant %q", got, want)
+	}
+	check := func(what, text string) {
+		t.Helper()
+		if r := rawInvisible(text); r != 0 {
+			t.Errorf("%s shows U+%04X raw: %q", what, r, text)
+		}
+		for _, r := range invisibles {
+			if esc := fmt.Sprintf(`<%04x:\u%04x>`, r, r); !strings.Contains(text, esc) {
+				t.Errorf("%s lacks %s: %q", what, esc, text)
+			}
+		}
+	}
+	check("poll", w.ok("poll", id))
+	check("log --clean", w.ok("log", "--clean", id))
+	js := w.ok("--json", "poll", id)
+	if r := rawInvisible(js); r != 0 {
+		t.Errorf("--json poll writes U+%04X raw", r)
+	}
+	var p struct {
+		Output struct {
+			Output string `json:"output"`
+		} `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(js), &p); err != nil {
+		t.Fatal(err)
+	}
+	check("--json poll", p.Output.Output)
+	id2 := w.start(append([]string{"--no-stdin"}, helper("write-hex", hex.EncodeToString([]byte(want)))...)...)
+	w.ok("wait", id2)
+	check("poll --new", w.ok("poll", "--new", id2))
+
+	list := w.ok("list")
+	if r := rawInvisible(list); r != 0 || !strings.Contains(list, `lab\u202eel\u200b`) {
+		t.Errorf("list shows the label %q raw or not at all:\n%s", "lab\u202eel\u200b", list)
+	}
+
+	r := w.rawMCP()
+	r.initialize("2025-06-18")
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"process","arguments":{"action":"log","sessionId":"` + id + `"}}}`)
+	var res struct {
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	line := r.next("process log")
+	if err := json.Unmarshal(line, &res); err != nil || len(res.Result.Content) == 0 {
+		t.Fatalf("process log: %s", line)
+	}
+	var text strings.Builder
+	for _, c := range res.Result.Content {
+		text.WriteString(c.Text)
+	}
+	check("MCP process log", text.String())
+	t.Logf("MATRIX-FIGURE %d bidi and zero-width characters stored byte-exact and shown as \\u escapes on 6 of 6 text paths", len(invisibles))
 }
