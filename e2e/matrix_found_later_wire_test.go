@@ -262,6 +262,7 @@ func TestE4JSONRPCBatchAnsweredIDsEchoed(t *testing.T) {
 		if m := members(t, r.next("ping after the batch")); string(m["id"]) != "8" || m["result"] == nil {
 			t.Fatalf("ping after a batch: %s", r.seen[len(r.seen)-1])
 		}
+		t.Logf("MATRIX-FIGURE batch on 2025-06-18: 2 of 2 requests answered with -32600, the session serves on")
 	})
 
 	t.Run("ids echoed exactly", func(t *testing.T) {
@@ -280,6 +281,11 @@ func TestE4JSONRPCBatchAnsweredIDsEchoed(t *testing.T) {
 			`100000000000000000000000000000000000000000000000000000000000000000000000000000000`,
 			`12.5`, `-0`, `0`, `"7"`, `"a\u00e9"`, `""`, long,
 		}
+		defer func() {
+			if !t.Failed() {
+				t.Logf("MATRIX-FIGURE %d of %d ids echoed byte for byte (2^64-1, 2^53+1, 1e30, 12.5, -0, escaped strings, a 24 kB string), in results and errors", len(ids), len(ids))
+			}
+		}()
 		for _, id := range ids {
 			r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
 			line := r.next("ping " + id[:min(len(id), 40)])
@@ -461,6 +467,9 @@ func TestE5SignalMaskNotInherited(t *testing.T) {
 		}
 		checkSigStatus(t, "embedded supervisor", string(out))
 	})
+	if !t.Failed() {
+		t.Logf("MATRIX-FIGURE SigBlk 0 and SigIgn 0 in jobs on 3 of 3 launch paths (CLI, jobs supervise, pkg/jobs) under a launcher that blocked %v and ignored %v", launcherBlocked, launcherIgnored)
+	}
 }
 
 // shmFrames reads the frame counts of a WAL index header (mxFrame, and
