@@ -170,22 +170,22 @@ func (r *runner) printLine(v any) error {
 	return err
 }
 
-// escapeJSON writes the C1 controls (U+0080–U+009F) and the bidi overrides
-// and isolates (U+202A–U+202E, U+2066–U+2069) of encoded JSON as \u
-// escapes. encoding/json escapes only C0 controls, yet a terminal may act on
+// escapeJSON writes the C1 controls (U+0080–U+009F) and the invisible
+// characters (textclean.Invisible: bidi controls, zero-width characters) of
+// encoded JSON as \u escapes. encoding/json escapes only C0 controls, yet a terminal may act on
 // UTF-8 encoded C1 controls and bidi overrides reorder the line when the
 // JSON is read on screen. The escapes decode to the same strings, and
 // outside strings JSON holds none of these characters.
 func escapeJSON(b []byte) []byte {
 	if !bytes.ContainsFunc(b, func(r rune) bool {
-		return (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+		return (r >= 0x80 && r <= 0x9f) || textclean.Invisible(r)
 	}) {
 		return b
 	}
 	out := make([]byte, 0, len(b)+16)
 	for len(b) > 0 {
 		r, n := utf8.DecodeRune(b)
-		if (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+		if (r >= 0x80 && r <= 0x9f) || textclean.Invisible(r) {
 			out = fmt.Appendf(out, `\u%04x`, r)
 		} else {
 			out = append(out, b[:n]...)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	ucli "github.com/urfave/cli/v2"
@@ -476,7 +477,7 @@ func withPrefixFold(words []string, prefix string) []string {
 // bidirectional override.
 func hasControl(s string) bool {
 	for _, r := range s {
-		if r < 0x20 || (r >= 0x7f && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || textclean.Invisible(r) {
 			return true
 		}
 	}

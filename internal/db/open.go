@@ -93,6 +93,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLostWAL(abs); err != nil {
+		return nil, err
+	}
 	if fresh {
 		if err := initFile(ctx, abs); err != nil {
 			return nil, fmt.Errorf("open database %s: %w", abs, err)

@@ -58,6 +58,9 @@ func openReadOnly(abs string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLostWAL(abs); err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	q.Add("mode", "ro")
 	if immutable(abs) {

@@ -241,17 +241,20 @@ func TestCancelledRequestIsNotAnswered(t *testing.T) {
 		t.Fatalf("start: %v", m)
 	}
 	r.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"process","arguments":{"action":"wait","sessionId":"` + id + `","timeout":30}}}`)
+	// The SDK knows the request by the server's own id for it.
+	var ours string
 	waitFor(t, "the wait to be in flight", 10*time.Second, func() bool {
+		ours = string(tr.ids.lookup([]byte("5")))
 		tr.pending.mu.Lock()
 		defer tr.pending.mu.Unlock()
-		return tr.pending.ids["5"]
+		return ours != "" && tr.pending.ids[ours]
 	})
 	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"user"}}`)
 	// The handler ends at once; its answer is dropped.
 	waitFor(t, "the cancelled call to end", 10*time.Second, func() bool {
 		tr.pending.mu.Lock()
 		defer tr.pending.mu.Unlock()
-		return !tr.pending.ids["5"]
+		return !tr.pending.ids[ours]
 	})
 	r.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"kill_process","arguments":{"sessionId":"` + id + `"}}}`)
 	if m := r.recv(); m["id"] != 6.0 {

@@ -27,7 +27,11 @@
 // is not running", "Session X stdin is not available"), and the server
 // keeps serving after any bad input: a malformed JSON-RPC frame is answered
 // with a JSON-RPC error (with its id when it can be read, also for a frame
-// over the size limit), and a cancelled request is not answered.
+// over the size limit), and a cancelled request is not answered. A request
+// id comes back byte for byte as the client wrote it (past int64, past
+// float64's integers, any spelling). A JSON-RPC batch is answered: in full
+// on a session of protocol 2025-03-26 or earlier, which has batches, and
+// otherwise with an Invalid Request error for each request in it.
 //
 // The server remembers one thing per job between calls: how many polls in a
 // row saw its state unchanged, from which (with the job's age) it suggests

@@ -37,16 +37,23 @@ type stdioTransport struct {
 	maxFrame int // maxFrame, smaller in tests
 	out      *lockedWriter
 	pr       *io.PipeReader
+	pw       *io.PipeWriter
 	pending  *pending
+	ids      *wireIDs
 }
 
 // drainTimeout bounds how long the end of input waits for answers; the
 // longest call (wait) is bounded by maxBound.
 const drainTimeout = maxBound + 10*time.Second
 
+// initWait bounds how long a batch that arrives while initialize is being
+// answered waits for the protocol version.
+const initWait = 30 * time.Second
+
 func newStdioTransport(in io.Reader, out io.Writer) *stdioTransport {
 	p := &pending{ids: make(map[string]bool)}
-	return &stdioTransport{in: in, maxFrame: maxFrame, out: &lockedWriter{w: out, pending: p}, pending: p}
+	ids := newWireIDs()
+	return &stdioTransport{in: in, maxFrame: maxFrame, out: &lockedWriter{w: out, pending: p, ids: ids}, pending: p, ids: ids}
 }
 
 // Connect implements mcp.Transport. It starts the filter goroutine, which
@@ -56,8 +63,8 @@ func newStdioTransport(in io.Reader, out io.Writer) *stdioTransport {
 // exiting by then.
 func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	pr, pw := io.Pipe()
-	t.pr = pr
-	go t.filter(pw)
+	t.pr, t.pw = pr, pw
+	go t.filter()
 	inner := &sdk.IOTransport{Reader: pr, Writer: nopCloser{t.out}, MaxLineLength: -1}
 	return inner.Connect(ctx)
 }
@@ -69,7 +76,7 @@ func (t *stdioTransport) close() {
 	}
 }
 
-func (t *stdioTransport) filter(pw *io.PipeWriter) {
+func (t *stdioTransport) filter() {
 	br := bufio.NewReaderSize(t.in, 64<<10)
 	for {
 		line, tooLong, err := readLine(br, t.maxFrame)
@@ -78,25 +85,188 @@ func (t *stdioTransport) filter(pw *io.PipeWriter) {
 			// usually at one end (the TypeScript SDK writes it last).
 			t.reply(oversizeID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: more than %d bytes (at most %s per message)", t.maxFrame, size(int64(t.maxFrame))))
 		} else if frame := bytes.TrimSpace(line); len(frame) > 0 {
-			if id, code, msg := check(frame); code != 0 {
-				t.reply(id, code, msg)
-			} else {
-				t.pending.add(frame)
-				t.pending.cancel(frame)
-				if _, werr := pw.Write(append(frame, '\n')); werr != nil {
-					return
-				}
+			if !t.admit(frame) {
+				return
 			}
 		}
 		if err != nil {
 			t.pending.drain(drainTimeout)
 			if errors.Is(err, io.EOF) {
-				pw.Close()
+				t.pw.Close()
 			} else {
-				pw.CloseWithError(err)
+				t.pw.CloseWithError(err)
 			}
 			return
 		}
+	}
+}
+
+// admit passes one frame on to the SDK, with the ids of its requests
+// replaced by the server's own, or answers it with an error. It returns
+// false when the SDK is gone.
+func (t *stdioTransport) admit(frame []byte) bool {
+	if !json.Valid(frame) {
+		t.reply(nil, jsonrpc.CodeParseError, "parse error: the message is not valid JSON")
+		return true
+	}
+	if frame[0] == '[' {
+		return t.admitBatch(frame)
+	}
+	a := t.inbound(frame)
+	if a.code != 0 {
+		t.reply(a.id, a.code, a.msg)
+		return true
+	}
+	return a.out == nil || t.forward(a.out)
+}
+
+func (t *stdioTransport) forward(frame []byte) bool {
+	t.pending.add(frame)
+	t.pending.cancel(frame)
+	_, err := t.pw.Write(append(frame, '\n'))
+	return err == nil
+}
+
+// admitted is one message as it goes on to the SDK, or the error it is
+// answered with.
+type admitted struct {
+	out  []byte          // the message with our id; nil when it goes nowhere
+	id   json.RawMessage // the client's id, for an error answer
+	ours []byte          // our id, when it is a request
+	code int64
+	msg  string
+}
+
+// inbound checks one message and gives a request our id in place of the
+// client's. A cancellation names the request by our id too; one that
+// names no unanswered request goes nowhere (the spec lets a receiver
+// ignore it, and its id might otherwise be one of ours).
+func (t *stdioTransport) inbound(frame []byte) admitted {
+	m, ok := objectMembers(frame)
+	if !ok {
+		return admitted{code: jsonrpc.CodeInvalidRequest, msg: "invalid request: a message is one JSON object, each member named once"}
+	}
+	a := admitted{out: frame}
+	is, hasID := m["id"]
+	if hasID && isIDToken(frame[is.start:is.end]) {
+		a.id = bytes.Clone(frame[is.start:is.end])
+	}
+	if ms, ok := m["method"]; ok {
+		var method string
+		_ = json.Unmarshal(frame[ms.start:ms.end], &method) // a method that is not a string fails check
+		switch {
+		case a.id != nil:
+			a.ours = t.ids.take(a.id, method)
+			a.out = splice(frame, is, a.ours)
+		case !hasID && method == "notifications/cancelled":
+			a.out = t.cancellation(frame, m)
+			if a.out == nil {
+				return a
+			}
+		}
+	}
+	if code, msg := check(a.out); code != 0 {
+		if a.ours != nil {
+			t.ids.forget(a.ours)
+		}
+		return admitted{id: a.id, code: code, msg: msg}
+	}
+	return a
+}
+
+// cancellation returns a notifications/cancelled frame naming the request
+// by our id, or nil when it names no unanswered request.
+func (t *stdioTransport) cancellation(frame []byte, m map[string]span) []byte {
+	ps, ok := m["params"]
+	if !ok {
+		return frame
+	}
+	pm, ok := objectMembers(frame[ps.start:ps.end])
+	if !ok {
+		return frame
+	}
+	rs, ok := pm["requestId"]
+	if !ok {
+		return frame
+	}
+	at := span{ps.start + rs.start, ps.start + rs.end}
+	ours := t.ids.lookup(frame[at.start:at.end])
+	if ours == nil {
+		return nil
+	}
+	return splice(frame, at, ours)
+}
+
+// admitBatch passes on a JSON-RPC batch when the session's protocol has
+// batches (2025-03-26 and earlier), and otherwise answers each request in
+// it with an error, so that no request waits for an answer that will not
+// come (the SDK would end the session).
+func (t *stdioTransport) admitBatch(frame []byte) bool {
+	els, ok := arrayElements(frame)
+	if !ok || len(els) == 0 {
+		t.reply(nil, jsonrpc.CodeInvalidRequest, "invalid request: empty or malformed batch")
+		return true
+	}
+	if ok, version := t.ids.batches(initWait); !ok {
+		t.refuseBatch(frame, els, fmt.Sprintf("invalid request: JSON-RPC batches are not part of MCP %s (the version this session agreed on): send each message on its own line", version))
+		return true
+	}
+	// The SDK answers a batch once every message in it is answered, and
+	// counts a notification as a message to answer: a batch holding one
+	// would never be answered, and a second such batch ends the session.
+	// So notifications (and answers to the server's requests) go on by
+	// themselves, first; the requests go on as the batch, which the SDK
+	// answers as one.
+	var single [][]byte
+	batch := []byte{'['}
+	var taken [][]byte
+	for i, e := range els {
+		a := t.inbound(frame[e.start:e.end])
+		if a.code != 0 {
+			for _, ours := range taken {
+				t.ids.forget(ours)
+			}
+			t.refuseBatch(frame, els, fmt.Sprintf("invalid request: batch message %d: %s", i+1, a.msg))
+			return true
+		}
+		switch {
+		case a.ours != nil:
+			taken = append(taken, a.ours)
+			if len(batch) > 1 {
+				batch = append(batch, ',')
+			}
+			batch = append(batch, a.out...)
+		case a.out != nil:
+			single = append(single, a.out)
+		}
+	}
+	for _, m := range single {
+		if !t.forward(m) {
+			return false
+		}
+	}
+	return len(taken) == 0 || t.forward(append(batch, ']'))
+}
+
+// refuseBatch answers every request of a batch with an error (code
+// -32600), each on its own line, or the batch once (id null) when it holds
+// no request.
+func (t *stdioTransport) refuseBatch(frame []byte, els []span, msg string) {
+	n := 0
+	for _, e := range els {
+		el := frame[e.start:e.end]
+		m, ok := objectMembers(el)
+		if !ok {
+			continue
+		}
+		is, hasID := m["id"]
+		if _, isRequest := m["method"]; isRequest && hasID && isIDToken(el[is.start:is.end]) {
+			t.reply(el[is.start:is.end], jsonrpc.CodeInvalidRequest, msg)
+			n++
+		}
+	}
+	if n == 0 {
+		t.reply(nil, jsonrpc.CodeInvalidRequest, msg)
 	}
 }
 
@@ -134,123 +304,147 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 const idProbe = 4096
 
 var (
-	idAtStart = regexp.MustCompile(`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?[0-9]{1,15}|"(?:[^"\\]|\\.){0,200}")\s*,`)
-	idAtEnd   = regexp.MustCompile(`,\s*"id"\s*:\s*(-?[0-9]{1,15}|"(?:[^"\\]|\\.){0,200}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$`)
+	idAtStart = regexp.MustCompile(`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?[0-9][0-9.eE+-]{0,400}|"(?:[^"\\]|\\.){0,200}")\s*,`)
+	idAtEnd   = regexp.MustCompile(`,\s*"id"\s*:\s*(-?[0-9][0-9.eE+-]{0,400}|"(?:[^"\\]|\\.){0,200}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$`)
 )
 
 // oversizeID reads the id of an oversize request from the ends kept by
-// readLine, or returns nil when it cannot be read safely.
-func oversizeID(ends []byte) any {
+// readLine, as the client wrote it, or returns nil when it cannot be read
+// safely.
+func oversizeID(ends []byte) json.RawMessage {
 	head, tail, _ := bytes.Cut(ends, []byte{'\n'})
 	m := idAtStart.FindSubmatch(head)
 	if m == nil {
 		m = idAtEnd.FindSubmatch(tail)
 	}
-	if m == nil {
+	if m == nil || !json.Valid(m[1]) {
 		return nil
 	}
-	var id any
-	if json.Unmarshal(m[1], &id) != nil {
-		return nil
-	}
-	return id
+	return bytes.Clone(m[1])
 }
 
-// check reports whether frame is a JSON-RPC message (or batch) the SDK can
-// decode. If not, it returns the error to answer with and the request id
-// when one can be read.
-func check(frame []byte) (id any, code int64, msg string) {
-	if !json.Valid(frame) {
-		return nil, jsonrpc.CodeParseError, "parse error: the message is not valid JSON"
-	}
-	if frame[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(frame, &batch); err != nil || len(batch) == 0 {
-			return nil, jsonrpc.CodeInvalidRequest, "invalid request: empty or malformed batch"
-		}
-		for _, m := range batch {
-			if id, code, msg := check(m); code != 0 {
-				return id, code, msg
-			}
-		}
-		return nil, 0, ""
-	}
+// check reports whether a message (not a batch) is one the SDK can decode.
+// If not, it returns the error to answer with.
+func check(frame []byte) (code int64, msg string) {
 	if hugeNumber.Match(frame) {
 		// The SDK decodes arguments into float64: a number past its
 		// range would come back as the decoder's account of Go types.
 		var v any
 		var te *json.UnmarshalTypeError
 		if err := json.Unmarshal(frame, &v); errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
-			return readID(frame), jsonrpc.CodeInvalidParams, "invalid params: number too large: " + cut([]byte(strings.TrimPrefix(te.Value, "number ")))
+			return jsonrpc.CodeInvalidParams, "invalid params: number too large: " + cut([]byte(strings.TrimPrefix(te.Value, "number ")))
 		}
 	}
 	if _, err := jsonrpc.DecodeMessage(frame); err != nil {
-		id = readID(frame)
 		msg := err.Error()
 		if strings.Contains(msg, "cannot unmarshal number") || strings.Contains(msg, "out of range") {
 			msg = "number too large"
 		}
-		return id, jsonrpc.CodeInvalidRequest, "invalid request: " + msg
+		return jsonrpc.CodeInvalidRequest, "invalid request: " + msg
 	}
-	return nil, 0, ""
+	return 0, ""
 }
 
 // hugeNumber finds what may be a number past float64's range: an exponent
 // of three digits or a run of 300 digits.
 var hugeNumber = regexp.MustCompile(`[0-9][eE]\+?[0-9]{3}|[0-9]{300}`)
 
-// readID returns a frame's id when it is a string or a number.
-func readID(frame []byte) any {
-	var probe struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(frame, &probe) != nil {
-		return nil
-	}
-	var id any
-	if json.Unmarshal(probe.ID, &id) != nil {
-		return nil
-	}
-	switch id.(type) {
-	case string, float64:
-		return id
-	}
-	return nil
-}
-
-// reply writes a JSON-RPC error response directly to the client.
-func (t *stdioTransport) reply(id any, code int64, msg string) {
-	data, err := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      id,
-		"error":   map[string]any{"code": code, "message": msg},
-	})
+// reply writes a JSON-RPC error response directly to the client; id is
+// the client's, as it wrote it (nil for null).
+func (t *stdioTransport) reply(id json.RawMessage, code int64, msg string) {
+	data, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   any             `json:"error"`
+	}{"2.0", id, map[string]any{"code": code, "message": msg}})
 	if err != nil {
 		return
 	}
-	t.out.Write(append(data, '\n'))
+	t.out.direct(append(data, '\n'))
 }
 
 // lockedWriter serializes writes: the SDK writes each message with one
-// Write call, and so does reply, so messages never interleave. It marks
-// the requests it sees answered.
+// Write call, and so does reply, so messages never interleave. It puts the
+// client's ids back into the SDK's answers and marks the requests it sees
+// answered.
 type lockedWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	pending *pending
+	ids     *wireIDs
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
+	out := l.restore(p)
 	if l.pending.cancelled(p) {
 		// The client cancelled the request: the spec says not to answer.
 		l.pending.answer(p)
 		return len(p), nil
 	}
 	l.mu.Lock()
-	n, err := l.w.Write(p)
+	_, err := l.w.Write(out)
 	l.mu.Unlock()
 	l.pending.answer(p)
-	return n, err
+	return len(p), err
+}
+
+// direct writes a message that carries the client's id already.
+func (l *lockedWriter) direct(p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w.Write(p)
+}
+
+// restore returns what the SDK wrote with the client's id in each answer.
+func (l *lockedWriter) restore(p []byte) []byte {
+	body := bytes.TrimRight(p, " \t\r\n")
+	rest := p[len(body):]
+	if len(body) == 0 {
+		return p
+	}
+	var out []byte
+	switch body[0] {
+	case '{':
+		out = l.restoreOne(body)
+	case '[':
+		els, ok := arrayElements(body)
+		if !ok {
+			return p
+		}
+		out = make([]byte, 0, len(body))
+		at := 0
+		for _, e := range els {
+			out = append(out, body[at:e.start]...)
+			out = append(out, l.restoreOne(body[e.start:e.end])...)
+			at = e.end
+		}
+		out = append(out, body[at:]...)
+	default:
+		return p
+	}
+	return append(out, rest...)
+}
+
+// restoreOne puts the client's id into one answer; other messages (the
+// server's requests and notifications) are returned as they are.
+func (l *lockedWriter) restoreOne(msg []byte) []byte {
+	m, ok := objectMembers(msg)
+	if !ok {
+		return msg
+	}
+	is, ok := m["id"]
+	if _, request := m["method"]; !ok || request {
+		return msg
+	}
+	var result []byte
+	if rs, ok := m["result"]; ok {
+		result = msg[rs.start:rs.end]
+	}
+	raw, ok := l.ids.answer(msg[is.start:is.end], result)
+	if !ok {
+		return msg
+	}
+	return splice(msg, is, raw)
 }
 
 // pending tracks the ids of requests read but not yet answered, and those

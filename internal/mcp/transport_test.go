@@ -165,3 +165,30 @@ func TestAnswersBeforeEOF(t *testing.T) {
 		}
 	}
 }
+
+// TestIDsKeptByteForByte: the answer carries the request's id as the
+// client spelled it, whatever white space surrounds it, in results and in
+// errors from the SDK and from the frame filter.
+func TestIDsKeptByteForByte(t *testing.T) {
+	r := serveRaw(t)
+	r.initialize()
+	for _, tc := range []struct{ line, id string }{
+		{`{ "jsonrpc" : "2.0" , "id" :  18446744073709551615 , "method" : "ping" }`, `18446744073709551615`},
+		{`{"method":"ping","id":"\u0041\/b","jsonrpc":"2.0"}`, `"\u0041\/b"`},
+		{`{"jsonrpc":"2.0","id":-1.25e-3,"method":"no/such/method"}`, `-1.25e-3`},
+		{`{"jsonrpc":"2.0","id":1e999,"method":"ping"}`, `1e999`},
+		{`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"process","arguments":{"action":"poll","n":1e999}}}`, `"x"`},
+	} {
+		r.send(tc.line)
+		if !r.out.Scan() {
+			t.Fatalf("%s: no answer", tc.line)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(r.out.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		if got := string(m["id"]); got != tc.id {
+			t.Errorf("%s: answered with id %s, want %s", tc.line, got, tc.id)
+		}
+	}
+}

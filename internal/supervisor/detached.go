@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/sigreset"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -91,14 +92,22 @@ func envLimit(name string) int {
 // whoever started the supervisor: under nohup SIGHUP arrives ignored, in a
 // background list of a script SIGINT does. Go resets handled signals to
 // the default in a child but leaves ignored ones ignored, and it keeps an
-// inherited SIG_IGN for SIGHUP and SIGINT (other signals get Go's handler
-// anyway); so those two are handled here, by a channel nobody reads. The
-// supervisor itself stays deaf to SIGHUP, and SIGINT ends it as SIGTERM
-// does (Supervise listens for both).
+// inherited SIG_IGN for SIGHUP and SIGINT, and for the signals it leaves
+// alone unless asked (SIGTSTP, SIGTTIN, SIGTTOU); so every ignored signal
+// is handled here, by a channel nobody reads. The supervisor itself stays
+// deaf to them, and SIGINT ends it as SIGTERM does (Supervise listens for
+// both). A blocked signal cannot be shed this way (Go hands its children
+// the mask it started with): each job then starts through sigreset's shim.
 func shedInheritance() {
 	closeInheritedFDs()
 	for _, sig := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
 		if signal.Ignored(sig) {
+			signal.Notify(make(chan os.Signal, 1), sig)
+		}
+	}
+	_, ignored := sigreset.Inherited()
+	for sig := syscall.Signal(1); sig <= 64; sig++ {
+		if ignored&(1<<(sig-1)) != 0 && sig != syscall.SIGKILL && sig != syscall.SIGSTOP {
 			signal.Notify(make(chan os.Signal, 1), sig)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/sigreset"
 	"github.com/agentjobs/jobs/internal/textclean"
 )
 
@@ -105,10 +106,16 @@ func (s *Supervisor) runHook(job db.Job, baseEnv []string) {
 	cmd.WaitDelay = 2 * time.Second
 
 	start := timeNow()
-	err = s.reaper.StartCmd(cmd)
+	started, err := sigreset.Wrap(cmd)
 	if err == nil {
-		err = cmd.Wait()
-		s.reaper.Disown(cmd.Process.Pid)
+		err = s.reaper.StartCmd(cmd)
+		if serr := started(); err == nil {
+			err = cmd.Wait()
+			s.reaper.Disown(cmd.Process.Pid)
+			if serr != nil {
+				err = serr
+			}
+		}
 	}
 	detail := map[string]any{
 		"state":       "finished",

@@ -15,6 +15,7 @@ import (
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/sigreset"
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -245,9 +246,20 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 		// and a terminal's ^C to the caller does not reach it.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	// StartCmd owns the pid in the reaper in the same step, so the
-	// subreaper's orphan reaping never takes the status cmd.Wait needs.
-	err = s.reaper.StartCmd(cmd)
+	// A job starts with an empty signal mask and default dispositions,
+	// whatever this process inherited (see package sigreset).
+	started, err := sigreset.Wrap(cmd)
+	if err == nil {
+		// StartCmd owns the pid in the reaper in the same step, so the
+		// subreaper's orphan reaping never takes the status cmd.Wait
+		// needs.
+		err = s.reaper.StartCmd(cmd)
+		if serr := started(); err == nil && serr != nil {
+			cmd.Wait()
+			s.reaper.Disown(cmd.Process.Pid)
+			err = serr
+		}
+	}
 	closeAll(stdinR, outW, errW) // the child has its copies
 	if err != nil {
 		closeAll(stdinW, outR, errR)

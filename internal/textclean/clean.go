@@ -334,8 +334,17 @@ func (c *Cleaner) clampCol(col int) int {
 	return min(col, max(len(c.line), maxCol))
 }
 
-// put writes one character at the cursor, overwriting what is there.
+// put writes one character at the cursor, overwriting what is there. An
+// invisible character (a bidirectional control, a zero-width character) is
+// written as its \uNNNN escape, one column per character of it.
 func (c *Cleaner) put(r rune) {
+	if Invisible(r) {
+		var buf [6]byte
+		for _, e := range AppendRuneEscape(buf[:0], r) {
+			c.put(rune(e))
+		}
+		return
+	}
 	switch {
 	case c.col < len(c.line):
 		c.line[c.col] = r

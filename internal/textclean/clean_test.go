@@ -1,6 +1,7 @@
 package textclean
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -229,4 +230,36 @@ func FuzzClean(f *testing.F) {
 			t.Fatalf("split at %d of %q: streamed %q, Clean %q", i, in, streamed, got)
 		}
 	})
+}
+
+// TestInvisibleShownEscaped: bidirectional controls and zero-width
+// characters read as \uNNNN escapes, in cleaned output and in Escape;
+// text that merely looks unusual (a non-breaking space, an emoji, RTL
+// letters) stays as it is.
+func TestInvisibleShownEscaped(t *testing.T) {
+	for _, r := range []rune{0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c, 0x200b, 0x200c, 0x200d, 0x2060, 0xfeff} {
+		in := "a" + string(r) + "b"
+		want := fmt.Sprintf(`a\u%04xb`, r)
+		if got := Clean([]byte(in)); got != want {
+			t.Errorf("Clean(%q) = %q, want %q", in, got, want)
+		}
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+		if got := Clean([]byte(Clean([]byte(in)))); got != want {
+			t.Errorf("Clean is not idempotent on %q: %q", in, got)
+		}
+	}
+	for _, s := range []string{"a\u00a0b", "😀", "שלום", "مرحبا", "\u2028"} {
+		if got := Clean([]byte(s)); got != s {
+			t.Errorf("Clean(%q) = %q, want it unchanged", s, got)
+		}
+	}
+	// Split across writes, and overwritten by a carriage return.
+	var c Cleaner
+	c.Write([]byte("x\xe2\x80"))
+	c.Write([]byte("\xaey\r"))
+	if got, want := c.String(), `x\u202ey`; got != want {
+		t.Errorf("split U+202E: %q, want %q", got, want)
+	}
 }

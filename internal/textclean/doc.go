@@ -20,6 +20,9 @@
 //     dropped, because following it would need a whole screen; each line is
 //     kept where it was written.
 //   - Other control characters are dropped; newline and tab stay.
+//   - Bidirectional controls and zero-width characters (Invisible), which
+//     a terminal does not show but which reorder or disguise the text,
+//     are written as \uNNNN escapes (\u202e, \u200b).
 //   - Invalid UTF-8 becomes U+FFFD.
 //
 // The result is idempotent: Clean(Clean(x)) == Clean(x). A Cleaner does the

@@ -16,8 +16,8 @@ const EchoRunes = 64
 //   - tab, newline and carriage return become \t, \n and \r;
 //   - other C0 controls and DEL become \xNN (ESC is \x1b);
 //   - C1 controls (U+0080–U+009F) become \uNNNN (\u009b);
-//   - the bidirectional overrides and isolates U+202A–U+202E and
-//     U+2066–U+2069 become \uNNNN (\u202e);
+//   - the bidirectional controls and the zero-width characters (see
+//     Invisible) become \uNNNN (\u202e, \u200b);
 //   - each byte of invalid UTF-8 becomes \xNN (\xff).
 //
 // Everything else, the backslash included, is left as it is: the result is
@@ -47,12 +47,8 @@ func Escape(s string) string {
 			b.WriteString(`\r`)
 		case r < 0x20 || r == 0x7f:
 			writeByteEscape(&b, byte(r))
-		case isC1(r) || isBidi(r):
-			const hex = "0123456789abcdef"
-			b.WriteString(`\u`)
-			for shift := 12; shift >= 0; shift -= 4 {
-				b.WriteByte(hex[(r>>shift)&0xf])
-			}
+		case isC1(r) || Invisible(r):
+			writeRuneEscape(&b, r)
 		default:
 			b.WriteString(s[i : i+size])
 		}
@@ -87,13 +83,46 @@ func Cap(s string, n int) string {
 }
 
 func needsEscape(r rune) bool {
-	return r < 0x20 || r == 0x7f || isC1(r) || isBidi(r) || r == utf8.RuneError
+	return r < 0x20 || r == 0x7f || isC1(r) || Invisible(r) || r == utf8.RuneError
 }
 
 func isC1(r rune) bool { return r >= 0x80 && r <= 0x9f }
 
-func isBidi(r rune) bool {
-	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+// Invisible reports whether r is a character a terminal does not show
+// although it changes what is read: a bidirectional control (the embeddings
+// and overrides U+202A–U+202E, the isolates U+2066–U+2069, the marks
+// U+200E, U+200F and U+061C), which reorders the text around it, or a
+// zero-width character (U+200B–U+200D, U+2060, U+FEFF), which hides a
+// difference between two strings that look the same. Every text shown to
+// a person or an agent writes it as a \uNNNN escape, a byte-order mark at
+// the start of output and a joiner inside an emoji sequence included: the
+// exact bytes are in the raw log and in --json.
+func Invisible(r rune) bool {
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	case r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff:
+		return true
+	}
+	return false
+}
+
+// AppendRuneEscape appends r as \uNNNN, the form Escape and Clean show an
+// invisible or C1 character in.
+func AppendRuneEscape(b []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '\\', 'u')
+	for shift := 12; shift >= 0; shift -= 4 {
+		b = append(b, hex[(r>>shift)&0xf])
+	}
+	return b
+}
+
+func writeRuneEscape(b *strings.Builder, r rune) {
+	var buf [6]byte
+	b.Write(AppendRuneEscape(buf[:0], r))
 }
 
 func writeByteEscape(b *strings.Builder, c byte) {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentjobs/jobs/internal/textclean"
 )
 
 // sgr is the graphic rendition in force: what ESC [ … m last set. Colours
@@ -235,8 +237,7 @@ func (r *renderer) render(data []byte, final bool) (string, int) {
 			}
 			switch {
 			case ru >= 0x80 && ru < 0xa0, // C1 controls
-				ru >= 0x202a && ru <= 0x202e, // bidirectional overrides
-				ru >= 0x2066 && ru <= 0x2069:
+				textclean.Invisible(ru): // bidi controls, zero-width characters
 				text = append(text, []byte("\\u"+strconv.FormatInt(int64(ru), 16))...)
 			default:
 				text = append(text, data[i:i+size]...)
@@ -347,7 +348,7 @@ func hex2(v int) string {
 func visible(s string) string {
 	clean := true
 	for _, r := range s {
-		if r < 0x20 || (r >= 0x7f && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || textclean.Invisible(r) {
 			clean = false
 			break
 		}
@@ -362,7 +363,7 @@ func visible(s string) string {
 			b.WriteRune(r)
 		case r < 0x20 || r == 0x7f:
 			b.WriteString(controlPicture(byte(r)))
-		case (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+		case (r >= 0x80 && r < 0xa0) || textclean.Invisible(r):
 			b.WriteString("\\u" + strconv.FormatInt(int64(r), 16))
 		default:
 			b.WriteRune(r)
