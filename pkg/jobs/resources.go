@@ -43,7 +43,7 @@ func (c *Client) Resources(ctx context.Context, ref string) (Resources, error) {
 	if err != nil {
 		return Resources{}, err
 	}
-	r := Resources{MemTotalKB: proc.MemTotalKB()}
+	r := Resources{MemTotalKB: MemTotalKB()}
 	if j.Status == vocab.StatusRunning || j.Status == vocab.StatusLost {
 		t := supervisor.TargetOf(j)
 		if s, ok := proc.SampleOf(t); ok && (j.Status == vocab.StatusRunning || s.Processes > 0) {
@@ -55,3 +55,6 @@ func (c *Client) Resources(ctx context.Context, ref string) (Resources, error) {
 	r.CPU, r.RSSKB = v.UserCPU+v.SysCPU, v.MaxRSSKB
 	return r, nil
 }
+
+// MemTotalKB is the machine's memory in KiB, 0 when unknown.
+func MemTotalKB() int64 { return proc.MemTotalKB() }
