@@ -542,15 +542,19 @@ func (m *macShell) command(ctx context.Context, req *sdk.CallToolRequest, in mac
 // streamTail is the last n lines of one stream of job id, cleaned, and how
 // many lines that stream wrote.
 func (m *macShell) streamTail(ctx context.Context, id string, s jobs.Stream, n int64) (string, int64, error) {
-	if n == 0 {
-		o, err := m.c.Log(ctx, id, jobs.Range{TailLines: 1, Stream: s, Clean: true})
-		return "", lineCount(o), err
+	from, k, err := m.streamTailRange(ctx, id, s, max(n, 1), jobs.FirstLine)
+	if err != nil || k == 0 {
+		return "", 0, err
 	}
-	o, err := m.c.Log(ctx, id, jobs.Range{TailLines: n, Stream: s, Clean: true})
+	total := from + k - jobs.FirstLine
+	if n == 0 {
+		return "", total, nil
+	}
+	o, err := m.c.Log(ctx, id, jobs.Range{FromLine: from, Lines: k, Stream: s, Clean: true})
 	if err != nil {
 		return "", 0, err
 	}
-	return strings.TrimSuffix(o.Text, "\n"), lineCount(o), nil
+	return strings.TrimSuffix(o.Text, "\n"), total, nil
 }
 
 // lineCount is how many lines a read's output has in all: its newlines,
@@ -666,8 +670,20 @@ func (m *macShell) lines(ctx context.Context, j jobs.Job, r macRange) ([]macLine
 			return nil, jobs.Output{}, err
 		}
 		q.FromLine, q.Lines = from, r.n
-	default:
+	case r.stream == "":
 		q.TailLines = r.tail
+	default:
+		// The last lines of one stream, read by the stream's own
+		// numbers (a tail's first line is numbered in the combined
+		// output, which the stream's marks do not count in).
+		from, n, err := m.streamTailRange(ctx, j.ID, r.stream, r.tail, r.first)
+		if err != nil {
+			return nil, jobs.Output{}, err
+		}
+		if n == 0 {
+			return []macLine{}, jobs.Output{}, nil
+		}
+		q.FromLine, q.Lines = from, n
 	}
 	o, err := m.c.Log(ctx, j.ID, q)
 	if err != nil {
@@ -710,6 +726,29 @@ func (m *macShell) lines(ctx context.Context, j jobs.Job, r macRange) ([]macLine
 		out = append(out, line)
 	}
 	return out, o, nil
+}
+
+// streamTailRange is where the last n lines of stream s of job id start,
+// in the stream's own numbering, and how many there are, none before
+// combined line first.
+func (m *macShell) streamTailRange(ctx context.Context, id string, s jobs.Stream, n, first int64) (int64, int64, error) {
+	lo, err := m.c.StreamLineAt(ctx, id, s, first)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Past every newline of the stream: its complete lines, plus one.
+	end, err := m.c.StreamLineAt(ctx, id, s, math.MaxInt64/2)
+	if err != nil {
+		return 0, 0, err
+	}
+	last := end - 1
+	if o, err := m.c.Log(ctx, id, jobs.Range{FromLine: end, Lines: 1, Stream: s}); err != nil {
+		return 0, 0, err
+	} else if o.Text != "" {
+		last = end // an unfinished last line
+	}
+	from := max(lo, last-n+1)
+	return from, max(last-from+1, 0), nil
 }
 
 func (m *macShell) output(ctx context.Context, req *sdk.CallToolRequest, in macOutputInput) (*sdk.CallToolResult, any, error) {
