@@ -139,7 +139,6 @@ func (m *macShell) createSession(ctx context.Context, req *sdk.CallToolRequest, 
 	m.mu.Lock()
 	if _, ok := m.sessions[name]; ok {
 		m.mu.Unlock()
-		//lint:ignore ST1005 the original's wording, capital letter included
 		return nil, nil, fmt.Errorf("Error: Session '%s' already exists", textclean.Echo(name))
 	}
 	s := &macSession{Name: name, Cwd: cwd, Env: map[string]string{}, Created: time.Now(), LastUsed: time.Now()}
@@ -235,7 +234,6 @@ func (m *macShell) closeSession(ctx context.Context, req *sdk.CallToolRequest, i
 	case name == "":
 		return nil, nil, argError("session is required")
 	case name == macDefaultSession:
-		//lint:ignore ST1005 the original's wording, capital letter included
 		return nil, nil, fmt.Errorf("Error: Cannot close the default session")
 	}
 	switch in.Processes {
@@ -249,7 +247,6 @@ func (m *macShell) closeSession(ctx context.Context, req *sdk.CallToolRequest, i
 	}
 	v, ok := views[name]
 	if !ok {
-		//lint:ignore ST1005 the original's wording, capital letter included
 		return nil, nil, fmt.Errorf("Error: Session '%s' not found", textclean.Echo(name))
 	}
 	running := v.Processes

@@ -366,7 +366,7 @@ func (m *macShell) recordMeta(ctx context.Context, id string, meta macMeta) {
 	}
 	// Best effort: without the note a later server shows the command
 	// line whole and the default buffer.
-	m.c.NoteOnce(ctx, id, macMetaNote+string(b)) //nolint:errcheck
+	_, _ = m.c.NoteOnce(ctx, id, macMetaNote+string(b))
 }
 
 // metaOf is what job j was started with: remembered, read from its
