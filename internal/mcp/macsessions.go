@@ -175,7 +175,7 @@ func (m *macShell) sessionViews(ctx context.Context) (map[string]*macSessionView
 			Created: stamp(&s.Created), LastUsed: stamp(&s.LastUsed), known: true}
 	}
 	m.mu.Unlock()
-	memTotal := jobs.MemTotalKB()
+	memTotal, usage := jobs.MemTotalKB(), macUsage(ctx, m.c, list)
 	for _, j := range list {
 		name := sessionOf(j)
 		active := !j.Status.Terminal()
@@ -188,7 +188,7 @@ func (m *macShell) sessionViews(ctx context.Context) (map[string]*macSessionView
 			views[name] = v
 		}
 		v.TotalProcesses++
-		r := macResourcesOf(ctx, m.c, j, memTotal)
+		r := macResourcesOf(j, usage, memTotal)
 		if r != nil {
 			v.Resources.CPUTime += r.CPUTime
 		}

@@ -577,7 +577,7 @@ func splitLines(text string) []string {
 }
 
 // view is job j as list_processes shows it.
-func (m *macShell) view(ctx context.Context, j jobs.Job, memTotalKB int64) macProc {
+func (m *macShell) view(ctx context.Context, j jobs.Job, usage map[string]jobs.Resources, memTotalKB int64) macProc {
 	meta := m.metaOf(ctx, j)
 	p := macProc{ID: j.ID, SessionName: sessionOf(j), Command: meta.Command, Args: meta.Args, Status: macStatus(j),
 		StartTime: stamp(&j.CreatedAt), Runtime: j.Runtime.Milliseconds(), OutputLines: j.OutputLines, ExitCode: j.ExitCode,
@@ -589,7 +589,7 @@ func (m *macShell) view(ctx context.Context, j jobs.Job, memTotalKB int64) macPr
 	if j.PID > 0 {
 		p.PID = &j.PID
 	}
-	p.Resources = macResourcesOf(ctx, m.c, j, memTotalKB)
+	p.Resources = macResourcesOf(j, usage, memTotalKB)
 	return p
 }
 
@@ -612,12 +612,12 @@ func (m *macShell) list(ctx context.Context, req *sdk.CallToolRequest, in macLis
 		TotalBufferBytes int64     `json:"totalBufferBytes"`
 		Warnings         []string  `json:"warnings"`
 	}{Processes: []macProc{}, Truncated: len(list) >= macListMax, Warnings: []string{}}
-	memTotal := jobs.MemTotalKB()
+	memTotal, usage := jobs.MemTotalKB(), macUsage(ctx, m.c, list)
 	for _, j := range list {
 		if in.Session != "" && sessionOf(j) != in.Session || in.Status != "" && macStatus(j) != in.Status {
 			continue
 		}
-		p := m.view(ctx, j, memTotal)
+		p := m.view(ctx, j, usage, memTotal)
 		if in.IncludeOutput {
 			lines, _, err := m.lines(ctx, j, macRange{tail: macRecentLines, first: m.firstBuffered(ctx, j, p.BufferSize)})
 			if err != nil {
@@ -803,7 +803,7 @@ func (m *macShell) output(ctx context.Context, req *sdk.CallToolRequest, in macO
 	} else {
 		lines = []macLine{}
 	}
-	p := m.view(ctx, j, jobs.MemTotalKB())
+	p := m.view(ctx, j, macUsage(ctx, m.c, []jobs.Job{j}), jobs.MemTotalKB())
 	return jsonResult(macOutput{ProcessID: j.ID, Status: macStatus(j), TotalLines: total, RequestedLines: n, Output: lines,
 		BufferSize: meta.BufferSize, DroppedLines: first - jobs.FirstLine, Paused: p.Paused, Resources: p.Resources,
 		Warnings: macWarnings([]macProc{p}, p.BufferBytes)})
@@ -947,18 +947,37 @@ type macResources struct {
 	Processes     int     `json:"processes,omitempty"`
 }
 
-// macResourcesOf is job j's resources: sampled while it runs (or was lost
-// with processes alive), else recorded at its end; nil when nothing is
-// known (a running job where the kernel cannot be asked). memTotalKB is
-// the machine's memory.
-func macResourcesOf(ctx context.Context, c *jobs.Client, j jobs.Job, memTotalKB int64) *macResources {
-	var u jobs.Resources
-	switch {
-	case j.Status == jobs.StatusRunning || j.Status == jobs.StatusLost:
-		var err error
-		if u, err = c.Resources(ctx, j.ID); err != nil || !u.Live && j.Status == jobs.StatusRunning {
-			return nil
+// macUsage samples the jobs of list that run (or were lost), all in one
+// walk of the process table, by id.
+func macUsage(ctx context.Context, c *jobs.Client, list []jobs.Job) map[string]jobs.Resources {
+	var ids []string
+	for _, j := range list {
+		if j.Status == jobs.StatusRunning || j.Status == jobs.StatusLost {
+			ids = append(ids, j.ID)
 		}
+	}
+	out := make(map[string]jobs.Resources, len(ids))
+	if len(ids) == 0 {
+		return out
+	}
+	rs, err := c.Resources(ctx, ids...)
+	if err != nil {
+		return out // a job removed meanwhile: no figures this time
+	}
+	for i, id := range ids {
+		out[id] = rs[i]
+	}
+	return out
+}
+
+// macResourcesOf is job j's resources: sampled while it runs (or was lost
+// with processes alive: usage, from macUsage), else recorded at its end;
+// nil when nothing is known (a running job where the kernel cannot be
+// asked). memTotalKB is the machine's memory.
+func macResourcesOf(j jobs.Job, usage map[string]jobs.Resources, memTotalKB int64) *macResources {
+	u, sampled := usage[j.ID]
+	switch {
+	case sampled && (u.Live || j.Status == jobs.StatusLost):
 	case j.Status.Terminal():
 		u = jobs.Resources{CPU: j.UserCPU + j.SysCPU, RSSKB: j.MaxRSSKB}
 	default:

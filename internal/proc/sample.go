@@ -5,7 +5,11 @@ package proc
 import "time"
 
 // Sample is what a job's live processes use at one moment, summed over
-// every process proven the job's (see Target).
+// the processes of its group proven the job's (see Target): the main
+// process and the members of its process group started within its life.
+// A process that left the group (setsid) is not summed: finding it would
+// cost a read of every newer process's environment, and a listing samples
+// every running job.
 type Sample struct {
 	// Processes counts the live processes summed.
 	Processes int
@@ -16,25 +20,16 @@ type Sample struct {
 	RSSKB int64
 }
 
-// SampleOf sums the resource usage of t's live processes. It reports false
-// where the kernel cannot be asked (not Linux).
-func SampleOf(t Target) (Sample, bool) {
-	live, _, err := jobProcs(t)
-	if err != nil {
-		return Sample{}, false
+// member reports whether info is one of t's processes for a sample: its
+// main process, or a live member of its group started within its life
+// while the group's leader, if alive, is the main process (leaderOK).
+func (t Target) member(info Info, leaderOK bool) bool {
+	if t.PIDStart == 0 || info.Dead() {
+		return false
 	}
-	var s Sample
-	for pid, info := range live {
-		cpu, rss, ok := usageOf(pid, info.StartTime)
-		if !ok {
-			if !sampleSupported {
-				return Sample{}, false
-			}
-			continue // gone meanwhile
-		}
-		s.Processes++
-		s.CPU += cpu
-		s.RSSKB += rss
+	if info.PID == t.PID && info.StartTime == t.PIDStart {
+		return true
 	}
-	return s, true
+	return leaderOK && t.PGID > 1 && info.PGID == t.PGID &&
+		info.StartTime >= t.PIDStart && (t.EndTicks == 0 || info.StartTime <= t.EndTicks)
 }

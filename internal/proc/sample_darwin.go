@@ -1,16 +1,10 @@
 package proc
 
-import (
-	"time"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// sampleSupported: the per-process usage of another process needs
+// SampleAll is not available on darwin: another process's usage needs
 // proc_pidinfo (libproc), which this build does not call.
-const sampleSupported = false
-
-func usageOf(int, int64) (time.Duration, int64, bool) { return 0, 0, false }
+func SampleAll(ts []Target) ([]Sample, bool) { return nil, false }
 
 // MemTotalKB is the machine's memory (hw.memsize), 0 when unknown.
 func MemTotalKB() int64 {

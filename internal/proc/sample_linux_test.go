@@ -5,17 +5,18 @@ import (
 	"time"
 )
 
-// TestSampleOf: a live job's processes are summed: the main process and
+// TestSampleAll: a live job's processes are summed: the main process and
 // its grandchild, each with resident memory, and CPU time that grows
 // while one of them spins.
-func TestSampleOf(t *testing.T) {
+func TestSampleAll(t *testing.T) {
 	t.Parallel()
 	j := startJob(t, helperCmd("fork-grandchild"))
 	j.line(t) // the grandchild runs
-	s, ok := SampleOf(j.target)
+	ss, ok := SampleAll([]Target{j.target})
 	if !ok {
-		t.Fatal("SampleOf: not supported on Linux")
+		t.Fatal("SampleAll: not supported on Linux")
 	}
+	s := ss[0]
 	if s.Processes != 2 || s.RSSKB <= 0 {
 		t.Errorf("sample %+v, want 2 processes with resident memory", s)
 	}
@@ -27,16 +28,16 @@ func TestSampleOf(t *testing.T) {
 	spin.line(t)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		s, _ := SampleOf(spin.target)
-		if s.CPU > 0 {
+		ss, _ := SampleAll([]Target{j.target, spin.target})
+		if s := ss[1]; s.CPU > 0 && ss[0].Processes == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a spinning process shows no CPU time: %+v", s)
+			t.Fatalf("a spinning process shows no CPU time: %+v", ss)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if s, ok := SampleOf(Target{PID: 1 << 22, PIDStart: 1}); !ok || s.Processes != 0 {
-		t.Errorf("a job with no live process: %+v, %v", s, ok)
+	if ss, ok := SampleAll([]Target{{PID: 1 << 22, PGID: 1 << 22, PIDStart: 1}}); !ok || ss[0].Processes != 0 {
+		t.Errorf("a job with no live process: %+v, %v", ss, ok)
 	}
 }

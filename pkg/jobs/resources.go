@@ -30,30 +30,53 @@ type Resources struct {
 	MemTotalKB int64
 }
 
-// Resources reports the resource usage of job ref. A job that runs (or
-// was lost with processes still alive) is sampled from the kernel: its
-// processes proven the job's, as kill finds them. A read, it changes
-// nothing. Where the kernel cannot be asked (darwin), a running job has
-// Live false and zero figures.
-func (c *Client) Resources(ctx context.Context, ref string) (Resources, error) {
+// Resources reports the resource usage of jobs refs, in their order. A
+// job that runs (or was lost with processes still alive) is sampled from
+// the kernel: its main process and the members of its process group
+// proven the job's, as kill finds them (a process that left the group is
+// not summed), all jobs in one walk of the process table. Any other job
+// has the figures recorded at its end. A read, it changes nothing. Where
+// the kernel cannot be asked (darwin), a running job has Live false and
+// zero figures. Errors: ErrNotFound for a ref that names no job.
+func (c *Client) Resources(ctx context.Context, refs ...string) ([]Resources, error) {
 	if err := c.check(ctx); err != nil {
-		return Resources{}, err
+		return nil, err
 	}
-	j, err := c.find(ctx, ref)
-	if err != nil {
-		return Resources{}, err
-	}
-	r := Resources{MemTotalKB: MemTotalKB()}
-	if j.Status == vocab.StatusRunning || j.Status == vocab.StatusLost {
-		t := supervisor.TargetOf(j)
-		if s, ok := proc.SampleOf(t); ok && (j.Status == vocab.StatusRunning || s.Processes > 0) {
-			r.Live, r.At, r.Processes, r.CPU, r.RSSKB = true, time.Now(), s.Processes, s.CPU, s.RSSKB
-			return r, nil
+	out := make([]Resources, len(refs))
+	var (
+		targets []proc.Target
+		at      []int
+		lost    []bool
+	)
+	total := MemTotalKB()
+	now := time.Now()
+	for i, ref := range refs {
+		j, err := c.find(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		v := fromDB(j, now)
+		out[i] = Resources{CPU: v.UserCPU + v.SysCPU, RSSKB: v.MaxRSSKB, MemTotalKB: total}
+		if j.Status == vocab.StatusRunning || j.Status == vocab.StatusLost {
+			targets = append(targets, supervisor.TargetOf(j))
+			at = append(at, i)
+			lost = append(lost, j.Status == vocab.StatusLost)
 		}
 	}
-	v := fromDB(j, time.Now())
-	r.CPU, r.RSSKB = v.UserCPU+v.SysCPU, v.MaxRSSKB
-	return r, nil
+	samples, ok := proc.SampleAll(targets)
+	if !ok {
+		for _, i := range at {
+			out[i].CPU, out[i].RSSKB = 0, 0
+		}
+		return out, nil
+	}
+	for k, s := range samples {
+		if lost[k] && s.Processes == 0 {
+			continue // nothing of it runs: what was recorded stands
+		}
+		out[at[k]] = Resources{Live: true, At: now, Processes: s.Processes, CPU: s.CPU, RSSKB: s.RSSKB, MemTotalKB: total}
+	}
+	return out, nil
 }
 
 // MemTotalKB is the machine's memory in KiB, 0 when unknown.
