@@ -284,7 +284,7 @@ func macError(ref string, err error) error {
 }
 
 // startError words a refused start; a limit names the document's.
-func startError(session string, err error) error {
+func startError(err error) error {
 	if errors.Is(err, jobs.ErrLimit) {
 		return fmt.Errorf("background process limit reached (at most %d per session, %d in all): %w", macPerSession, macTotal, err)
 	}
@@ -348,7 +348,7 @@ func (m *macShell) start(ctx context.Context, in macRunInput, timeout time.Durat
 	spec.MaxRunningWithLabel = macPerSession
 	job, err := m.c.Start(ctx, spec)
 	if err != nil {
-		return jobs.Job{}, meta, startError(sess.Name, err)
+		return jobs.Job{}, meta, startError(err)
 	}
 	m.recordMeta(ctx, job.ID, meta)
 	return job, meta, nil
