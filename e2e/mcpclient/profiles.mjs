@@ -341,11 +341,11 @@ async function macosShell() {
   const names = tools.map((t) => t.name);
   check("tools", ["run_background", "list_processes", "get_process_output", "kill_process", "stream_process_output"].every((n) => names.includes(n)), names);
 
-  let r = await call(c, "run_background", { command: "echo", args: ["build", "it's watching"], session: "dev", bufferSize: 300 });
+  let r = await call(c, "run_background", { command: "echo", args: ["build", "\"it's watching\""], session: "dev", bufferSize: 300 });
   const quick = r.sc.processId;
   ids.push(quick);
-  check("run_background", quick && r.sc.pid > 0 && ["starting", "running", "stopped"].includes(r.sc.status) && /kept/.test(r.sc.bufferSize), r.sc);
-  r = await call(c, "run_background", { command: "sh", args: ["-c", "echo out1; echo err1 >&2; echo out2; sleep 30"], session: "dev" });
+  check("run_background", quick && r.sc.pid > 0 && ["starting", "running", "stopped"].includes(r.sc.status) && r.sc.bufferSize === 300, r.sc);
+  r = await call(c, "run_background", { command: "sh", args: ["-c", "'echo out1; echo err1 >&2; echo out2; sleep 30'"], session: "dev" });
   const dev = r.sc.processId;
   ids.push(dev);
   r = await call(c, "run_background", { command: "exit 2" });
@@ -387,7 +387,7 @@ async function macosShell() {
   r = await call(c, "kill_process", { processId: dev, force: true });
   check("kill_process again", r.sc.previousStatus === "killed" && r.sc.killed === false, r.sc);
   r = await call(c, "get_process_output", { processId: "nosuch" });
-  check("not found", r.isError && r.text.includes("Process nosuch not found"), r.text);
+  check("not found", r.isError && r.text.includes("Process 'nosuch' not found"), r.text);
   await c.close();
 }
 

@@ -101,6 +101,10 @@ type NewJob struct {
 type Limits struct {
 	PerScope int
 	Total    int
+	// PerLabel caps the active jobs of the scope that carry the new
+	// job's label (a group inside a scope, such as a profile's session);
+	// zero means none.
+	PerLabel int
 }
 
 // Filter selects jobs for FindJobs. Zero fields do not filter, except Scope,
@@ -406,6 +410,15 @@ func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
 		if lim.Total > 0 && total >= lim.Total {
 			return &vocab.LimitError{Scope: n.Scope, Running: total, Max: lim.Total, Total: true}
 		}
+		if lim.PerLabel > 0 {
+			var withLabel int
+			if err := tx.GetContext(ctx, &withLabel, countActiveLabelQuery, n.Scope, n.Label); err != nil {
+				return err
+			}
+			if withLabel >= lim.PerLabel {
+				return &vocab.LimitError{Scope: n.Scope, Label: n.Label, Running: withLabel, Max: lim.PerLabel}
+			}
+		}
 		job, err = getJob(ctx, tx, insertJobQuery,
 			n.ID, n.Scope, nullString(n.Name), n.Label, n.Command, string(argv), n.Cwd, string(envNames),
 			n.Mode, nullString(n.TmuxSession), tmuxSocket(n), nullString(n.SupervisorID), n.Stdin, n.Color, n.OnExit,
@@ -475,6 +488,11 @@ func createDetail(n NewJob) map[string]any {
 	}
 	return m
 }
+
+// countActiveLabelQuery counts the active jobs of a scope with one label
+// (Limits.PerLabel); the active jobs are few, found by jobs_status.
+const countActiveLabelQuery = `SELECT count(*) FROM jobs
+	WHERE status IN ('starting', 'running') AND scope = ? AND label = ?`
 
 const countActiveQuery = `SELECT count(*) AS total, coalesce(sum(scope = ?), 0) AS in_scope
 	FROM jobs WHERE status IN ('starting', 'running')`

@@ -18,6 +18,12 @@ import (
 type LineMark struct {
 	Stream Stream
 	At     time.Time
+	// Line is the line's number in the combined output of every stream
+	// (counted from 0): the newlines written before its end, by any
+	// stream. A line of one stream read alone keeps the number it has
+	// among all of them. An unfinished last line shares the number of the
+	// combined line its bytes begin, which another stream may end.
+	Line int64
 }
 
 // LineMarks returns the marks of n lines from line from (counted from 0,
@@ -44,7 +50,7 @@ func LineMarks(ctx context.Context, d *db.DB, jobID string, from, n int64, only 
 		ORDER BY byte_offset`
 	args := []any{jobID, from}
 	if only != "" {
-		q = `SELECT stream, 0, line_count, at FROM chunks
+		q = `SELECT stream, first_line, line_count, at FROM chunks
 			WHERE job_id = ?1 AND stream = ?2
 			ORDER BY byte_offset`
 		args = []any{jobID, string(only)}
@@ -74,17 +80,20 @@ func LineMarks(ctx context.Context, d *db.DB, jobID string, from, n int64, only 
 		if err != nil {
 			return nil, fmt.Errorf("read line marks: %w", err)
 		}
+		global := first // the combined line number of the chunk's first newline
 		if only != "" {
 			first, line = line, line+count
 		}
-		last, seen = LineMark{Stream: Stream(stream), At: t}, true
+		last, seen = LineMark{Stream: Stream(stream), At: t, Line: global + count}, true
 		// The newlines first … first+count-1 end lines of those numbers.
 		for k := max(first, from+int64(len(marks))); k < first+count && int64(len(marks)) < n; k++ {
 			if k != from+int64(len(marks)) {
 				gap = true // evicted chunks: the marks stop there
 				break
 			}
-			marks = append(marks, last)
+			m := last
+			m.Line = global + k - first
+			marks = append(marks, m)
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -160,3 +160,29 @@ func readStreamLines(ctx context.Context, d *db.DB, jobID string, from, n int64,
 	p.More, p.Truncated = end < p.TotalBytes, truncated
 	return p, nil
 }
+
+// StreamLinesBefore returns how many lines of stream s end before line
+// `line` of the combined output (counted from 0): the stream's own number
+// (from 0, as ReadLines with Filter.Stream counts) of its first line that
+// ends at or after it. A front end whose line numbers are the combined
+// output's reads one stream from there. Like the stream's own counts, it
+// counts stored output only.
+func StreamLinesBefore(ctx context.Context, d *db.DB, jobID string, s Stream, line int64) (int64, error) {
+	if !s.Valid() {
+		return 0, fmt.Errorf("count lines: invalid stream %q", s)
+	}
+	r, err := beginRead(ctx, d, jobID)
+	if err != nil {
+		return 0, err
+	}
+	defer r.close()
+	// A chunk holds the combined output's newlines first_line …
+	// first_line+line_count-1; those before line end lines before it.
+	const q = `SELECT coalesce(sum(max(0, min(line_count, ?3 - first_line))), 0)
+		FROM chunks WHERE job_id = ?1 AND stream = ?2 AND first_line < ?3`
+	var n int64
+	if err := r.tx.QueryRowContext(ctx, q, jobID, string(s), line).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count lines of %s: %w", s, err)
+	}
+	return n, nil
+}

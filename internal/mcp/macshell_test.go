@@ -1,11 +1,125 @@
 package mcp
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// macClient is an in-memory client of the macos-shell profile over a
+// client of its own database.
+func macClient(t *testing.T) (*jobs.Client, *sdk.ClientSession) {
+	t.Helper()
+	c, err := jobs.Open(t.Context(), jobs.Options{DB: t.TempDir() + "/jobs.db", Scope: "mac"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	srv, _, err := newProfileServer(c, "test", "macos-shell", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := noticeClient(t, srv)
+	return c, cs
+}
+
+// TestMacLineNumbersOfOneStream: a line read with type keeps its number
+// in the whole output (the document numbers lines as they arrive, over
+// both streams) and its own time; fromLine counts in the same numbers.
+func TestMacLineNumbersOfOneStream(t *testing.T) {
+	t.Parallel()
+	c, cs := macClient(t)
+	run := callOK[map[string]any](t, cs, "run_background", map[string]any{
+		"command": "echo o1; sleep 0.3; echo e2 >&2; sleep 0.3; echo o3; sleep 0.3; echo e4 >&2; sleep 0.3; echo o5"})
+	id, _ := run["processId"].(string)
+	if _, err := c.Wait(t.Context(), []string{id}, jobs.WaitOptions{Timeout: 60 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	all := callOK[macOutput](t, cs, "get_process_output", map[string]any{"processId": id})
+	at := map[int64]string{}
+	for _, l := range all.Output {
+		at[l.LineNumber] = l.Timestamp
+	}
+	for _, c := range []struct {
+		typ  string
+		from int
+		want string
+	}{
+		{"stdout", 0, "1:o1 3:o3 5:o5"},
+		{"stderr", 0, "2:e2 4:e4"},
+		{"stderr", 3, "4:e4"},
+		{"stdout", 2, "3:o3 5:o5"},
+		{"all", 4, "4:e4 5:o5"},
+	} {
+		args := map[string]any{"processId": id, "type": c.typ}
+		if c.from > 0 {
+			args["fromLine"] = c.from
+		}
+		out := callOK[macOutput](t, cs, "get_process_output", args)
+		var got []string
+		for _, l := range out.Output {
+			got = append(got, strconv.FormatInt(l.LineNumber, 10)+":"+l.Content)
+			if l.Timestamp != at[l.LineNumber] {
+				t.Errorf("type %s: line %d stamped %s, the line itself %s", c.typ, l.LineNumber, l.Timestamp, at[l.LineNumber])
+			}
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("type %s fromLine %d: %v, want %s", c.typ, c.from, got, c.want)
+		}
+	}
+}
+
+// TestMacPausedIsStopped: SIGSTOP through kill_process shows the process
+// stopped (paused, no exit code) until SIGCONT makes it running again; a
+// process that exited 0 is stopped with its exit code.
+func TestMacPausedIsStopped(t *testing.T) {
+	t.Parallel()
+	_, cs := macClient(t)
+	run := callOK[map[string]any](t, cs, "run_background", map[string]any{"command": "sleep 60"})
+	id, _ := run["processId"].(string)
+	k := callOK[map[string]any](t, cs, "kill_process", map[string]any{"processId": id, "signal": "SIGSTOP"})
+	if k["previousStatus"] != "running" || k["newStatus"] != "stopped" {
+		t.Errorf("SIGSTOP: %v", k)
+	}
+	type listed struct {
+		Processes []macProc `json:"processes"`
+	}
+	l := callOK[listed](t, cs, "list_processes", map[string]any{"status": "stopped"})
+	if len(l.Processes) != 1 || !l.Processes[0].Paused || l.Processes[0].ExitCode != nil {
+		t.Errorf("stopped processes after SIGSTOP: %+v", l.Processes)
+	}
+	if l := callOK[listed](t, cs, "list_processes", map[string]any{"status": "running"}); len(l.Processes) != 0 {
+		t.Errorf("a paused process is listed running: %+v", l.Processes)
+	}
+	k = callOK[map[string]any](t, cs, "kill_process", map[string]any{"processId": id, "signal": "SIGCONT"})
+	if k["newStatus"] != "running" {
+		t.Errorf("SIGCONT: %v", k)
+	}
+	callOK[map[string]any](t, cs, "kill_process", map[string]any{"processId": id})
+}
+
+// TestMacWarnings: a process whose stored output nears its cap, one that
+// uses half the machine's memory, and buffers past the total threshold
+// are warned of; others are not.
+func TestMacWarnings(t *testing.T) {
+	t.Parallel()
+	full := macProc{ID: "full", BufferBytes: 60 << 20, job: jobs.Job{MaxOutput: 64 << 20}}
+	calm := macProc{ID: "calm", BufferBytes: 1 << 20, job: jobs.Job{MaxOutput: 64 << 20}}
+	big := macProc{ID: "big", Resources: &macResources{Source: "live", Memory: 9000, MemoryPercent: 55}}
+	ended := macProc{ID: "ended", Resources: &macResources{Source: "exit", Memory: 9000, MemoryPercent: 55}}
+	if w := macWarnings([]macProc{calm, ended}, 1<<20); len(w) != 0 {
+		t.Errorf("warnings for calm processes: %q", w)
+	}
+	w := macWarnings([]macProc{full, calm, big}, macTotalBufferWarn)
+	if len(w) != 3 || !strings.Contains(w[0], "process full") || !strings.Contains(w[0], "93%") ||
+		!strings.Contains(w[1], "process big") || !strings.Contains(w[1], "55%") || !strings.Contains(w[2], "512 MiB") {
+		t.Errorf("warnings: %q", w)
+	}
+}
 
 // TestMacLineTimestamps: get_process_output's line objects carry each
 // line's own stream and time (of the stored chunk holding its end), not

@@ -74,6 +74,10 @@ func runHelper(name string, args []string) {
 		fmt.Println("ready")
 		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		time.Sleep(helperLife)
+	case "spin":
+		fmt.Println("ready")
+		for end := time.Now().Add(helperLife); time.Now().Before(end); {
+		}
 	case "exit":
 		code, _ := strconv.Atoi(args[0])
 		os.Exit(code)

@@ -89,4 +89,11 @@ type StartRequest struct {
 	Replace bool `json:"replace,omitempty"`
 	// KeepTmux keeps a tmux job's session after it ends (tmux mode).
 	KeepTmux bool `json:"keep_tmux,omitempty"`
+	// ScopeLimit, when set, is this start's cap on the scope's running
+	// jobs instead of the supervisor's; LabelLimit caps the scope's
+	// running jobs with the job's label (db.Limits.PerLabel). The cap on
+	// all scopes stays the supervisor's. A supervisor older than these
+	// fields applies its own per-scope cap.
+	ScopeLimit int `json:"scope_limit,omitempty"`
+	LabelLimit int `json:"label_limit,omitempty"`
 }

@@ -59,7 +59,7 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
-	job, err := s.db.CreateJob(ctx, nj, s.cfg.Limits)
+	job, err := s.db.CreateJob(ctx, nj, s.limitsFor(req))
 	if err != nil {
 		s.complete(c, db.Job{})
 		s.wg.Done()
@@ -400,4 +400,15 @@ func closeAll(files ...*os.File) {
 			f.Close()
 		}
 	}
+}
+
+// limitsFor is the supervisor's limits with what req asks instead: its own
+// cap on the scope, a cap on the jobs with its label.
+func (s *Supervisor) limitsFor(req protocol.StartRequest) db.Limits {
+	lim := s.cfg.Limits
+	if req.ScopeLimit > 0 {
+		lim.PerScope = req.ScopeLimit
+	}
+	lim.PerLabel = max(req.LabelLimit, 0)
+	return lim
 }

@@ -130,7 +130,7 @@ func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, n
 		return db.Job{}, fmt.Errorf("start job: %w", vocab.ErrSupervisorClosed)
 	}
 	nj.TmuxSession = TmuxSessionName(nj.ID)
-	job, err := s.db.CreateJob(ctx, nj, s.cfg.Limits)
+	job, err := s.db.CreateJob(ctx, nj, s.limitsFor(req))
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}

@@ -110,12 +110,18 @@ type LimitError struct {
 	Running int    `json:"running"` // active jobs now (in Scope, or in all scopes when Total)
 	Max     int    `json:"max"`     // the limit that was hit
 	Total   bool   `json:"total"`   // the limit over all scopes, not the per-scope one
+	// Label is set when the limit hit is the one on the scope's jobs
+	// with this label (a start's LabelLimit), not the scope's.
+	Label string `json:"label,omitempty"`
 }
 
 // Error says which limit was hit.
 func (e *LimitError) Error() string {
 	if e.Total {
 		return fmt.Sprintf("too many running jobs: %d of at most %d in all scopes", e.Running, e.Max)
+	}
+	if e.Label != "" {
+		return fmt.Sprintf("too many running jobs: %d of at most %d with label %q in scope %q", e.Running, e.Max, e.Label, e.Scope)
 	}
 	return fmt.Sprintf("too many running jobs: %d of at most %d in scope %q", e.Running, e.Max, e.Scope)
 }

@@ -512,9 +512,11 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 			TTL:       pick(spec.TTL, DefaultTTL),
 			MaxOutput: pickN(spec.MaxOutput, DefaultMaxOutput),
 		},
-		Env:      spec.Env,
-		Replace:  spec.Replace,
-		KeepTmux: spec.KeepTmux,
+		Env:        spec.Env,
+		Replace:    spec.Replace,
+		KeepTmux:   spec.KeepTmux,
+		ScopeLimit: max(spec.MaxRunningInScope, 0),
+		LabelLimit: max(spec.MaxRunningWithLabel, 0),
 	}
 	return req, nil
 }

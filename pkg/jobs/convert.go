@@ -147,6 +147,9 @@ func publicErr(ref string, err error) error {
 		if lim.Total {
 			return fmt.Errorf("%w: %d of at most %d in all scopes", ErrLimit, lim.Running, lim.Max)
 		}
+		if lim.Label != "" {
+			return fmt.Errorf("%w: %d of at most %d with label \"%s\" in scope \"%s\"", ErrLimit, lim.Running, lim.Max, echo(lim.Label), echo(lim.Scope))
+		}
 		return fmt.Errorf("%w: %d of at most %d in scope \"%s\"", ErrLimit, lim.Running, lim.Max, echo(lim.Scope))
 	case errors.Is(err, vocab.ErrLimit):
 		return fmt.Errorf("%w: %v", ErrLimit, err)

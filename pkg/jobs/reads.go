@@ -754,6 +754,12 @@ func (c *Client) Hosts(ctx context.Context) (map[string]string, string, error) {
 type LineMark struct {
 	Stream Stream    `json:"stream"`
 	At     time.Time `json:"at"`
+	// Line is the line's number in the combined output of all streams
+	// (from FirstLine), also when the marks are of one stream's lines:
+	// stdout's lines of `a` (stdout), `b` (stderr), `c` (stdout) are 1
+	// and 3. An unfinished last line has the number of the combined line
+	// its bytes begin.
+	Line int64 `json:"line"`
 }
 
 // LineMarks returns the marks of n lines of job ref's output from line
@@ -778,7 +784,7 @@ func (c *Client) LineMarks(ctx context.Context, ref string, fromLine, n int64, s
 	}
 	out := make([]LineMark, len(ms))
 	for i, m := range ms {
-		out[i] = LineMark{Stream: Stream(m.Stream), At: m.At}
+		out[i] = LineMark{Stream: Stream(m.Stream), At: m.At, Line: m.Line + FirstLine}
 	}
 	return out, nil
 }

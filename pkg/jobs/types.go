@@ -113,6 +113,13 @@ type Spec struct {
 	Tmux bool `json:"tmux,omitempty"`
 	// KeepTmux leaves a tmux job's session open after the job ends.
 	KeepTmux bool `json:"keep_tmux,omitempty"`
+	// MaxRunningInScope, when set, is this start's cap on the scope's
+	// running jobs instead of the client's (Options.MaxRunningPerScope)
+	// or the detached supervisor's; the cap over all scopes stays.
+	// MaxRunningWithLabel caps the scope's running jobs with this job's
+	// Label (a front end's group, such as a session); 0 means none.
+	MaxRunningInScope   int `json:"-"`
+	MaxRunningWithLabel int `json:"-"`
 	// OnExit is a shell command run once when the job reaches a terminal
 	// status, with JOBS_ID, JOBS_NAME, JOBS_STATUS, JOBS_EXIT_CODE,
 	// JOBS_DURATION_MS and JOBS_OUTPUT_TAIL in its environment. It is

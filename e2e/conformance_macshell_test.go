@@ -1,0 +1,11 @@
+package e2e
+
+import "testing"
+
+// TestConformance003MacosShell replays seed document 003's requirements
+// (the macOS Shell MCP server's background processes) against `jobs mcp
+// --profile macos-shell` through the official TypeScript SDK client.
+func TestConformance003MacosShell(t *testing.T) {
+	w := newWorld(t)
+	runConformance(t, w, "003-macos-shell.mjs")
+}
