@@ -16,7 +16,7 @@ func (c *Client) StreamLineAt(ctx context.Context, ref string, stream Stream, li
 	if err := c.check(ctx); err != nil {
 		return 0, err
 	}
-	f, err := filter(stream, "")
+	f, err := filter(stream, "", false)
 	if err != nil {
 		return 0, err
 	}
