@@ -306,7 +306,7 @@ async function duragent() {
   r = await call(c, "process", { action: "capture", handle: h });
   check("capture needs tmux", r.isError, r.text);
   r = await call(c, "process", { action: "kill", handle: h });
-  check("kill", r.sc.handle === h && r.sc.status === "killed", r.sc);
+  check("kill", r.sc.handle === h && r.sc.status === "failed" && r.sc.killed === true, r.sc);
   r = await call(c, "process", { action: "status", handle: "proc-nosuch" });
   check("not found", r.isError && r.text.includes("Process proc-nosuch not found"), r.text);
 

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,12 +24,15 @@ const EnvProfile = "JOBS_MCP_PROFILE"
 type profile struct {
 	instructions func(scope string) string
 	add          func(s *server, srv *sdk.Server)
+	// completionTail is the output a completion message ends with; nil
+	// means the engine's tail from a line start.
+	completionTail func(ctx context.Context, c *jobs.Client, id string) (string, error)
 }
 
 var profiles = map[string]profile{
 	"openclaw":    {instructions: instructions, add: addOpenClaw},
 	"claude-code": {instructions: claudeInstructions, add: addClaudeCode},
-	"duragent":    {instructions: duragentInstructions, add: addDuragent},
+	"duragent":    {instructions: duragentInstructions, add: addDuragent, completionTail: duragentTail},
 	"macos-shell": {instructions: macInstructions, add: addMacShell},
 }
 
@@ -66,10 +70,11 @@ func newProfileServer(c *jobs.Client, version, name string, start time.Time) (*s
 	opts := &sdk.ServerOptions{Instructions: p.instructions(c.Scope())}
 	subscriptionOptions(c, opts)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version}, opts)
+	n := newNotifier(c, start)
+	n.srv, n.tail = srv, p.completionTail
+	s.notices = n
 	p.add(s, srv)
 	addJobResources(c, srv)
-	n := newNotifier(c, start)
-	n.srv = srv
 	srv.AddReceivingMiddleware(n.backlog)
 	srv.AddSendingMiddleware(sending)
 	return srv, n, nil

@@ -64,6 +64,8 @@ type server struct {
 	// default (30 min, the original interfaces' cleanupMs), negative keeps it for ever.
 	ttl     time.Duration
 	backoff *backoff
+	// notices tells the server's clients of job ends (notices.go).
+	notices *notifier
 }
 
 // NewServer returns an MCP server whose tools act on c's scope, with the

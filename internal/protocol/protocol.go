@@ -88,4 +88,10 @@ type StartRequest struct {
 	Replace bool `json:"replace,omitempty"`
 	// KeepTmux keeps a tmux job's session after it ends (tmux mode).
 	KeepTmux bool `json:"keep_tmux,omitempty"`
+	// TimeoutGrace is the time between SIGTERM and SIGKILL when the
+	// job's timeout ends it; 0 means the supervisor's grace.
+	TimeoutGrace time.Duration `json:"timeout_grace,omitempty"`
+	// TmuxPrefix starts a tmux job's session name (the id follows); ""
+	// means "jobs-".
+	TmuxPrefix string `json:"tmux_prefix,omitempty"`
 }

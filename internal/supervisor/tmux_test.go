@@ -61,7 +61,7 @@ func tmuxPipeMain(args []string) int {
 			job = args[i+1]
 		}
 	}
-	if err := tmuxpipe.Run(context.Background(), dbPath, job, os.Stdin); err != nil {
+	if err := tmuxpipe.Run(context.Background(), dbPath, job, 0, os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

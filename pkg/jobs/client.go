@@ -75,7 +75,24 @@ const (
 	MaxScopeBytes = 256
 	MaxNameBytes  = 256
 	MaxLabelBytes = 4096
+	// MaxTmuxPrefix bounds Spec.TmuxPrefix.
+	MaxTmuxPrefix = 32
 )
+
+// validTmuxPrefix reports whether p may start a tmux session name: tmux
+// takes '.' and ':' as separators in a target, so only letters, digits,
+// '-' and '_'.
+func validTmuxPrefix(p string) bool {
+	if len(p) > MaxTmuxPrefix {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Defaults for Options.
 const (
@@ -434,6 +451,12 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 	if err := checkText("label", spec.Label, MaxLabelBytes); err != nil {
 		return req, fmt.Errorf("start: %w", err)
 	}
+	if spec.TimeoutGrace < 0 {
+		return req, fmt.Errorf("start: %w: negative timeout grace", ErrInvalid)
+	}
+	if !validTmuxPrefix(spec.TmuxPrefix) {
+		return req, fmt.Errorf("start: %w: a tmux session prefix has at most %d letters, digits, '-' or '_'", ErrInvalid, MaxTmuxPrefix)
+	}
 	for _, s := range append([]string{spec.Command, spec.Cwd, spec.OnExit}, spec.Argv...) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return req, fmt.Errorf("start: %w: a command, argument or directory cannot contain NUL", ErrInvalid)
@@ -504,9 +527,11 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 			TTL:       pick(spec.TTL, DefaultTTL),
 			MaxOutput: pickN(spec.MaxOutput, DefaultMaxOutput),
 		},
-		Env:      spec.Env,
-		Replace:  spec.Replace,
-		KeepTmux: spec.KeepTmux,
+		Env:          spec.Env,
+		Replace:      spec.Replace,
+		KeepTmux:     spec.KeepTmux,
+		TimeoutGrace: spec.TimeoutGrace,
+		TmuxPrefix:   spec.TmuxPrefix,
 	}
 	return req, nil
 }

@@ -113,6 +113,13 @@ type Spec struct {
 	Tmux bool `json:"tmux,omitempty"`
 	// KeepTmux leaves a tmux job's session open after the job ends.
 	KeepTmux bool `json:"keep_tmux,omitempty"`
+	// TmuxPrefix starts a tmux job's session name, which the id ends:
+	// empty means "jobs-". At most MaxTmuxPrefix characters, letters,
+	// digits, '-' and '_'.
+	TmuxPrefix string `json:"tmux_prefix,omitempty"`
+	// TimeoutGrace is the time between SIGTERM and SIGKILL when Timeout
+	// ends the job: 0 means the supervisor's grace (DefaultGrace).
+	TimeoutGrace time.Duration `json:"-"`
 	// OnExit is a shell command run once when the job reaches a terminal
 	// status, with JOBS_ID, JOBS_NAME, JOBS_STATUS, JOBS_EXIT_CODE,
 	// JOBS_DURATION_MS and JOBS_OUTPUT_TAIL in its environment. It is
