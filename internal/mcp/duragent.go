@@ -138,7 +138,7 @@ func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in 
 		return nil, nil, argError("command is required and must not be empty")
 	}
 	spec := jobs.Spec{Command: in.Command, Cwd: in.Workdir, Label: in.Label, Tmux: in.Tmux, TmuxPrefix: duragentTmuxPrefix,
-		Timeout: duragentTimeout, TimeoutGrace: duragentKillGrace}
+		Timeout: duragentTimeout, TimeoutGrace: duragentKillGrace, TTL: s.ttl}
 	if in.TimeoutSeconds != nil {
 		d, err := seconds("timeout_seconds", *in.TimeoutSeconds)
 		if err != nil {
