@@ -110,10 +110,16 @@ func (s *server) viewProc(j jobs.Job) duragentProc {
 		secs, ms := int64(j.Runtime/time.Second), j.Runtime.Milliseconds()
 		p.DurationSeconds, p.DurationMS = &secs, &ms
 	}
+	if s.files != nil && s.files.mirrored(j.ID) {
+		p.LogFile, p.MetaFile = s.files.paths(j.ID)
+	}
 	return p
 }
 
 func addDuragent(s *server, srv *sdk.Server) {
+	if s.files = newDuragentFiles(s.c); s.files != nil {
+		s.work = append(s.work, s.files.run)
+	}
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:        "spawn_process",
 		Description: "Start a background command and return its handle at once (wait=false), or block until it ends and return status, exit_code, output and duration_seconds (wait=true; up to " + round(s.bound) + " per call, then the handle of the still running process). tmux=true runs it in a tmux session a person can attach to. When a process started with wait=false ends, a completion message is sent as a logging notification.",
@@ -170,8 +176,15 @@ func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in 
 	if err != nil {
 		return nil, nil, procError("", err)
 	}
+	if s.files != nil {
+		s.files.add(ctx, job.ID)
+	}
 	if !in.Wait {
-		return jsonResult(duragentProc{Handle: job.ID, TmuxSession: job.TmuxSession, Status: duragentStatus(job.Status), PID: job.PID, Command: job.Command, Label: job.Label, TmuxUnavailable: fellBack})
+		p := duragentProc{Handle: job.ID, TmuxSession: job.TmuxSession, Status: duragentStatus(job.Status), PID: job.PID, Command: job.Command, Label: job.Label, TmuxUnavailable: fellBack}
+		if s.files != nil && s.files.mirrored(job.ID) {
+			p.LogFile, p.MetaFile = s.files.paths(job.ID)
+		}
+		return jsonResult(p)
 	}
 	if !job.Status.Terminal() {
 		wr, err := s.c.Wait(ctx, []string{job.ID}, jobs.WaitOptions{Timeout: s.bound, Progress: s.progress(ctx, req, s.bound)})
@@ -198,6 +211,9 @@ func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in 
 			r.Content = append(r.Content, &sdk.TextContent{Text: "Still running after " + round(s.bound) + " (the call bound); it goes on, and a completion message is sent when it ends. Follow it with process action=status or action=log handle=" + job.ID + "."})
 		}
 		return r, sc, err
+	}
+	if s.files != nil {
+		s.files.sync(ctx, job.ID)
 	}
 	out, cut, err := lastChars(ctx, s.c, job.ID, duragentTailChars)
 	if err != nil {
@@ -370,6 +386,9 @@ func (s *server) duragentProcess(ctx context.Context, req *sdk.CallToolRequest, 
 		k, err := s.c.Kill(ctx, in.Handle, duragentKillGrace)
 		if err != nil {
 			return nil, nil, procError(in.Handle, err)
+		}
+		if s.files != nil {
+			s.files.sync(ctx, k.JobID)
 		}
 		return jsonResult(map[string]any{"handle": k.JobID, "status": duragentStatus(k.Status), "killed": k.Status == jobs.StatusKilled})
 	}

@@ -74,6 +74,7 @@ func newProfileServer(c *jobs.Client, version, name string, start time.Time) (*s
 	n.srv, n.tail = srv, p.completionTail
 	s.notices = n
 	p.add(s, srv)
+	n.work = s.work
 	addJobResources(c, srv)
 	srv.AddReceivingMiddleware(n.backlog)
 	srv.AddSendingMiddleware(sending)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -66,6 +67,13 @@ type server struct {
 	backoff *backoff
 	// notices tells the server's clients of job ends (notices.go).
 	notices *notifier
+	// files mirrors the duragent profile's processes to its
+	// .duragent/processes files (duragent_files.go); nil in the other
+	// profiles.
+	files *duragentFiles
+	// work is what the profile's tools keep doing while the server
+	// serves; Run runs each in a goroutine of its own and stops it.
+	work []func(ctx context.Context)
 }
 
 // NewServer returns an MCP server whose tools act on c's scope, with the
@@ -148,14 +156,17 @@ func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
 	// announce tells this server's clients of status changes while it
 	// serves; it ends with the server.
 	nctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n.announce(nctx)
-	}()
+	var wg sync.WaitGroup
+	for _, work := range append([]func(context.Context){n.announce}, n.work...) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(nctx)
+		}()
+	}
 	defer func() {
 		stop()
-		<-done
+		wg.Wait()
 	}()
 	return srv.Run(ctx, t)
 }
