@@ -235,6 +235,33 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestTimeoutGrace: a start's TimeoutGrace, not the supervisor's grace,
+// is the time between the timeout's SIGTERM and its SIGKILL.
+func TestTimeoutGrace(t *testing.T) {
+	t.Parallel()
+	s := startSupervisor(t, Config{Grace: 100 * time.Millisecond})
+	const timeout, grace = 300 * time.Millisecond, 1500 * time.Millisecond
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Argv: helperArgv(t, "ignore-sigterm"), Timeout: timeout}, TimeoutGrace: grace})
+	job = waitDone(t, s.db, job.ID, 30*time.Second)
+	if got, want := job.Status, vocab.StatusTimedOut; got != want {
+		t.Errorf("status = %s, want %s", got, want)
+	}
+	if got, want := exitCode(job), 128+int(syscall.SIGKILL); got != want {
+		t.Errorf("exit code = %d, want %d (SIGKILL after the grace)", got, want)
+	}
+	if lived := job.EndedAt.Sub(*job.StartedAt); lived < timeout+grace-100*time.Millisecond {
+		t.Errorf("ended %s after it started, before its timeout and grace (%s + %s) were through", lived, timeout, grace)
+	}
+	for _, req := range []protocol.StartRequest{
+		{Job: db.NewJob{Command: "true"}, TimeoutGrace: -time.Second},
+		{Job: db.NewJob{Command: "true", Mode: "tmux"}, TmuxPrefix: "a.b:"},
+	} {
+		if _, err := s.Start(context.Background(), req); !errors.Is(err, vocab.ErrInvalid) {
+			t.Errorf("start with grace %s, tmux prefix %q: %v, want vocab.ErrInvalid", req.TimeoutGrace, req.TmuxPrefix, err)
+		}
+	}
+}
+
 func TestWriteAndEOF(t *testing.T) {
 	t.Parallel()
 	s := startSupervisor(t, Config{})
