@@ -118,7 +118,8 @@ type Spec struct {
 	// digits, '-' and '_'.
 	TmuxPrefix string `json:"tmux_prefix,omitempty"`
 	// TimeoutGrace is the time between SIGTERM and SIGKILL when Timeout
-	// ends the job: 0 means the supervisor's grace (DefaultGrace).
+	// ends the job: 0 means the supervisor's grace (DefaultGrace) (JSON:
+	// timeout_grace_ms).
 	TimeoutGrace time.Duration `json:"-"`
 	// OnExit is a shell command run once when the job reaches a terminal
 	// status, with JOBS_ID, JOBS_NAME, JOBS_STATUS, JOBS_EXIT_CODE,
