@@ -38,6 +38,9 @@ func duragentInstructions(scope string) string {
 	return "jobs runs shell commands as durable background jobs (scope " + strconv.Quote(scope) + "). " +
 		"spawn_process starts a command and returns its handle (wait=true blocks for the result, up to the call bound); " +
 		"process lists, checks status, reads the log (offset/limit in lines), captures and types into tmux processes, writes to stdin and kills, by handle. " +
+		"Statuses: running, completed, failed (a killed process too, with killed: true), lost, timed_out. " +
+		"A completion message (a logging notification) tells of each process spawned with wait=false when it ends. " +
+		"Each process's output and metadata are mirrored to .duragent/processes/<handle>.log and .meta.json. " +
 		"Processes and their full output survive a restart of this server."
 }
 
@@ -72,6 +75,9 @@ type duragentProc struct {
 	Killed      bool   `json:"killed,omitempty"`
 	PID         int    `json:"pid,omitempty"`
 	TmuxSession string `json:"tmux_session,omitempty"`
+	// AttachCommand is what a person types to watch a tmux process
+	// (tmux attach -t <session>, with the tmux server it runs on).
+	AttachCommand string `json:"attach_command,omitempty"`
 	// TmuxUnavailable says that tmux=true was asked where tmux is not
 	// installed: the process runs as a plain process instead.
 	TmuxUnavailable bool `json:"tmux_unavailable,omitempty"`
@@ -121,8 +127,12 @@ func addDuragent(s *server, srv *sdk.Server) {
 		s.work = append(s.work, s.files.run)
 	}
 	sdk.AddTool(srv, &sdk.Tool{
-		Name:        "spawn_process",
-		Description: "Start a background command and return its handle at once (wait=false), or block until it ends and return status, exit_code, output and duration_seconds (wait=true; up to " + round(s.bound) + " per call, then the handle of the still running process). tmux=true runs it in a tmux session a person can attach to. When a process started with wait=false ends, a completion message is sent as a logging notification.",
+		Name: "spawn_process",
+		Description: "Start a background command and return its handle at once (wait=false), or block until it ends and return status, exit_code, output (the last 2000 characters) and duration_seconds (wait=true; up to " + round(s.bound) + " per call, then the handle of the still running process). " +
+			"tmux=true runs it in tmux session duragent-<handle>, which a person can attach to; where tmux is not installed it runs as a plain process (tmux_unavailable: true). " +
+			"timeout_seconds (default 1800): then SIGTERM, 5 s, SIGKILL, status timed_out. " +
+			"When a process started with wait=false ends (or a wait=true one that outlived the call), a completion message is sent as a logging notification. " +
+			"Output and metadata are mirrored to .duragent/processes/<handle>.log and .meta.json (log_file, meta_file).",
 		InputSchema: schemaOf[spawnInput]("spawn_process"),
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, s.spawnProcess)
@@ -183,6 +193,11 @@ func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in 
 		p := duragentProc{Handle: job.ID, TmuxSession: job.TmuxSession, Status: duragentStatus(job.Status), PID: job.PID, Command: job.Command, Label: job.Label, TmuxUnavailable: fellBack}
 		if s.files != nil && s.files.mirrored(job.ID) {
 			p.LogFile, p.MetaFile = s.files.paths(job.ID)
+		}
+		if job.TmuxSession != "" {
+			if argv, err := s.c.AttachCommand(ctx, job.ID); err == nil {
+				p.AttachCommand = textclean.ShellJoin(argv)
+			}
 		}
 		return jsonResult(p)
 	}

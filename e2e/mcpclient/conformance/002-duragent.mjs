@@ -243,7 +243,8 @@ if (tmuxInstalled) {
     execFileSync("tmux", ["-L", tmuxSocket, "has-session", "-t", `=duragent-${th}`], { stdio: "ignore" });
     attachable = true;
   } catch {}
-  check("002-R34", "Human can observe via tmux attach -t <session>", attachable, `tmux -L ${tmuxSocket} has-session -t =duragent-${th}`);
+  check("002-R34", "Human can observe via tmux attach -t <session> (the agent can tell the user how)",
+    attachable && (r.sc.attach_command || "").includes("attach") && r.sc.attach_command.includes(`duragent-${th}`), { has: `tmux -L ${tmuxSocket} has-session -t =duragent-${th}`, attach: r.sc.attach_command });
   r = await call(c, "process", { action: "send_keys", handle: th, keys: "hello" });
   check("002-R35", "send_keys: Send keystrokes to process (tmux send-keys -t <session> \"<keys>\" Enter)", !r.isError, r.text);
   const screen = await until(async () => {
@@ -285,6 +286,20 @@ check("002-R39", "Everything works without tmux (degraded: no capture/send_keys/
   !r.isError && r.sc.status === "running" && r3.isError && !r3.text.includes("execute_command"), { spawn: r.isError ? r.text : r.sc, capture: r3.text });
 await call(plain, "process", { action: "kill", handle: ph });
 await plain.close();
+
+// ---- Synchronous mode timeout ----
+// The document lets wait: true block past the default 2 min; an MCP client
+// gives up on a request after about a minute, so jobs returns at its call
+// bound with the process still running, and tells of its end as of a
+// wait: false one's.
+const short = await connect({ JOBS_MCP_CALL_BOUND_MS: "1000" });
+r = await call(short, "spawn_process", { command: "sleep 3; echo slow-done", wait: true });
+const slow = r.sc.handle;
+await until(() => completionsOf(short, slow).length > 0);
+check("002-R45", "Synchronous mode timeout: a wait: true call that outlives the call bound returns the running process, and its completion message follows",
+  r.sc.status === "running" && slow && completionsOf(short, slow).length === 1 && completionsOf(short, slow)[0].includes("slow-done"),
+  { result: r.sc, messages: short.messages.map((x) => x.slice(0, 80)) });
+await short.close();
 
 // ---- Crash recovery ----
 // A plain process and (with tmux) a tmux process; then the supervisor
