@@ -240,9 +240,15 @@ func TestTimeout(t *testing.T) {
 func TestTimeoutGrace(t *testing.T) {
 	t.Parallel()
 	s := startSupervisor(t, Config{Grace: 100 * time.Millisecond})
-	const timeout, grace = 300 * time.Millisecond, 1500 * time.Millisecond
-	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Argv: helperArgv(t, "ignore-sigterm"), Timeout: timeout}, TimeoutGrace: grace})
-	job = waitDone(t, s.db, job.ID, 30*time.Second)
+	// The shell ignores SIGTERM, and sleep inherits that: only the
+	// SIGKILL ends them. The timeout leaves the shell the time to get
+	// there on a loaded machine; the output says it did.
+	const timeout, grace = 2 * time.Second, 1500 * time.Millisecond
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "trap '' TERM; echo ready; exec sleep 60", Timeout: timeout}, TimeoutGrace: grace})
+	job = waitDone(t, s.db, job.ID, 60*time.Second)
+	if got := string(output(t, s.db, job.ID, "")); got != "ready\n" {
+		t.Fatalf("output %q: the shell did not get to ignore SIGTERM before its timeout", got)
+	}
 	if got, want := job.Status, vocab.StatusTimedOut; got != want {
 		t.Errorf("status = %s, want %s", got, want)
 	}

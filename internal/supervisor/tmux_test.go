@@ -490,24 +490,26 @@ func TestTmux(t *testing.T) {
 	// session.
 	t.Run("TimeoutGraceAndPrefix", func(t *testing.T) {
 		t.Parallel()
-		const grace = 1500 * time.Millisecond
+		// The timeout leaves the shell the time to set its trap on a
+		// loaded machine; "waiting" in the output says it did.
+		const timeout, grace = 3 * time.Second, 1500 * time.Millisecond
 		job := startTmuxJob(t, s, protocol.StartRequest{
-			Job:          db.NewJob{Command: `trap "echo got TERM" TERM; echo waiting; while :; do sleep 0.1; done`, Timeout: 300 * time.Millisecond},
+			Job:          db.NewJob{Command: `trap "echo got TERM" TERM; echo waiting; while :; do sleep 0.1; done`, Timeout: timeout},
 			TimeoutGrace: grace,
 			TmuxPrefix:   "duragent-",
 		})
 		if got, want := job.TmuxSession, "duragent-"+job.ID; got != want {
 			t.Errorf("session %q, want %q", got, want)
 		}
-		done := supervisor.WaitDone(t, d, job.ID, 30*time.Second)
+		done := supervisor.WaitDone(t, d, job.ID, 60*time.Second)
 		if done.Status != vocab.StatusTimedOut {
 			t.Errorf("job %s (%s), want timed_out", done.Status, done.Reason)
 		}
-		if !strings.Contains(pty(t, d, job.ID), "got TERM") {
-			t.Errorf("no SIGTERM before the SIGKILL: %q", pty(t, d, job.ID))
+		if out := pty(t, d, job.ID); !strings.Contains(out, "waiting") || !strings.Contains(out, "got TERM") {
+			t.Errorf("no SIGTERM caught before the SIGKILL: %q", out)
 		}
-		if lived := done.EndedAt.Sub(*done.StartedAt); lived < 300*time.Millisecond+grace-100*time.Millisecond {
-			t.Errorf("ended %s after it started, before its timeout and grace (%s + %s) were through", lived, 300*time.Millisecond, grace)
+		if lived := done.EndedAt.Sub(*done.StartedAt); lived < timeout+grace-100*time.Millisecond {
+			t.Errorf("ended %s after it started, before its timeout and grace (%s + %s) were through", lived, timeout, grace)
 		}
 	})
 
