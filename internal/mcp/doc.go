@@ -29,6 +29,11 @@
 // with a JSON-RPC error (with its id when it can be read, also for a frame
 // over the size limit), and a cancelled request is not answered.
 //
+// Other profiles serve the other seed documents' tools over the same
+// engine (profile.go); each document is its profile's specification. The
+// duragent profile (duragent.go, duragent_files.go) is described row by
+// row in docs/profiles/duragent.md.
+//
 // The server remembers one thing per job between calls: how many polls in a
 // row saw its state unchanged, from which (with the job's age) it suggests
 // retry_in_ms. Everything else
