@@ -52,12 +52,19 @@ func NewProfileServer(c *jobs.Client, version, name string) (*sdk.Server, error)
 // newProfileServer is NewProfileServer with the notifier that tells its
 // clients of job ends from start on; Run runs its announce.
 func newProfileServer(c *jobs.Client, version, name string, start time.Time) (*sdk.Server, *notifier, error) {
+	srv, n, _, err := newProfileState(c, version, name, start)
+	return srv, n, err
+}
+
+// newProfileState is newProfileServer with the tools' state, which Run
+// closes.
+func newProfileState(c *jobs.Client, version, name string, start time.Time) (*sdk.Server, *notifier, *server, error) {
 	if name == "" {
 		name = DefaultProfile
 	}
 	p, ok := profiles[name]
 	if !ok {
-		return nil, nil, fmt.Errorf("unknown profile %q (one of %s)", name, strings.Join(Profiles(), ", "))
+		return nil, nil, nil, fmt.Errorf("unknown profile %q (one of %s)", name, strings.Join(Profiles(), ", "))
 	}
 	if version == "" {
 		version = "dev"
@@ -72,5 +79,5 @@ func newProfileServer(c *jobs.Client, version, name string, start time.Time) (*s
 	n.srv = srv
 	srv.AddReceivingMiddleware(n.backlog)
 	srv.AddSendingMiddleware(sending)
-	return srv, n, nil
+	return srv, n, s, nil
 }
