@@ -21,10 +21,17 @@ import (
 const maxArg = 128<<10 - 1
 
 // mcp starts `jobs mcp` for the world's scope and returns a session to it.
+// A world without a scope of its own is the CLI's scope "default", which
+// `jobs mcp` (openclaw) does not take by itself: given no scope it serves
+// its connection's own, as its documents isolate conversations. The tests
+// compare it with the CLI, so it is named.
 func (w *world) mcp() *sdk.ClientSession {
 	w.t.Helper()
 	cmd := exec.Command(jobsBin, "mcp")
 	cmd.Env = w.environ()
+	if w.scope == "" {
+		cmd.Env = append(cmd.Env, "JOBS_SCOPE=default")
+	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "0"}, nil).
 		Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {

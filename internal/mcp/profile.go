@@ -23,10 +23,14 @@ const EnvProfile = "JOBS_MCP_PROFILE"
 type profile struct {
 	instructions func(scope string) string
 	add          func(s *server, srv *sdk.Server)
+	// isolate says the profile's documents keep each conversation's
+	// sessions apart: given no scope, its server serves the
+	// conversation's (RunOwnScope).
+	isolate bool
 }
 
 var profiles = map[string]profile{
-	"openclaw":    {instructions: instructions, add: addOpenClaw},
+	"openclaw":    {instructions: instructions, add: addOpenClaw, isolate: true},
 	"claude-code": {instructions: claudeInstructions, add: addClaudeCode},
 	"duragent":    {instructions: duragentInstructions, add: addDuragent},
 	"macos-shell": {instructions: macInstructions, add: addMacShell},

@@ -1,8 +1,11 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -148,6 +151,41 @@ func addOpenClaw(s *server, srv *sdk.Server) {
 // up or ctx ends. A malformed frame is answered with a JSON-RPC error and
 // the server reads on.
 func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
+	return serve(ctx, c, version, profile, os.Stdin, false)
+}
+
+// RunOwnScope is Run for a server that was given no scope (no --scope,
+// no JOBS_SCOPE). Under a profile whose documents isolate sessions per
+// conversation (openclaw) it serves the conversation its client names in
+// initialize (params._meta.conversationId), else a scope of its own for
+// the connection (see scope.go); under the others it serves c's scope, as
+// Run does.
+func RunOwnScope(ctx context.Context, c *jobs.Client, version, profile string) error {
+	return serve(ctx, c, version, profile, os.Stdin, true)
+}
+
+func serve(ctx context.Context, c *jobs.Client, version, profile string, stdin io.Reader, own bool) error {
+	if profile == "" {
+		profile = DefaultProfile
+	}
+	in := stdin
+	if p, ok := profiles[profile]; ok && own && p.isolate {
+		// The scope comes from the client's first message, so the server
+		// (its tools, resources and notices all act on one client) is
+		// made after it is read; the server then reads it again.
+		br := bufio.NewReaderSize(stdin, 64<<10)
+		first, err := peekFrame(ctx, br)
+		if err != nil {
+			return err
+		}
+		sc, err := c.WithScope(ctx, scopeFor(first))
+		if err != nil {
+			return err
+		}
+		defer sc.Close()
+		c = sc
+		in = io.MultiReader(bytes.NewReader(first), br)
+	}
 	// Ends from the server's start on are announced live; any end no
 	// client received is told when a client sets its logging level.
 	srv, n, s, err := newProfileState(c, version, profile, time.Now())
@@ -155,7 +193,7 @@ func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
 		return err
 	}
 	defer s.close()
-	t := newStdioTransport(os.Stdin, os.Stdout)
+	t := newStdioTransport(in, os.Stdout)
 	defer t.close()
 	// announce tells this server's clients of status changes while it
 	// serves; it ends with the server.
