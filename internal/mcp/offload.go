@@ -144,4 +144,11 @@ func (o *offload) adopt(ctx context.Context) {
 	})
 }
 
+// gone removes the file of a session found gone, when ref is its full id.
+func (o *offload) gone(ref string) {
+	if o.m.file(ref) != nil {
+		o.m.remove(ref)
+	}
+}
+
 func (o *offload) close() { o.m.close() }

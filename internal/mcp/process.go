@@ -48,6 +48,17 @@ func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in proce
 	if ref == "" {
 		return nil, nil, argError("sessionId is required for action=%s (process action=list shows the sessions)", in.Action)
 	}
+	res, v, err := s.processSession(ctx, req, ref, in)
+	if errors.Is(err, jobs.ErrNotFound) && s.off != nil {
+		// The session is gone (its TTL expired): so is its offloaded
+		// file, now rather than at the mirror's next look.
+		s.off.gone(ref)
+	}
+	return res, v, err
+}
+
+// processSession runs an action on one session.
+func (s *server) processSession(ctx context.Context, req *sdk.CallToolRequest, ref string, in processInput) (*sdk.CallToolResult, any, error) {
 	switch in.Action {
 	case "poll":
 		return s.poll(ctx, req, ref, in)

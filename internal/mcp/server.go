@@ -40,8 +40,9 @@ const (
 	defaultLogLines = 200
 	maxLogLines     = 2000
 	maxPageChars    = 64 << 10
-	// defaultListJobs and maxListJobs bound list.
-	defaultListJobs = 20
+	// defaultListJobs and maxListJobs bound list: the documents' list
+	// shows all sessions, so the default is the bound.
+	defaultListJobs = 100
 	maxListJobs     = 100
 	// maxWaitJobs bounds the sessions one wait watches.
 	maxWaitJobs = 50
@@ -240,7 +241,7 @@ Actions (each takes only the parameters listed):
 - wait (sessionId or sessionIds, all, until, idle, timeout): block until the job ends, waits for input on stdin, its output matches until (a regex; the unfinished last line counts, so prompts match) or it has been silent idle seconds. With several sessionIds it returns when the first ends (all=true: when all have), naming which, with the others' status. The output is what you have not read yet (the newest part when long). timeout in seconds (default and at most ` + round(bound) + `; call again to keep waiting). Sends progress notifications.
 - poll (sessionId, timeout, grep): status (running, done, error, killed), exitCode, offloaded, waiting_for_input, output: the last 500 characters of the output (every poll), and new_output: what is NEW since the last poll (when more is new than 500 characters, the newest part from a line start, saying what it skipped). retry_in_ms says when to look again; it grows while nothing changes. timeout blocks up to that many seconds for new output.
 - log (sessionId, offset, limit, unit, stream, grep): page through the cleaned full output. offset/limit slice characters (offset 0 = the first character; continue with next_offset); without offset, the last limit characters; limit defaults to 20000, at most 65536. unit="lines" makes them lines (default the last 200, at most 2000), unit="bytes" byte offsets.
-- list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default 20, at most 100) and how many more. status takes the words results use: running (with starting), done, error (failed or lost), killed (with timed_out); jobs' finer failed, timed_out, lost, starting; or active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
+- list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default and at most 100) and how many more. status takes the words results use: running (with starting), done, error (failed or lost), killed (with timed_out); jobs' finer failed, timed_out, lost, starting; or active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
 - status (sessionId): all metadata and the transition history.
 - write (sessionId, data, eof): send data to stdin (add "\n" to end a line); eof=true closes stdin (it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
 - send_keys (sessionId, keys, literal): tmux jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
@@ -283,7 +284,7 @@ type processInput struct {
 	All        bool     `json:"all,omitempty" jsonschema:"wait: with several sessionIds, return only when all have ended"`
 	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in these statuses (running, done, error, killed; failed, timed_out, lost, starting; active; finished; several separated by commas)"`
 	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first character to read, from 0 (a line with unit=lines, a byte with unit=bytes); without it log reads the last limit characters"`
-	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many characters to read (lines with unit=lines, bytes with unit=bytes); default 20000 characters. list: how many sessions (default 20, at most 100)"`
+	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many characters to read (lines with unit=lines, bytes with unit=bytes); default 20000 characters. list: how many sessions (default and at most 100)"`
 	Unit       string   `json:"unit,omitempty" jsonschema:"log: chars (default), lines or bytes"`
 	Stream     string   `json:"stream,omitempty" jsonschema:"log: stdout or stderr only"`
 	Grep       string   `json:"grep,omitempty" jsonschema:"log, poll: keep only lines matching this regular expression"`
