@@ -35,7 +35,7 @@ import (
 //	st, err := m.sync(ctx, id) // up to date now: st.Offloaded, st.Path, st.Bytes
 //	err = m.clear(ctx, id)     // after c.Clear: the file holds what the database still holds (nothing)
 //	m.remove(id)               // after c.Remove, or when the job is gone: stop and delete the files
-//	m.forget(id)               // stop keeping it current; the files stay
+//	st = m.state(id)           // where it stands, without reading the database
 //
 // add, sync and clear return jobs.ErrNotFound (wrapped) when the job is
 // gone, having removed its files. A job whose files cannot be written
@@ -188,13 +188,6 @@ func (m *mirror) remove(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.removeFiles()
-}
-
-// forget stops mirroring a job and leaves its files.
-func (m *mirror) forget(id string) {
-	m.mu.Lock()
-	delete(m.files, id)
-	m.mu.Unlock()
 }
 
 // close stops the goroutine and waits for it. The files stay.

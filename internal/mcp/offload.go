@@ -131,8 +131,9 @@ func (o *offload) adopt(ctx context.Context) {
 			exists[j.ID] = true
 		}
 		for _, e := range ents {
-			id, ok := strings.CutPrefix(e.Name(), "bgexec_")
-			if id, ok = strings.CutSuffix(id, ".log"); !ok || !e.Type().IsRegular() {
+			id, pre := strings.CutPrefix(e.Name(), "bgexec_")
+			id, suf := strings.CutSuffix(id, ".log")
+			if !pre || !suf || !e.Type().IsRegular() {
 				continue
 			}
 			if !exists[id] {
