@@ -9,12 +9,16 @@
 //     installed). It waits up to yieldMs for it to finish and returns the
 //     result, returns at once when the command waits for input, or returns
 //     {status: "running", sessionId} so the agent can carry on.
-//   - process follows and talks to a job by sessionId: wait (one or
+//   - process follows, talks to and ends a job by sessionId: wait (one or
 //     several sessions), poll, log, list, status, write, send_keys,
-//     capture, pause, resume. Nothing it does ends a job, and it is
-//     annotated so: clients that ask before destructive calls let an agent
-//     follow its jobs freely.
-//   - kill_process ends (kill), empties (clear) or deletes (remove) a job.
+//     capture, kill, clear, remove, pause, resume.
+//   - kill_process ends (kill), empties (clear) or deletes (remove) a job:
+//     process's three destructive actions alone, for clients that ask
+//     before each destructive call.
+//
+// Output past 10 KB is also offloaded to a file beside the database
+// (sessions/<scope>/bgexec_<sessionId>.log), kept current by mirror.go,
+// as the OpenClaw documents promise; the database stays the record.
 //
 // No call blocks past a bound below common clients' request timeouts (50 s,
 // EnvCallBound); one that reaches it returns the session's status and says

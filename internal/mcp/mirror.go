@@ -35,7 +35,7 @@ import (
 //	st, err := m.sync(ctx, id) // up to date now: st.Offloaded, st.Path, st.Bytes
 //	err = m.clear(ctx, id)     // after c.Clear: the file holds what the database still holds (nothing)
 //	m.remove(id)               // after c.Remove, or when the job is gone: stop and delete the files
-//	m.forget(id)               // stop keeping it current; the files stay
+//	st = m.state(id)           // where it stands, without reading the database
 //
 // add, sync and clear return jobs.ErrNotFound (wrapped) when the job is
 // gone, having removed its files. A job whose files cannot be written
@@ -43,9 +43,9 @@ import (
 // by sync's error and tried again on the next sync; the job itself is not
 // touched. One goroutine keeps the files of unfinished jobs current: it
 // starts with the first add, wakes when the database changes (at least once
-// a second), and ends when every mirrored job has finished and been copied
-// to its end, or at close. It also removes the files of jobs that were
-// deleted (their TTL expired) while it runs.
+// a second while a mirrored job runs), and removes the files of jobs that
+// were deleted (their TTL expired) within 30 s; it ends when no job is
+// mirrored any more, or at close, or when the client is closed.
 //
 // After a restart, add finds a file that holds the job's stored output
 // (or its beginning) and appends to it; any other file is rewritten from
@@ -188,13 +188,6 @@ func (m *mirror) remove(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.removeFiles()
-}
-
-// forget stops mirroring a job and leaves its files.
-func (m *mirror) forget(id string) {
-	m.mu.Lock()
-	delete(m.files, id)
-	m.mu.Unlock()
 }
 
 // close stops the goroutine and waits for it. The files stay.
@@ -395,8 +388,9 @@ func (m *mirror) start() {
 	}()
 }
 
-// run keeps the files of unfinished jobs current until none is left or the
-// mirror is closed.
+// run keeps the files of unfinished jobs current, and looks for deleted
+// jobs now and then, until no job is mirrored or the mirror (or its
+// client) is closed.
 func (m *mirror) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -410,6 +404,11 @@ func (m *mirror) run() {
 	ch := m.c.Changes()
 	defer ch.Close()
 	lastExpiry := time.Now()
+	end := func() {
+		m.mu.Lock()
+		m.loop = false
+		m.mu.Unlock()
+	}
 	for {
 		// The lock order is a file's, then the mirror's (syncFile takes
 		// the mirror's to drop a job that is gone): the files are listed
@@ -426,12 +425,17 @@ func (m *mirror) run() {
 			f.mu.Lock()
 			done := f.done
 			f.mu.Unlock()
-			if !done {
-				live++
-				_, _ = m.syncFile(ctx, f) // an error is seen by the next read's sync
+			if done {
+				continue
+			}
+			live++
+			// Any other error is seen by the next read's sync.
+			if _, err := m.syncFile(ctx, f); errors.Is(err, jobs.ErrClosed) {
+				end()
+				return
 			}
 		}
-		if live == 0 {
+		if len(all) == 0 {
 			m.mu.Lock()
 			if m.gen == gen || m.closed {
 				// Nothing was added since the files were listed.
@@ -446,10 +450,15 @@ func (m *mirror) run() {
 			m.expire(ctx)
 			lastExpiry = time.Now()
 		}
-		if err := ch.Wait(ctx, time.Second); err != nil {
-			m.mu.Lock()
-			m.loop = false
-			m.mu.Unlock()
+		// With every job copied to its end, only the expiry is left to
+		// do: a change of the database (a new add's job writing) still
+		// wakes the loop.
+		every := time.Second
+		if live == 0 {
+			every = mirrorExpiryEvery
+		}
+		if err := ch.Wait(ctx, every); err != nil {
+			end()
 			return
 		}
 	}

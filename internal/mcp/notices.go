@@ -112,11 +112,8 @@ type notifier struct {
 	// takes it (write-locked) first, so that it never overtakes a note of
 	// this server's.
 	spawning sync.RWMutex
-	// work is the profile's own background work (server.work), which
-	// Run runs beside announce.
-	work []func(ctx context.Context)
-	mu   sync.Mutex
-	told map[*sdk.ServerSession]map[string]bool
+	mu       sync.Mutex
+	told     map[*sdk.ServerSession]map[string]bool
 }
 
 // Audit-trail notes about completion notices: a wait=true spawn wants

@@ -228,6 +228,19 @@ func (c *Client) limits() db.Limits {
 // Scope returns the scope the client works in.
 func (c *Client) Scope() string { return c.opts.Scope }
 
+// WithScope opens another client on the same database, with the same
+// options but scope. A front end that learns its scope after it opened
+// the database (an MCP server, from its client's first message) carries
+// on with it. The two clients are independent: close both.
+func (c *Client) WithScope(ctx context.Context, scope string) (*Client, error) {
+	if scope == "" {
+		return nil, fmt.Errorf("open: %w: empty scope", ErrInvalid)
+	}
+	o := c.opts
+	o.DB, o.Scope = c.path, scope
+	return Open(ctx, o)
+}
+
 // DBPath returns the database path.
 func (c *Client) DBPath() string { return c.path }
 
