@@ -61,8 +61,13 @@ var mcpNames = map[string]map[string]string{
 		"waiting_for_input": "job.waiting_for_input",
 		"stopped":           "job.stopped",
 		"descendants":       "job.descendants",
-		"output":            "output.output",
-		"output_info":       "output",
+		// The documents' output is the last 500 characters on every poll
+		// (no counterpart: the CLI's tail starts at a line); what is new
+		// since the last poll is new_output, the CLI's poll --new.
+		"output":          "-",
+		"output_info":     "-",
+		"new_output":      "output.output",
+		"new_output_info": "output",
 	},
 	"wait": {
 		"sessionId":         "jobs.{id}.id",
@@ -323,8 +328,8 @@ func TestFrontEndsAgree(t *testing.T) {
 			return fmt.Sprintf("%s (%s)", read, map[string]string{done: "done", failed: "failed", running: "running"}[id])
 		}
 
-		// poll: the tail, cursor untouched (the MCP profile's poll is
-		// always the --new read, below).
+		// poll: the tail, cursor untouched (the MCP profile's poll
+		// returns its new_output as the --new read, below).
 		a := cli("poll", id)
 		fields += compare(t, what("poll"), "cli", "jobs", a, lib(c.Poll(ctx, id, jobs.PollOptions{})), vol)
 

@@ -26,28 +26,30 @@ const (
 
 // scenarioResult is one line of e2e/mcpclient/scenarios.mjs.
 type scenarioResult struct {
-	Scenario        string         `json:"scenario"`
-	OK              bool           `json:"ok"`
-	Error           string         `json:"error"`
-	Calls           int            `json:"calls"`
-	Chars           int            `json:"chars"`
-	StructuredChars int            `json:"structured_chars"`
-	LongestCallMS   int64          `json:"longest_call_ms"`
-	ClientTimeouts  int            `json:"client_timeouts"`
-	Seconds         float64        `json:"seconds"`
-	ReadOnlyHonest  bool           `json:"readonly_not_destructive"`
-	Skipped         string         `json:"skipped"`
-	Output          int            `json:"output"`
-	WaitingForInput bool           `json:"waiting_for_input"`
-	PromptSeenMS    int64          `json:"prompt_seen_ms"`
-	PromptShown     bool           `json:"prompt_shown"`
-	Escaped         bool           `json:"escaped"`
-	Verbatim        bool           `json:"verbatim"`
-	WorstLagMS      int64          `json:"worst_lag_ms"`
-	LearnedLateMS   map[string]int `json:"learned_late_ms"`
-	PromptMatched   bool           `json:"prompt_matched"`
-	FirstStatus     string         `json:"first_status"`
-	FirstText       string         `json:"first_text"`
+	Scenario        string  `json:"scenario"`
+	OK              bool    `json:"ok"`
+	Error           string  `json:"error"`
+	Calls           int     `json:"calls"`
+	Chars           int     `json:"chars"`
+	StructuredChars int     `json:"structured_chars"`
+	LongestCallMS   int64   `json:"longest_call_ms"`
+	ClientTimeouts  int     `json:"client_timeouts"`
+	Seconds         float64 `json:"seconds"`
+	// AnnotationsHonest: the process tool, which kills and removes (its
+	// documents' actions), does not claim to be non-destructive.
+	AnnotationsHonest bool           `json:"annotations_honest"`
+	Skipped           string         `json:"skipped"`
+	Output            int            `json:"output"`
+	WaitingForInput   bool           `json:"waiting_for_input"`
+	PromptSeenMS      int64          `json:"prompt_seen_ms"`
+	PromptShown       bool           `json:"prompt_shown"`
+	Escaped           bool           `json:"escaped"`
+	Verbatim          bool           `json:"verbatim"`
+	WorstLagMS        int64          `json:"worst_lag_ms"`
+	LearnedLateMS     map[string]int `json:"learned_late_ms"`
+	PromptMatched     bool           `json:"prompt_matched"`
+	FirstStatus       string         `json:"first_status"`
+	FirstText         string         `json:"first_text"`
 }
 
 // nodeClient returns node and the directory of the TypeScript SDK client
@@ -122,8 +124,8 @@ func TestMCPClientScenarios(t *testing.T) {
 		if r.ClientTimeouts > 0 {
 			t.Errorf("%s: %d call(s) ended in a client timeout", name, r.ClientTimeouts)
 		}
-		if r.Skipped == "" && !r.ReadOnlyHonest {
-			t.Errorf("%s: the process tool is annotated destructive", name)
+		if r.Skipped == "" && !r.AnnotationsHonest {
+			t.Errorf("%s: the process tool, which kills and removes, is annotated non-destructive", name)
 		}
 	}
 	want := func(name string, calls int, check func(r scenarioResult) string) {

@@ -99,7 +99,9 @@ func TestProfileDuragent(t *testing.T) {
 	w := newWorld(t)
 	w.scope = "profile-duragent"
 	sock := filepath.Join(w.base, "tmux.sock")
-	w.extra = append(w.extra, "JOBS_TMUX_SOCKET="+sock)
+	// The profile's .duragent/processes files go to the world, not to
+	// the client's working directory in the source tree.
+	w.extra = append(w.extra, "JOBS_TMUX_SOCKET="+sock, "JOBS_DURAGENT_DIR="+w.base)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
 	ids := replayProfile(t, w, "duragent")
 	list := w.ok("list", "--json")

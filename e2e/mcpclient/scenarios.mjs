@@ -285,7 +285,7 @@ async function runOne(name) {
   const t0 = Date.now();
   try {
     const extra = await scenarios[name](s);
-    return s.report({ ok: true, seconds: (Date.now() - t0) / 1000, readonly_not_destructive: s.annotations.process?.destructiveHint === false, ...extra });
+    return s.report({ ok: true, seconds: (Date.now() - t0) / 1000, annotations_honest: s.annotations.process?.destructiveHint !== false, ...extra });
   } catch (e) {
     return s.report({ ok: false, error: String(e.message || e), seconds: (Date.now() - t0) / 1000, log: s.log });
   } finally {

@@ -12,6 +12,10 @@ func (r *runner) mcpCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "mcp",
 		Usage: "serve the Model Context Protocol on stdio (profile openclaw: tools execute_command, process and kill_process)",
+		Description: "Without --scope or JOBS_SCOPE, the openclaw profile isolates conversations as its documents do: it serves the\n" +
+			"scope its client names in initialize (params._meta.conversationId), else a new scope of its own\n" +
+			"(mcp-<client name>-<random>) for the connection. Set JOBS_SCOPE in the server's configuration to keep one\n" +
+			"scope across restarts. The other profiles serve the scope \"default\" unless told otherwise.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "profile", EnvVars: []string{mcp.EnvProfile}, Value: mcp.DefaultProfile,
 				Usage: "the agent interface to serve: `NAME` is one of " + strings.Join(mcp.Profiles(), ", ")},
@@ -28,7 +32,7 @@ func (r *runner) mcpCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			return runMCP(cc.Context, c, profile)
+			return runMCP(cc.Context, c, profile, cc.String("scope") != "")
 		},
 	}
 }

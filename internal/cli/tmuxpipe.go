@@ -21,6 +21,7 @@ func (r *runner) tmuxPipeCommand() *ucli.Command {
 		Hidden:    true,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "job", Usage: "job `ID`"},
+			&ucli.DurationFlag{Name: "grace", Usage: "time between SIGTERM and SIGKILL when the timeout ends the job"},
 		},
 		Action: func(cc *ucli.Context) error {
 			if cc.Args().Present() {
@@ -33,7 +34,7 @@ func (r *runner) tmuxPipeCommand() *ucli.Command {
 			// The helper must outlive whatever hangs up: it alone records
 			// the job's end once the supervisor is gone.
 			signal.Ignore(syscall.SIGHUP)
-			return tmuxpipe.Run(cc.Context, dbPath, job, r.stdin)
+			return tmuxpipe.Run(cc.Context, dbPath, job, cc.Duration("grace"), r.stdin)
 		},
 	}
 }

@@ -124,8 +124,9 @@ func TestWaitSeveral(t *testing.T) {
 	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": slow})
 }
 
-// TestPollGivesNewest: when more is new than the budget, poll gives the
-// newest part from a line start and says what it skipped.
+// TestPollGivesNewest: when more is new than the budget, poll's
+// new_output gives the newest part from a line start and says what it
+// skipped; output is the documents' last 500 characters, every poll.
 func TestPollGivesNewest(t *testing.T) {
 	t.Parallel()
 	cs, c := inProcessClient(t)
@@ -135,15 +136,19 @@ func TestPollGivesNewest(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id})
-	if !strings.HasSuffix(p.Output, "READY\n") || !strings.HasPrefix(p.Output, "compiling unit ") || len(p.Output) > defaultPollChars {
-		t.Fatalf("poll: %q", p.Output)
+	if p.NewOutput == nil || !strings.HasSuffix(*p.NewOutput, "READY\n") || !strings.HasPrefix(*p.NewOutput, "compiling unit ") || len(*p.NewOutput) > defaultPollChars {
+		t.Fatalf("poll new_output: %v", p.NewOutput)
 	}
-	if p.OutputInfo.Skipped == 0 || !strings.Contains(p.Note, "offset=0") {
-		t.Errorf("skipped %d, note %q", p.OutputInfo.Skipped, p.Note)
+	if p.NewOutputInfo == nil || p.NewOutputInfo.Skipped == 0 || !strings.Contains(p.Note, "offset=0") {
+		t.Errorf("new_output_info %+v, note %q", p.NewOutputInfo, p.Note)
 	}
+	if len(p.Output) != defaultPollChars || !strings.HasSuffix(p.Output, "unit 3000\nREADY\n") {
+		t.Errorf("poll output: %d characters %q, want the last %d", len(p.Output), p.Output, defaultPollChars)
+	}
+	first := p.Output
 	p = callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id})
-	if p.Output != "" || p.RetryInMs != 2000 {
-		t.Errorf("second poll: %q, retry %d ms", p.Output, p.RetryInMs)
+	if p.NewOutput == nil || *p.NewOutput != "" || p.Output != first || p.RetryInMs != 2000 {
+		t.Errorf("second poll: new %v, output %q, retry %d ms", p.NewOutput, p.Output, p.RetryInMs)
 	}
 	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": id})
 }
@@ -158,7 +163,7 @@ func TestParametersBelongToTheirAction(t *testing.T) {
 	callErr(t, cs, "process", map[string]any{"action": "poll", "sessionId": id, "until": "x"}, "does not take until; it takes sessionId, timeout, grep, filter")
 	callErr(t, cs, "process", map[string]any{"action": "status", "sessionId": id, "limit": 3}, "does not take limit")
 	callErr(t, cs, "kill_process", map[string]any{"action": "clear", "sessionId": id, "signal": "INT"}, "does not take signal")
-	callErr(t, cs, "process", map[string]any{"action": "kill", "sessionId": id}, "kill_process")
+	callErr(t, cs, "process", map[string]any{"action": "kill", "sessionId": id, "limit": 3}, "process action=kill does not take limit; it takes sessionId, signal")
 	// Empty values ask for nothing and pass.
 	callOK[statusResult](t, cs, "process", map[string]any{"action": "status", "sessionId": id, "until": "", "eof": false})
 	callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": id, "until": "two", "timeout": 10})

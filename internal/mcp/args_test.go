@@ -37,7 +37,7 @@ func TestToolsList(t *testing.T) {
 			got = append(got, a.(string))
 		}
 		var want []string
-		for _, a := range append(slices.Clone(actions), killActions...) {
+		for _, a := range actions {
 			want = append(want, a.name)
 		}
 		if !slices.Equal(got, want) {
@@ -78,7 +78,10 @@ func TestBadArguments(t *testing.T) {
 		{"empty command", "execute_command", map[string]any{"command": ""}, "command"},
 		{"blank command", "execute_command", map[string]any{"command": "   "}, "command is required"},
 		{"background of wrong type", "execute_command", map[string]any{"command": "true", "background": "yes"}, "background"},
-		{"negative timeout", "execute_command", map[string]any{"command": "true", "timeout": -3}, "timeout must be between 0"},
+		{"negative timeout", "execute_command", map[string]any{"command": "true", "timeout": -3}, "timeout is in milliseconds and must be at least 100"},
+		{"timeout under 100 ms", "execute_command", map[string]any{"command": "true", "timeout": 50}, "timeout is in milliseconds and must be at least 100 (0 = none)"},
+		{"short description", "execute_command", map[string]any{"command": "true", "description": "ls"}, "description must be 5 to 100 characters, got 2"},
+		{"long description", "execute_command", map[string]any{"command": "true", "description": strings.Repeat("x", 101)}, "description must be 5 to 100 characters, got 101"},
 		{"huge timeout", "execute_command", map[string]any{"command": "true", "timeout": 1e300}, "timeout"},
 		{"negative yield", "execute_command", map[string]any{"command": "true", "yieldMs": -1}, "yieldMs must not be negative"},
 		{"env of wrong type", "execute_command", map[string]any{"command": "true", "env": []string{"A=1"}}, "env"},

@@ -9,12 +9,16 @@
 //     installed). It waits up to yieldMs for it to finish and returns the
 //     result, returns at once when the command waits for input, or returns
 //     {status: "running", sessionId} so the agent can carry on.
-//   - process follows and talks to a job by sessionId: wait (one or
+//   - process follows, talks to and ends a job by sessionId: wait (one or
 //     several sessions), poll, log, list, status, write, send_keys,
-//     capture, pause, resume. Nothing it does ends a job, and it is
-//     annotated so: clients that ask before destructive calls let an agent
-//     follow its jobs freely.
-//   - kill_process ends (kill), empties (clear) or deletes (remove) a job.
+//     capture, kill, clear, remove, pause, resume.
+//   - kill_process ends (kill), empties (clear) or deletes (remove) a job:
+//     process's three destructive actions alone, for clients that ask
+//     before each destructive call.
+//
+// Output past 10 KB is also offloaded to a file beside the database
+// (sessions/<scope>/bgexec_<sessionId>.log), kept current by mirror.go,
+// as the OpenClaw documents promise; the database stays the record.
 //
 // No call blocks past a bound below common clients' request timeouts (50 s,
 // EnvCallBound); one that reaches it returns the session's status and says
@@ -32,6 +36,11 @@
 // float64's integers, any spelling). A JSON-RPC batch is answered: in full
 // on a session of protocol 2025-03-26 or earlier, which has batches, and
 // otherwise with an Invalid Request error for each request in it.
+//
+// Other profiles serve the other seed documents' tools over the same
+// engine (profile.go); each document is its profile's specification. The
+// duragent profile (duragent.go, duragent_files.go) is described row by
+// row in docs/profiles/duragent.md.
 //
 // The server remembers one thing per job between calls: how many polls in a
 // row saw its state unchanged, from which (with the job's age) it suggests

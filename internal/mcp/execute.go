@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -27,12 +28,23 @@ type executeResult struct {
 	RuntimeMs       int64       `json:"runtime_ms"`
 	WaitingForInput bool        `json:"waiting_for_input"`
 	OutputInfo      *outputView `json:"output_info,omitempty"`
+	Offloaded       bool        `json:"offloaded,omitempty"`
+	OutputFilePath  string      `json:"outputFilePath,omitempty"`
 	Note            string      `json:"note,omitempty"`
 }
 
 // maxSeconds bounds durations given in seconds (about 30 years), so that
 // converting them cannot overflow.
 const maxSeconds = 1e9
+
+// The documents' bounds on execute_command's arguments:
+// timeout z.number().min(100) (milliseconds) and description
+// z.string().min(5).max(100).
+const (
+	minTimeoutMs   = 100
+	minDescription = 5
+	maxDescription = 100
+)
 
 func seconds(name string, v float64) (time.Duration, error) {
 	if v < 0 || v > maxSeconds || math.IsNaN(v) {
@@ -71,6 +83,9 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 			return nil, nil, fmt.Errorf("%w (pass replace=true to end it and start again, or pick another name)", err)
 		}
 		return nil, nil, describe("", err)
+	}
+	if s.off != nil {
+		s.off.watch(ctx, job.ID)
 	}
 	reason := jobs.WaitReason("")
 	if window > 0 && !job.Status.Terminal() {
@@ -129,6 +144,16 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	default:
 		notes = append(notes, fmt.Sprintf("started; follow with process action=wait sessionId=%s", job.ID))
 	}
+	if job.OutputBytes > offloadAfter {
+		var offNote string
+		r.Offloaded, r.OutputFilePath, offNote = s.offloaded(ctx, job)
+		switch {
+		case r.Offloaded:
+			notes = append(notes, "output offloaded to "+r.OutputFilePath)
+		case offNote != "":
+			notes = append(notes, offNote)
+		}
+	}
 	r.Note = strings.Join(notes, "; ")
 	line := summary(job)
 	if r.Note != "" {
@@ -171,14 +196,22 @@ func specFor(in executeInput) (jobs.Spec, error) {
 	for _, k := range names {
 		spec.Env = append(spec.Env, k+"="+in.Env[k])
 	}
-	if in.Timeout != nil {
-		d, err := seconds("timeout", *in.Timeout)
-		if err != nil {
-			return jobs.Spec{}, err
+	if in.Description != "" {
+		if n := utf8.RuneCountInString(in.Description); n < minDescription || n > maxDescription {
+			return jobs.Spec{}, argError("description must be %d to %d characters, got %d", minDescription, maxDescription, n)
 		}
-		spec.Timeout = d
-		if d == 0 {
+	}
+	if in.Timeout != nil {
+		// Milliseconds, as the documents' z.number().min(100) says (the
+		// unit of yieldMs beside it); 0, which they refuse, means none.
+		v := *in.Timeout
+		switch {
+		case v == 0:
 			spec.Timeout = jobs.Unlimited // 0 means none here, the default in a Spec.
+		case v < minTimeoutMs || v > maxSeconds*1000 || math.IsNaN(v):
+			return jobs.Spec{}, argError("timeout is in milliseconds and must be at least %d (0 = none), at most %g, got %g", minTimeoutMs, float64(maxSeconds*1000), v)
+		default:
+			spec.Timeout = time.Duration(v * float64(time.Millisecond))
 		}
 	}
 	return spec, nil

@@ -35,7 +35,8 @@ func TestListPagesHistory(t *testing.T) {
 	id := start(t, cs, "sleep 30", map[string]any{"name": "srv_1", "label": "web 100%"})
 
 	l := callOK[listResult](t, cs, "process", map[string]any{"action": "list"})
-	if len(l.Sessions) != 20 || l.More != 231 || l.NextCursor == "" || l.Sessions[0].SessionID != id {
+	// The documents' list shows all sessions: the default is the bound.
+	if len(l.Sessions) != 100 || l.More != 151 || l.NextCursor == "" || l.Sessions[0].SessionID != id {
 		t.Fatalf("default list: %d sessions, more %d, cursor %q, first %+v", len(l.Sessions), l.More, l.NextCursor, l.Sessions[0])
 	}
 	seen := map[string]bool{}
@@ -43,7 +44,7 @@ func TestListPagesHistory(t *testing.T) {
 		seen[s.SessionID] = true
 	}
 	next := callOK[listResult](t, cs, "process", map[string]any{"action": "list", "cursor": l.NextCursor, "limit": 100})
-	if len(next.Sessions) != 100 || next.More != 131 {
+	if len(next.Sessions) != 100 || next.More != 51 {
 		t.Errorf("second page: %d sessions, more %d", len(next.Sessions), next.More)
 	}
 	for _, s := range next.Sessions {

@@ -75,12 +75,19 @@ func (s *server) logChars(ctx context.Context, ref string, in processInput) (*sd
 		text, p, err = s.sliceChars(ctx, ref, r, off, limit)
 		if err == nil {
 			p.Offset = &off
-			if p.NextOffset != nil {
-				notes = append(notes, fmt.Sprintf("characters %d-%d shown; more after: continue with offset=%d", off, off+p.Chars, *p.NextOffset))
-			} else if p.Chars == 0 && off > 0 {
+			p.Chars = int64(utf8.RuneCountInString(text))
+			// The characters shown, first and last, counted from 0 as
+			// offset counts them.
+			shown := fmt.Sprintf("characters %d-%d shown", off, off+p.Chars-1)
+			switch {
+			case p.Chars == 0 && off > 0:
 				notes = append(notes, fmt.Sprintf("offset %d is at or past the end of the output", off))
-			} else {
-				notes = append(notes, fmt.Sprintf("characters %d-%d shown, to the end", off, off+p.Chars))
+			case p.Chars == 0:
+				notes = append(notes, "no output")
+			case p.NextOffset != nil:
+				notes = append(notes, fmt.Sprintf("%s; more after: continue with offset=%d", shown, *p.NextOffset))
+			default:
+				notes = append(notes, shown+", to the end")
 			}
 		}
 	}
@@ -91,15 +98,14 @@ func (s *server) logChars(ctx context.Context, ref string, in processInput) (*sd
 	if p.Evicted > 0 {
 		notes = append(notes, fmt.Sprintf("%s of the output was removed by the output cap or a clear", size(p.Evicted)))
 	}
+	res := logResult{SessionID: ref, Unit: "chars", Output: text, OutputInfo: &p}
+	if note := s.logState(ctx, ref, &res); note != "" {
+		notes = append(notes, note)
+	}
 	p.Note = strings.Join(notes, "; ")
 	line := fmt.Sprintf("log of session %s", textclean.Echo(ref))
 	if p.Note != "" {
 		line += ": " + p.Note
-	}
-	j, _ := s.c.Get(ctx, ref)
-	res := logResult{SessionID: j.ID, Status: openclawStatus(j.Status), Unit: "chars", Output: text, OutputInfo: p}
-	if res.SessionID == "" {
-		res.SessionID, res.Status = ref, ""
 	}
 	return resultWith(line, &outputView{Text: text}, res)
 }

@@ -16,6 +16,14 @@ package mcp
 // taking info — stay pending: the next client, of this server or a later
 // one, that sets such a level gets them, and the note keeps other clients
 // from getting them again.
+//
+// A duragent spawn_process with wait=true returns its result inline, so
+// its end gets no completion message (the document: "Only fires if wait:
+// false"): the spawn notes on the job's audit trail that no notice is
+// wanted ("completion notice not wanted"), before this server can
+// announce the end. When its call returns before the end (the call bound),
+// a second note ("completion notice wanted") lifts that, and the end is
+// announced like any other.
 
 import (
 	"context"
@@ -96,8 +104,42 @@ type notifier struct {
 	c     *jobs.Client
 	srv   *sdk.Server
 	start time.Time
-	mu    sync.Mutex
-	told  map[*sdk.ServerSession]map[string]bool
+	// tail is the output a completion message ends with; nil means the
+	// engine's tail of 2000 characters from a line start.
+	tail func(ctx context.Context, c *jobs.Client, id string) (string, error)
+	// spawning is held (read-locked) by each wait=true spawn from before
+	// its start until its "not wanted" note is written; an announcement
+	// takes it (write-locked) first, so that it never overtakes a note of
+	// this server's.
+	spawning sync.RWMutex
+	mu       sync.Mutex
+	told     map[*sdk.ServerSession]map[string]bool
+}
+
+// Audit-trail notes about completion notices: a wait=true spawn wants
+// none (noteInline) unless its call returned before the end (noteWanted).
+const (
+	noteInline = "completion notice not wanted: the result is returned inline (spawn_process wait=true)"
+	noteWanted = "completion notice wanted: the inline wait reached the call bound"
+)
+
+// holdInline is called before a wait=true spawn starts its job; the
+// returned func is called once the job is marked (inline) or did not
+// start.
+func (n *notifier) holdInline() func() {
+	n.spawning.RLock()
+	return n.spawning.RUnlock
+}
+
+// inline notes that job id's end is returned inline and wants no notice.
+func (n *notifier) inline(ctx context.Context, id string) {
+	_, _ = n.c.NoteOnce(context.WithoutCancel(ctx), id, noteInline)
+}
+
+// wanted notes that job id's end, which inline had exempted, is to be
+// announced after all.
+func (n *notifier) wanted(ctx context.Context, id string) {
+	_, _ = n.c.NoteOnce(context.WithoutCancel(ctx), id, noteWanted)
 }
 
 func newNotifier(c *jobs.Client, start time.Time) *notifier {
@@ -187,7 +229,13 @@ func (n *notifier) announce(ctx context.Context) {
 // ended tells every client of the server of job id's end, and notes the
 // delivery when at least one got it.
 func (n *notifier) ended(ctx context.Context, id string) {
-	msg, err := completionMessage(ctx, n.c, id)
+	n.spawning.Lock()
+	//lint:ignore SA2001 waits for the wait=true spawns under way to note themselves
+	n.spawning.Unlock()
+	if _, wanted := noticeState(ctx, n.c, id); !wanted {
+		return
+	}
+	msg, err := completionMessage(ctx, n.c, id, n.tail)
 	if err != nil {
 		return // removed since
 	}
@@ -227,10 +275,10 @@ func (n *notifier) backlog(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		for i := len(list) - 1; i >= 0; i-- {
 			j := list[i]
-			if delivered(ctx, n.c, j.ID) {
+			if told, wanted := noticeState(ctx, n.c, j.ID); told || !wanted {
 				continue
 			}
-			msg, merr := completionMessage(ctx, n.c, j.ID)
+			msg, merr := completionMessage(ctx, n.c, j.ID, n.tail)
 			if merr != nil {
 				continue
 			}
@@ -243,33 +291,48 @@ func (n *notifier) backlog(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// delivered reports whether job id's audit trail records a delivered
-// completion notice. An error counts as delivered: better a notice missed
-// than one told twice on every start.
-func delivered(ctx context.Context, c *jobs.Client, id string) bool {
+// noticeState reads job id's audit trail: delivered reports a delivered
+// completion notice, wanted that the job's end is to be announced (no
+// wait=true spawn returned it inline). An error counts as delivered and
+// not wanted: better a notice missed than one told twice on every start.
+func noticeState(ctx context.Context, c *jobs.Client, id string) (delivered, wanted bool) {
 	evs, err := c.History(ctx, id)
 	if err != nil {
-		return true
+		return true, false
 	}
+	inline, lifted := false, false
 	for _, e := range evs {
 		var d struct {
 			Message string `json:"message"`
 		}
-		if e.Kind == "note" && json.Unmarshal(e.Detail, &d) == nil && d.Message == noticeNote {
-			return true
+		if e.Kind != "note" || json.Unmarshal(e.Detail, &d) != nil {
+			continue
+		}
+		switch d.Message {
+		case noticeNote:
+			delivered = true
+		case noteInline:
+			inline = true
+		case noteWanted:
+			lifted = true
 		}
 	}
-	return false
+	return delivered, !inline || lifted
 }
 
-// completionMessage is Duragent's completion message for job id.
-func completionMessage(ctx context.Context, c *jobs.Client, id string) (string, error) {
+// completionMessage is Duragent's completion message for job id, ending
+// with tail's output (nil: the engine's tail from a line start).
+func completionMessage(ctx context.Context, c *jobs.Client, id string, tail func(context.Context, *jobs.Client, string) (string, error)) (string, error) {
 	j, err := c.Get(ctx, id)
 	if err != nil {
 		return "", err
 	}
-	pr, err := c.Poll(ctx, id, jobs.PollOptions{Tail: duragentTailChars})
-	if err != nil {
+	var pr jobs.PollResult
+	if tail != nil {
+		if pr.Output.Text, err = tail(ctx, c, id); err != nil {
+			return "", err
+		}
+	} else if pr, err = c.Poll(ctx, id, jobs.PollOptions{Tail: duragentTailChars}); err != nil {
 		return "", err
 	}
 	code := "none"

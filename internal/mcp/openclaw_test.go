@@ -1,10 +1,14 @@
 package mcp
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
@@ -151,5 +155,179 @@ func TestOpenClawLogChars(t *testing.T) {
 	units := processSchema().Properties["unit"].Enum
 	if !slices.Equal(units, []any{"chars", "lines", "bytes"}) {
 		t.Errorf("unit enum %v", units)
+	}
+}
+
+// TestOpenClawProcessKillClearRemove: process serves kill, clear and
+// remove, as both documents do (their integration test is
+// execute_command, then process poll, then process kill): kill ends a
+// job that ignores SIGTERM after the 2 s grace, is a no-op on a dead
+// session, and says "Session X not found" for an unknown one; clear
+// empties the output; remove deletes the session, killing it first.
+func TestOpenClawProcessKillClearRemove(t *testing.T) {
+	t.Parallel()
+	cs := inProcess(t)
+	id := start(t, cs, "trap '' TERM; echo ready; while :; do sleep 1; done", nil)
+	waitFor(t, "ready", 60*time.Second, func() bool {
+		p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id})
+		return strings.Contains(p.Output, "ready")
+	})
+	k := callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id})
+	if k.Status != "killed" || !k.Escalated || len(k.Signalled) == 0 {
+		t.Errorf("kill of a job ignoring SIGTERM: %+v, want killed after SIGKILL", k)
+	}
+	if p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id}); p.Status != "killed" {
+		t.Errorf("poll after kill: status %s", p.Status)
+	}
+	// Kill already dead session: no-op (idempotent).
+	if k := callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": id}); !k.AlreadyDone || len(k.Signalled) != 0 {
+		t.Errorf("second kill: %+v, want a no-op", k)
+	}
+	callErr(t, cs, "process", map[string]any{"action": "kill", "sessionId": "nosuch"}, "Session nosuch not found")
+
+	// clear: the output is gone, the session stays.
+	callOK[clearResult](t, cs, "process", map[string]any{"action": "clear", "sessionId": id})
+	if p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id}); p.Output != "" || p.Status != "killed" {
+		t.Errorf("poll after clear: %+v", p)
+	}
+
+	// remove: a running session is killed, then gone.
+	live := start(t, cs, "sleep 300", nil)
+	r := callOK[killResult](t, cs, "process", map[string]any{"action": "remove", "sessionId": live})
+	if !r.Removed || len(r.Signalled) == 0 {
+		t.Errorf("remove of a running session: %+v", r)
+	}
+	for _, gone := range []string{live} {
+		callErr(t, cs, "process", map[string]any{"action": "poll", "sessionId": gone}, "Session "+gone+" not found")
+	}
+	callOK[killResult](t, cs, "process", map[string]any{"action": "remove", "sessionId": id})
+	callErr(t, cs, "process", map[string]any{"action": "poll", "sessionId": id}, "Session "+id+" not found")
+}
+
+// TestOpenClawPollLastChars: every poll's output is the last 500
+// characters (maxOutputChars), also when nothing is new; what is new is
+// new_output.
+func TestOpenClawPollLastChars(t *testing.T) {
+	t.Parallel()
+	cs := inProcess(t)
+	r := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "seq 1 400", "description": "four hundred lines"})
+	if r.Status != "done" {
+		t.Fatalf("seq: %+v", r)
+	}
+	all := seqLines(1, 400)
+	want := all[len(all)-defaultPollChars:]
+	for i := range 2 {
+		p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": r.SessionID})
+		if p.Output != want || p.Status != "done" || p.ExitCode == nil || *p.ExitCode != 0 || p.Offloaded {
+			t.Errorf("poll %d: output %q (%d characters), status %s, offloaded %t; want the last %d characters", i+1, p.Output, len(p.Output), p.Status, p.Offloaded, defaultPollChars)
+		}
+		if i == 1 && (p.NewOutput == nil || *p.NewOutput != "") {
+			t.Errorf("poll %d: new_output %v, want \"\"", i+1, p.NewOutput)
+		}
+	}
+	// A short output is all of it.
+	r = callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "echo short", "description": "short output"})
+	for range 2 {
+		if p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": r.SessionID}); p.Output != "short\n" {
+			t.Errorf("poll of a short output: %q", p.Output)
+		}
+	}
+}
+
+// TestOpenClawTimeoutMilliseconds: execute_command's timeout is in
+// milliseconds (the documents' z.number().min(100), beside yieldMs).
+func TestOpenClawTimeoutMilliseconds(t *testing.T) {
+	t.Parallel()
+	cs := inProcess(t)
+	r := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "sleep 300", "timeout": 90000, "background": true, "description": "a long sleep"})
+	st := callOK[statusResult](t, cs, "process", map[string]any{"action": "status", "sessionId": r.SessionID})
+	if st.Session.TimeoutMs != 90000 {
+		t.Errorf("timeout 90000: the job's timeout is %d ms, want 90000", st.Session.TimeoutMs)
+	}
+	callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": r.SessionID})
+	r = callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "sleep 300", "background": true, "description": "a long sleep"})
+	st = callOK[statusResult](t, cs, "process", map[string]any{"action": "status", "sessionId": r.SessionID})
+	if st.Session.TimeoutMs != 1800000 {
+		t.Errorf("no timeout: the job's timeout is %d ms, want 1800000 (timeoutSec 1800)", st.Session.TimeoutMs)
+	}
+	callOK[killResult](t, cs, "process", map[string]any{"action": "kill", "sessionId": r.SessionID})
+}
+
+// TestOpenClawLogNote: a page's note names its first and last character.
+func TestOpenClawLogNote(t *testing.T) {
+	t.Parallel()
+	cs := inProcess(t)
+	r := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "echo abcdefghijklmnopqrstuvwxyz", "description": "the alphabet"})
+	l := callOK[logPage](t, cs, "process", map[string]any{"action": "log", "sessionId": r.SessionID, "offset": 5, "limit": 10})
+	if l.Output != "fghijklmno" || !strings.Contains(l.OutputInfo.Note, "characters 5-14 shown") {
+		t.Errorf("log offset 5 limit 10: %q, note %q, want fghijklmno and characters 5-14", l.Output, l.OutputInfo.Note)
+	}
+}
+
+// TestOpenClawOffload: output past 10 KB is offloaded to a file the
+// agent's file tools read (000 "Offload Strategy", 001 US-3): poll, log
+// and list say offloaded and give its path; the file holds the output,
+// is kept current while the job runs, is 0600 in a 0700 directory beside
+// the database, emptied by clear and deleted by remove. A small output is
+// not offloaded.
+func TestOpenClawOffload(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c, err := jobs.Open(t.Context(), jobs.Options{DB: filepath.Join(dir, "jobs.db"), Scope: "offload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cs := connectInMemory(t, c)
+
+	small := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "seq 1 100", "description": "small output"})
+	if p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": small.SessionID}); p.Offloaded || p.OutputFilePath != "" {
+		t.Errorf("small output offloaded: %+v", p)
+	}
+
+	// 3000 lines (about 14 KB), then a line on stdin, then more.
+	id := start(t, cs, "seq 1 3000; read x; seq 3001 4000", map[string]any{"description": "large output"})
+	path := filepath.Join(dir, "sessions", "offload", "bgexec_"+id+".log")
+	first := seqLines(1, 3000)
+	waitFor(t, "the first part in the file, with no read", 60*time.Second, func() bool {
+		data, _ := os.ReadFile(path)
+		return string(data) == first
+	})
+	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id})
+	if !p.Offloaded || p.OutputFilePath != path || p.Output != first[len(first)-defaultPollChars:] {
+		t.Errorf("poll: offloaded %t path %q output %q", p.Offloaded, p.OutputFilePath, cutEnd(p.Output, 40))
+	}
+	callOK[writeResult](t, cs, "process", map[string]any{"action": "write", "sessionId": id, "data": "go\n"})
+	waitDone(t, cs, id)
+	l := callOK[logPage](t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": 0, "limit": 10})
+	var lv map[string]any
+	res := call(t, cs, "process", map[string]any{"action": "log", "sessionId": id, "offset": 0, "limit": 10})
+	lv, _ = res.StructuredContent.(map[string]any)
+	if lv["offloaded"] != true || lv["outputFilePath"] != path || l.Output != "1\n2\n3\n4\n5\n" {
+		t.Errorf("log: %v", lv)
+	}
+	if data, _ := os.ReadFile(path); string(data) != seqLines(1, 4000) {
+		t.Errorf("file after the end: %d bytes, want the whole output (%d)", len(data), len(seqLines(1, 4000)))
+	}
+	for pth, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700 | os.ModeDir} {
+		if fi, err := os.Stat(pth); err != nil {
+			t.Error(err)
+		} else if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", pth, fi.Mode(), want)
+		}
+	}
+	ls := callOK[listResult](t, cs, "process", map[string]any{"action": "list"})
+	for _, s := range ls.Sessions {
+		if want := s.SessionID == id; s.Offloaded != want || (s.OutputFilePath == path) != want {
+			t.Errorf("list: %s offloaded %t path %q", s.SessionID, s.Offloaded, s.OutputFilePath)
+		}
+	}
+	callOK[clearResult](t, cs, "process", map[string]any{"action": "clear", "sessionId": id})
+	if data, err := os.ReadFile(path); err != nil || len(data) != 0 {
+		t.Errorf("file after clear: %d bytes, %v; want empty", len(data), err)
+	}
+	callOK[killResult](t, cs, "process", map[string]any{"action": "remove", "sessionId": id})
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("file after remove: %v, want gone", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -20,11 +21,6 @@ import (
 const maxHistory = 50
 
 func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in processInput) (*sdk.CallToolResult, any, error) {
-	for _, a := range killActions {
-		if in.Action == a.name {
-			return nil, nil, argError("action=%s is kill_process's (process never ends a job): call kill_process action=%s sessionId=…", a.name, a.name)
-		}
-	}
 	i := slices.IndexFunc(actions, func(a actionParams) bool { return a.name == in.Action })
 	if i < 0 {
 		names := make([]string, len(actions))
@@ -52,6 +48,17 @@ func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in proce
 	if ref == "" {
 		return nil, nil, argError("sessionId is required for action=%s (process action=list shows the sessions)", in.Action)
 	}
+	res, v, err := s.processSession(ctx, req, ref, in)
+	if errors.Is(err, jobs.ErrNotFound) && s.off != nil {
+		// The session is gone (its TTL expired): so is its offloaded
+		// file, now rather than at the mirror's next look.
+		s.off.gone(ref)
+	}
+	return res, v, err
+}
+
+// processSession runs an action on one session.
+func (s *server) processSession(ctx context.Context, req *sdk.CallToolRequest, ref string, in processInput) (*sdk.CallToolResult, any, error) {
 	switch in.Action {
 	case "poll":
 		return s.poll(ctx, req, ref, in)
@@ -65,6 +72,12 @@ func (s *server) process(ctx context.Context, req *sdk.CallToolRequest, in proce
 		return s.sendKeys(ctx, ref, in)
 	case "capture":
 		return s.capture(ctx, ref, in)
+	case "kill":
+		return s.kill(ctx, ref, in.Signal)
+	case "clear":
+		return s.clear(ctx, ref)
+	case "remove":
+		return s.remove(ctx, ref)
 	case "pause":
 		return s.signal(ctx, ref, "STOP")
 	default: // "resume"
@@ -145,8 +158,9 @@ type listResult struct {
 // what jobs adds. Times are milliseconds since the epoch. lastAccessedAt
 // is the job's last read or change as jobs records it (its TTL counts
 // from there, as the original's does); outputLength counts the bytes the job
-// wrote. offloaded is always false: jobs keeps all output in its
-// database, and log reads any part of it.
+// wrote. offloaded says the output passed 10 KB and is mirrored to
+// outputFilePath (the database keeps all of it as well; log reads any
+// part).
 type listView struct {
 	SessionID      string `json:"sessionId"`
 	Command        string `json:"command"`
@@ -157,6 +171,7 @@ type listView struct {
 	ExitCode       *int   `json:"exitCode,omitempty"`
 	OutputLength   int64  `json:"outputLength"`
 	Offloaded      bool   `json:"offloaded"`
+	OutputFilePath string `json:"outputFilePath,omitempty"`
 	Name           string `json:"name,omitempty"`
 	RuntimeMs      int64  `json:"runtime_ms"`
 }
@@ -227,6 +242,10 @@ func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult
 		if !j.Status.Terminal() {
 			v.PID = j.PID
 		}
+		if s.off != nil {
+			st := s.off.view(ctx, j)
+			v.Offloaded, v.OutputFilePath = st.Offloaded, st.Path
+		}
 		r.Sessions = append(r.Sessions, v)
 		fmt.Fprintf(&b, "\n%s %s", j.ID, v.Status)
 		if j.ExitCode != nil {
@@ -273,12 +292,19 @@ func joinStatuses() string {
 }
 
 // pollResult is poll's and wait's structured result: OpenClaw's status,
-// output (a string) and exitCode, then what jobs adds.
+// output (a string), exitCode and offloaded, then what jobs adds.
 type pollResult struct {
-	SessionID       string     `json:"sessionId"`
-	Status          string     `json:"status"`
-	Output          string     `json:"output"`
-	ExitCode        *int       `json:"exitCode,omitempty"`
+	SessionID string `json:"sessionId"`
+	Status    string `json:"status"`
+	// Output is poll's the documents' way: the last maxOutputChars (500)
+	// characters of the output, on every poll. wait's is what the caller
+	// has not read yet.
+	Output   string `json:"output"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+	// Offloaded says the output passed 10 KB and is mirrored to
+	// OutputFilePath, a file the agent's file tools read.
+	Offloaded       bool       `json:"offloaded"`
+	OutputFilePath  string     `json:"outputFilePath,omitempty"`
 	Signal          string     `json:"signal,omitempty"`
 	Reason          string     `json:"reason,omitempty"`
 	RuntimeMs       int64      `json:"runtime_ms"`
@@ -286,7 +312,12 @@ type pollResult struct {
 	Stopped         bool       `json:"stopped,omitempty"`
 	Descendants     int        `json:"descendants,omitempty"`
 	OutputInfo      outputView `json:"output_info"`
-	RetryInMs       int64      `json:"retry_in_ms,omitempty"`
+	// NewOutput is poll's addition: the output since the previous poll
+	// (the newest part when more is new than 500 characters, saying what
+	// it skipped in NewOutputInfo), which moves the read cursor.
+	NewOutput     *string     `json:"new_output,omitempty"`
+	NewOutputInfo *outputView `json:"new_output_info,omitempty"`
+	RetryInMs     int64       `json:"retry_in_ms,omitempty"`
 	// WaitReason and Match are wait's: why it returned, and the matching
 	// line.
 	WaitReason string `json:"wait_reason,omitempty"`
@@ -314,6 +345,25 @@ func newPollResult(j jobs.Job, out outputView) pollResult {
 	}
 }
 
+// offloaded brings the session's offloaded file up to date (OpenClaw's
+// profile) and says whether there is one, and where; a file that cannot
+// be written is a note, and the session reads as not offloaded (the
+// documents: a file error gives an empty answer and a warning, not a
+// failed call).
+func (s *server) offloaded(ctx context.Context, j jobs.Job) (bool, string, string) {
+	if s.off == nil {
+		return false, "", ""
+	}
+	st, err := s.off.sync(ctx, j)
+	if err != nil && !st.Offloaded {
+		if errors.Is(err, jobs.ErrNotFound) {
+			return false, "", ""
+		}
+		return false, "", "the output could not be offloaded to a file: " + err.Error()
+	}
+	return st.Offloaded, st.Path, ""
+}
+
 func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string, in processInput) (*sdk.CallToolResult, any, error) {
 	var notes []string
 	if in.Timeout != nil {
@@ -333,6 +383,7 @@ func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string,
 			}
 		}
 	}
+	// What is new since the last poll, the addition; it moves the cursor.
 	o := jobs.PollOptions{Tail: s.pollChars, Newest: true, Grep: in.Grep}
 	if in.Grep != "" {
 		o.Newest = false // matching lines are read in order
@@ -341,8 +392,20 @@ func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	if err != nil {
 		return nil, nil, err
 	}
-	j, out := pr.job, pr.out
-	r := newPollResult(j, out)
+	j, fresh := pr.job, pr.out
+	// The documents' output: the last maxOutputChars characters, on every
+	// poll.
+	tr, err := s.lastChars(ctx, j.ID, s.pollChars, in.Grep)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tr.job.ID != "" {
+		j = tr.job
+	}
+	r := newPollResult(j, tr.out)
+	r.NewOutput, r.NewOutputInfo = &fresh.Text, &fresh
+	var offNote string
+	r.Offloaded, r.OutputFilePath, offNote = s.offloaded(ctx, j)
 	state := fmt.Sprintf("%s/%t/%t/%d", j.Status, j.WaitingForInput, j.Stopped, j.Descendants)
 	quiet := j.Runtime
 	if j.LastOutputAt != nil {
@@ -350,11 +413,25 @@ func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	}
 	retry := s.backoff.observe(j.ID, state, quiet, j.Status.Terminal())
 	r.RetryInMs = retry.Milliseconds()
-	if out.Note != "" {
-		notes = append(notes, out.Note)
+	switch n := utf8.RuneCountInString(fresh.Text); {
+	case n > 0:
+		notes = append(notes, fmt.Sprintf("%d new character(s) since the last poll (new_output)", n))
+	case !j.Status.Terminal():
+		notes = append(notes, "no new output")
+	}
+	if fresh.Note != "" {
+		notes = append(notes, "new output: "+fresh.Note)
+	}
+	if r.Offloaded {
+		notes = append(notes, fmt.Sprintf("output offloaded to %s (read it with your file tools, or action=log)", r.OutputFilePath))
+	} else if tr.out.OmittedBefore > 0 {
+		notes = append(notes, fmt.Sprintf("the last %d characters; action=log reads the rest", utf8.RuneCountInString(tr.out.Text)))
+	}
+	if offNote != "" {
+		notes = append(notes, offNote)
 	}
 	switch {
-	case j.Status.Terminal() && out.OmittedAfter == 0:
+	case j.Status.Terminal() && fresh.OmittedAfter == 0:
 		notes = append(notes, "finished; all output read")
 	case j.Status.Terminal():
 	case j.WaitingForInput:
@@ -363,22 +440,50 @@ func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string,
 		notes = append(notes, fmt.Sprintf("action=wait returns when it ends or asks for input (else poll in %s)", round(retry)))
 	}
 	r.Note = strings.Join(notes, "; ")
-	line := summary(j)
-	if out.Text == "" && !j.Status.Terminal() {
-		line += "; no new output"
+	return resultWith(summary(j)+". "+r.Note, &r.OutputInfo, r)
+}
+
+// lastChars reads the last n characters of the cleaned output, as the
+// documents' poll returns them ("return last 500 chars"): the engine's
+// tail starts at a line, so when the line before it would complete the n
+// characters, its end is read too. With grep, the last n characters of
+// the matching lines.
+func (s *server) lastChars(ctx context.Context, id string, n int64, grep string) (pollResultOf, error) {
+	pr, err := s.c.Poll(ctx, id, jobs.PollOptions{Tail: n, Grep: grep})
+	if err != nil {
+		return pollResultOf{}, describe(id, err)
 	}
-	return resultWith(line+". "+r.Note, &r.OutputInfo, r)
+	out := viewOutput(pr.Output)
+	short := n - int64(utf8.RuneCountInString(out.Text))
+	if grep == "" && short > 0 && out.OmittedBefore > 0 && out.Start > 0 {
+		from := max(0, out.Start-max(4*short, 4096))
+		o, err := s.c.Log(ctx, id, jobs.Range{ByteRange: true, Offset: from, Limit: out.Start - from, Clean: true})
+		if err == nil && o.Text != "" {
+			before, _ := textclean.TailChars(o.Text, int(short))
+			k := int64(len(before))
+			out.Text = before + out.Text
+			out.Start = max(from, out.Start-k)
+			out.OmittedBefore = max(0, out.OmittedBefore-k)
+			nl := int64(strings.Count(before, "\n"))
+			out.FirstLine -= nl
+			out.Lines += nl
+			out.Truncated = true
+		}
+	}
+	return pollResultOf{pr.Job, out}, nil
 }
 
 // logResult is log's structured result: the page as the output string,
 // and where it lies in output_info (a charPage with unit=chars, else the
 // output view).
 type logResult struct {
-	SessionID  string `json:"sessionId"`
-	Status     string `json:"status,omitempty"`
-	Unit       string `json:"unit"`
-	Output     string `json:"output"`
-	OutputInfo any    `json:"output_info"`
+	SessionID      string `json:"sessionId"`
+	Status         string `json:"status,omitempty"`
+	Unit           string `json:"unit"`
+	Output         string `json:"output"`
+	Offloaded      bool   `json:"offloaded"`
+	OutputFilePath string `json:"outputFilePath,omitempty"`
+	OutputInfo     any    `json:"output_info"`
 }
 
 func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.CallToolResult, any, error) {
@@ -484,19 +589,30 @@ func (s *server) log(ctx context.Context, ref string, in processInput) (*sdk.Cal
 	if out.CutLines > 0 {
 		notes = append(notes, cutLinesNote(out))
 	}
+	res := logResult{SessionID: o.JobID, Unit: unit, Output: out.Text, OutputInfo: &out}
+	if note := s.logState(ctx, ref, &res); note != "" {
+		notes = append(notes, note)
+	}
 	out.Note = strings.Join(notes, "; ")
 	line := fmt.Sprintf("log of session %s: %s", textclean.Echo(ref), out.Note)
-	return resultWith(line, &out, logResult{SessionID: o.JobID, Unit: unit, Output: out.Text, OutputInfo: out, Status: s.statusOf(ctx, ref)})
+	return resultWith(line, &out, res)
 }
 
-// statusOf returns the job's status for a result that is mainly about
-// something else; an error leaves it empty.
-func (s *server) statusOf(ctx context.Context, ref string) string {
+// logState fills in the job's status and offloaded file for a log page,
+// and returns a note about the file; an error reading the job leaves them
+// empty.
+func (s *server) logState(ctx context.Context, ref string, res *logResult) string {
 	j, err := s.c.Get(ctx, ref)
 	if err != nil {
 		return ""
 	}
-	return openclawStatus(j.Status)
+	res.SessionID, res.Status = j.ID, openclawStatus(j.Status)
+	var note string
+	res.Offloaded, res.OutputFilePath, note = s.offloaded(ctx, j)
+	if res.Offloaded {
+		return "the whole output is also in " + res.OutputFilePath
+	}
+	return note
 }
 
 type eventView struct {
@@ -712,11 +828,20 @@ func (s *server) clear(ctx context.Context, ref string) (*sdk.CallToolResult, an
 	if err := s.c.Clear(ctx, ref); err != nil {
 		return nil, nil, describe(ref, err)
 	}
+	if s.off != nil {
+		if j, err := s.c.Get(ctx, ref); err == nil {
+			s.off.clear(ctx, j.ID)
+		}
+	}
 	return result(fmt.Sprintf("cleared the stored output of session %s (new output is still recorded; offsets stay absolute)", textclean.Echo(ref)),
 		clearResult{SessionID: ref, Cleared: true})
 }
 
 func (s *server) remove(ctx context.Context, ref string) (*sdk.CallToolResult, any, error) {
+	id := ref
+	if j, err := s.c.Get(ctx, ref); err == nil {
+		id = j.ID
+	}
 	k, err := s.c.Remove(ctx, ref)
 	if err != nil {
 		return nil, nil, describe(ref, err)
@@ -727,6 +852,9 @@ func (s *server) remove(ctx context.Context, ref string) (*sdk.CallToolResult, a
 	}
 	r.Removed = true
 	s.backoff.reset(r.SessionID)
+	if s.off != nil {
+		s.off.remove(id)
+	}
 	verb := "removed"
 	if len(r.Signalled) > 0 {
 		verb = "killed and removed"
@@ -813,6 +941,11 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processI
 	}
 	out := pr.out
 	r := newPollResult(j, out)
+	var offNote string
+	r.Offloaded, r.OutputFilePath, offNote = s.offloaded(ctx, j)
+	if offNote != "" {
+		notes = append(notes, offNote)
+	}
 	r.WaitReason, r.Match = string(wr.Reason), cutEnd(textclean.Clean([]byte(wr.Match)), 1000)
 	if wr.Reason == jobs.WaitInput {
 		r.WaitingForInput = true

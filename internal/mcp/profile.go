@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,12 +24,19 @@ const EnvProfile = "JOBS_MCP_PROFILE"
 type profile struct {
 	instructions func(scope string) string
 	add          func(s *server, srv *sdk.Server)
+	// completionTail is the output a completion message ends with; nil
+	// means the engine's tail from a line start.
+	completionTail func(ctx context.Context, c *jobs.Client, id string) (string, error)
+	// isolate says the profile's documents keep each conversation's
+	// sessions apart: given no scope, its server serves the
+	// conversation's (RunOwnScope).
+	isolate bool
 }
 
 var profiles = map[string]profile{
-	"openclaw":    {instructions: instructions, add: addOpenClaw},
+	"openclaw":    {instructions: instructions, add: addOpenClaw, isolate: true},
 	"claude-code": {instructions: claudeInstructions, add: addClaudeCode},
-	"duragent":    {instructions: duragentInstructions, add: addDuragent},
+	"duragent":    {instructions: duragentInstructions, add: addDuragent, completionTail: duragentTail},
 	"macos-shell": {instructions: macInstructions, add: addMacShell},
 }
 
@@ -52,12 +60,19 @@ func NewProfileServer(c *jobs.Client, version, name string) (*sdk.Server, error)
 // newProfileServer is NewProfileServer with the notifier that tells its
 // clients of job ends from start on; Run runs its announce.
 func newProfileServer(c *jobs.Client, version, name string, start time.Time) (*sdk.Server, *notifier, error) {
+	srv, n, _, err := newProfileState(c, version, name, start)
+	return srv, n, err
+}
+
+// newProfileState is newProfileServer with the tools' state, which Run
+// closes.
+func newProfileState(c *jobs.Client, version, name string, start time.Time) (*sdk.Server, *notifier, *server, error) {
 	if name == "" {
 		name = DefaultProfile
 	}
 	p, ok := profiles[name]
 	if !ok {
-		return nil, nil, fmt.Errorf("unknown profile %q (one of %s)", name, strings.Join(Profiles(), ", "))
+		return nil, nil, nil, fmt.Errorf("unknown profile %q (one of %s)", name, strings.Join(Profiles(), ", "))
 	}
 	if version == "" {
 		version = "dev"
@@ -66,11 +81,12 @@ func newProfileServer(c *jobs.Client, version, name string, start time.Time) (*s
 	opts := &sdk.ServerOptions{Instructions: p.instructions(c.Scope())}
 	subscriptionOptions(c, opts)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "jobs", Title: "jobs: durable background commands", Version: version}, opts)
+	n := newNotifier(c, start)
+	n.srv, n.tail = srv, p.completionTail
+	s.notices = n
 	p.add(s, srv)
 	addJobResources(c, srv)
-	n := newNotifier(c, start)
-	n.srv = srv
 	srv.AddReceivingMiddleware(n.backlog)
 	srv.AddSendingMiddleware(sending)
-	return srv, n, nil
+	return srv, n, s, nil
 }

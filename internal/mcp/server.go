@@ -1,10 +1,14 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -37,8 +41,9 @@ const (
 	defaultLogLines = 200
 	maxLogLines     = 2000
 	maxPageChars    = 64 << 10
-	// defaultListJobs and maxListJobs bound list.
-	defaultListJobs = 20
+	// defaultListJobs and maxListJobs bound list: the documents' list
+	// shows all sessions, so the default is the bound.
+	defaultListJobs = 100
 	maxListJobs     = 100
 	// maxWaitJobs bounds the sessions one wait watches.
 	maxWaitJobs = 50
@@ -64,6 +69,24 @@ type server struct {
 	// default (30 min, the original interfaces' cleanupMs), negative keeps it for ever.
 	ttl     time.Duration
 	backoff *backoff
+	// off is OpenClaw's offloaded output (nil in the other profiles).
+	off *offload
+	// notices tells the server's clients of job ends (notices.go).
+	notices *notifier
+	// files mirrors the duragent profile's processes to its
+	// .duragent/processes files (duragent_files.go); nil in the other
+	// profiles.
+	files *duragentFiles
+	// work is what the profile's tools keep doing while the server
+	// serves; Run runs each in a goroutine of its own and stops it.
+	work []func(ctx context.Context)
+}
+
+// close stops what the tools left running (the offloaded files' upkeep).
+func (s *server) close() {
+	if s.off != nil {
+		s.off.close()
+	}
 }
 
 // NewServer returns an MCP server whose tools act on c's scope, with the
@@ -99,9 +122,11 @@ func newState(c *jobs.Client) *server {
 	return s
 }
 
-// addOpenClaw adds OpenClaw's tools: execute_command and process,
-// with kill_process for what ends or deletes.
+// addOpenClaw adds OpenClaw's tools: execute_command and process (every
+// action of the documents, kill, clear and remove included), with
+// kill_process serving those three alone.
 func addOpenClaw(s *server, srv *sdk.Server) {
+	s.off = newOffload(s.c)
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         "execute_command",
 		Title:        "Run a shell command",
@@ -110,16 +135,18 @@ func addOpenClaw(s *server, srv *sdk.Server) {
 		OutputSchema: outputSchema("status", "sessionId"),
 		Annotations:  &sdk.ToolAnnotations{Title: "Run a shell command", DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
 	}, s.execute)
-	// process does nothing that destroys: clients that ask before every
-	// destructive call let an agent poll and wait freely. What ends or
-	// deletes is kill_process.
+	// process is the documents' tool, kill, clear and remove included
+	// (their integration test is execute_command, then process poll, then
+	// process kill), so it is marked as one that may destroy. kill_process
+	// serves the same three actions alone, for clients that ask before
+	// every destructive call and would rather not for each poll.
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         "process",
-		Title:        "Follow and talk to background commands",
+		Title:        "Follow, talk to and end background commands",
 		Description:  processDescription(s.bound),
 		InputSchema:  processSchema(),
 		OutputSchema: outputSchema(),
-		Annotations:  &sdk.ToolAnnotations{Title: "Follow and talk to background commands", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+		Annotations:  &sdk.ToolAnnotations{Title: "Follow, talk to and end background commands", DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
 	}, s.process)
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         "kill_process",
@@ -135,25 +162,64 @@ func addOpenClaw(s *server, srv *sdk.Server) {
 // up or ctx ends. A malformed frame is answered with a JSON-RPC error and
 // the server reads on.
 func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
+	return serve(ctx, c, version, profile, os.Stdin, false)
+}
+
+// RunOwnScope is Run for a server that was given no scope (no --scope,
+// no JOBS_SCOPE). Under a profile whose documents isolate sessions per
+// conversation (openclaw) it serves the conversation its client names in
+// initialize (params._meta.conversationId), else a scope of its own for
+// the connection (see scope.go); under the others it serves c's scope, as
+// Run does.
+func RunOwnScope(ctx context.Context, c *jobs.Client, version, profile string) error {
+	return serve(ctx, c, version, profile, os.Stdin, true)
+}
+
+func serve(ctx context.Context, c *jobs.Client, version, profile string, stdin io.Reader, own bool) error {
+	if profile == "" {
+		profile = DefaultProfile
+	}
+	in := stdin
+	if p, ok := profiles[profile]; ok && own && p.isolate {
+		// The scope comes from the client's first message, so the server
+		// (its tools, resources and notices all act on one client) is
+		// made after it is read; the server then reads it again.
+		br := bufio.NewReaderSize(stdin, 64<<10)
+		first, err := peekFrame(ctx, br)
+		if err != nil {
+			return err
+		}
+		sc, err := c.WithScope(ctx, scopeFor(first))
+		if err != nil {
+			return err
+		}
+		defer sc.Close()
+		c = sc
+		in = io.MultiReader(bytes.NewReader(first), br)
+	}
 	// Ends from the server's start on are announced live; any end no
 	// client received is told when a client sets its logging level.
-	srv, n, err := newProfileServer(c, version, profile, time.Now())
+	srv, n, s, err := newProfileState(c, version, profile, time.Now())
 	if err != nil {
 		return err
 	}
-	t := newStdioTransport(os.Stdin, os.Stdout)
+	defer s.close()
+	t := newStdioTransport(in, os.Stdout)
 	defer t.close()
 	// announce tells this server's clients of status changes while it
 	// serves; it ends with the server.
 	nctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n.announce(nctx)
-	}()
+	var wg sync.WaitGroup
+	for _, work := range append([]func(context.Context){n.announce}, s.work...) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(nctx)
+		}()
+	}
 	defer func() {
 		stop()
-		<-done
+		wg.Wait()
 	}()
 	return srv.Run(ctx, t)
 }
@@ -161,7 +227,7 @@ func Run(ctx context.Context, c *jobs.Client, version, profile string) error {
 func instructions(scope string) string {
 	return "jobs runs shell commands as durable background jobs (scope " + strconv.Quote(scope) + "). " +
 		"Use execute_command to run a command: quick ones return their result, long ones keep running and return a sessionId. " +
-		"Use process with that sessionId to wait, poll, read the log, write to stdin or type keys; kill_process ends or deletes a job. " +
+		"Use process with that sessionId to wait, poll, read the log, write to stdin or type keys, and to kill, clear or remove it (kill_process does those three alone). " +
 		"No call blocks past its bound (under a minute): one that reaches it says so, and wait picks up where it left off. " +
 		"Jobs and their full output survive a restart of this server; output shown to you is cleaned of terminal escapes and bounded, and every result says how to read what it left out."
 }
@@ -177,22 +243,27 @@ No call blocks more than ` + round(bound) + ` (yieldMs above it is capped): clie
 When to background: servers, watchers, builds or test suites that take more than a few seconds. background=true (or run_in_background=true) returns at once.
 How to follow: process action=wait blocks until the job ends, asks for input, or its output matches until (regex; the unfinished last line counts, so a prompt matches), up to ` + round(bound) + ` per call; give sessionIds to wait for several jobs at once (returns when the first ends, or all with all=true). Prefer it to polling.
 tmux=true runs the command in a tmux session (TTY programs, REPLs): process action=send_keys types and presses keys, action=capture reads the screen.
-The environment has NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat (unless tmux). timeout (seconds, default 1800, 0 = none) ends the whole process tree.`
+The environment has NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat (unless tmux). timeout (milliseconds, at least 100; default 1800000 = 30 minutes; 0 = none) ends the whole process tree.
+Output past 10 KB is also offloaded to a file (outputFilePath in results; read it with your file tools).`
 }
 
 func processDescription(bound time.Duration) string {
-	return `Follow and talk to jobs started with execute_command, by sessionId (an id, a unique id prefix, or the job's name). Nothing here ends a job: that is kill_process.
+	return `Follow, talk to and end jobs started with execute_command, by sessionId (an id, a unique id prefix, or the job's name).
 
 Actions (each takes only the parameters listed):
 - wait (sessionId or sessionIds, all, until, idle, timeout): block until the job ends, waits for input on stdin, its output matches until (a regex; the unfinished last line counts, so prompts match) or it has been silent idle seconds. With several sessionIds it returns when the first ends (all=true: when all have), naming which, with the others' status. The output is what you have not read yet (the newest part when long). timeout in seconds (default and at most ` + round(bound) + `; call again to keep waiting). Sends progress notifications.
-- poll (sessionId, timeout, grep): status (running, done, error, killed), exitCode, waiting_for_input and the output that is NEW since the last poll: when more is new than 500 characters, the newest part from a line start, saying what it skipped. retry_in_ms says when to look again; it grows while nothing changes. timeout blocks up to that many seconds for new output.
+- poll (sessionId, timeout, grep): status (running, done, error, killed), exitCode, offloaded, waiting_for_input, output: the last 500 characters of the output (every poll), and new_output: what is NEW since the last poll (when more is new than 500 characters, the newest part from a line start, saying what it skipped). retry_in_ms says when to look again; it grows while nothing changes. timeout blocks up to that many seconds for new output.
 - log (sessionId, offset, limit, unit, stream, grep): page through the cleaned full output. offset/limit slice characters (offset 0 = the first character; continue with next_offset); without offset, the last limit characters; limit defaults to 20000, at most 65536. unit="lines" makes them lines (default the last 200, at most 2000), unit="bytes" byte offsets.
-- list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default 20, at most 100) and how many more. status takes the words results use: running (with starting), done, error (failed or lost), killed (with timed_out); jobs' finer failed, timed_out, lost, starting; or active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
+- list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default and at most 100) and how many more. status takes the words results use: running (with starting), done, error (failed or lost), killed (with timed_out); jobs' finer failed, timed_out, lost, starting; or active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
 - status (sessionId): all metadata and the transition history.
 - write (sessionId, data, eof): send data to stdin (add "\n" to end a line); eof=true closes stdin (it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
 - send_keys (sessionId, keys, literal): tmux jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
 - capture (sessionId, scrollback): tmux jobs; the screen as text.
-- pause / resume (sessionId): stop (SIGSTOP) and continue the job's processes; a paused job shows stopped=true.`
+- kill (sessionId, signal): end the whole process tree (SIGTERM, 2 s grace, SIGKILL); killing a finished job is a no-op. With signal (INT, HUP, TERM, KILL, USR1 …) send just that signal.
+- clear (sessionId): drop the job's stored output and empty its offloaded file (offsets stay absolute).
+- remove (sessionId): delete the job, its output and its offloaded file, killing it first if it runs.
+- pause / resume (sessionId): stop (SIGSTOP) and continue the job's processes; a paused job shows stopped=true.
+Output past 10 KB is also offloaded to a file: offloaded=true and outputFilePath in poll, log and list (read it with your file tools).`
 }
 
 const killDescription = `End or delete a job started with execute_command, by sessionId (id, unique prefix or name).
@@ -208,10 +279,10 @@ type executeInput struct {
 	Cwd             string            `json:"cwd,omitempty" jsonschema:"working directory (default: the server's)"`
 	Env             map[string]string `json:"env,omitempty" jsonschema:"environment variables to add, name to value (values are not stored)"`
 	Label           string            `json:"label,omitempty" jsonschema:"free text shown by process action=list"`
-	Description     string            `json:"description,omitempty" jsonschema:"what the command does, in a few words (used as label when label is empty)"`
+	Description     string            `json:"description,omitempty" jsonschema:"what the command does, 5 to 100 characters (used as label when label is empty)"`
 	Name            string            `json:"name,omitempty" jsonschema:"a handle unique among running jobs; works wherever a sessionId does"`
 	Replace         bool              `json:"replace,omitempty" jsonschema:"end a running job of the same name first"`
-	Timeout         *float64          `json:"timeout,omitempty" jsonschema:"maximum runtime in seconds (default 1800; 0 = none); the whole process tree is ended after it"`
+	Timeout         *float64          `json:"timeout,omitempty" jsonschema:"maximum runtime in milliseconds, at least 100 (default 1800000: 30 minutes; 0 = none); the whole process tree is ended after it"`
 	Background      bool              `json:"background,omitempty" jsonschema:"start and return the sessionId at once, without waiting"`
 	RunInBackground bool              `json:"run_in_background,omitempty" jsonschema:"the same as background"`
 	YieldMs         *count            `json:"yieldMs,omitempty" jsonschema:"how long to wait for the command to finish before returning its sessionId, in milliseconds (default 10000 or $PI_BASH_YIELD_MS; capped at the call bound)"`
@@ -226,7 +297,7 @@ type processInput struct {
 	All        bool     `json:"all,omitempty" jsonschema:"wait: with several sessionIds, return only when all have ended"`
 	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in these statuses (running, done, error, killed; failed, timed_out, lost, starting; active; finished; several separated by commas)"`
 	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first character to read, from 0 (a line with unit=lines, a byte with unit=bytes); without it log reads the last limit characters"`
-	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many characters to read (lines with unit=lines, bytes with unit=bytes); default 20000 characters. list: how many sessions (default 20, at most 100)"`
+	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many characters to read (lines with unit=lines, bytes with unit=bytes); default 20000 characters. list: how many sessions (default and at most 100)"`
 	Unit       string   `json:"unit,omitempty" jsonschema:"log: chars (default), lines or bytes"`
 	Stream     string   `json:"stream,omitempty" jsonschema:"log: stdout or stderr only"`
 	Grep       string   `json:"grep,omitempty" jsonschema:"log, poll: keep only lines matching this regular expression"`
@@ -244,6 +315,7 @@ type processInput struct {
 	Command    string   `json:"command,omitempty" jsonschema:"list: only sessions whose command contains this text"`
 	Since      *float64 `json:"since,omitempty" jsonschema:"list: only sessions created in the last this many seconds"`
 	Cursor     string   `json:"cursor,omitempty" jsonschema:"list: the next_cursor of the previous page"`
+	Signal     string   `json:"signal,omitempty" jsonschema:"kill: send only this signal (INT, TERM, HUP, KILL, STOP, CONT, USR1, USR2) instead of ending the job"`
 }
 
 // killInput is the arguments of kill_process.
@@ -270,6 +342,9 @@ var actions = []actionParams{
 	{"write", []string{"sessionId", "data", "eof"}},
 	{"send_keys", []string{"sessionId", "keys", "literal"}},
 	{"capture", []string{"sessionId", "scrollback"}},
+	{"kill", []string{"sessionId", "signal"}},
+	{"clear", []string{"sessionId"}},
+	{"remove", []string{"sessionId"}},
 	{"pause", []string{"sessionId"}},
 	{"resume", []string{"sessionId"}},
 }
@@ -299,11 +374,6 @@ func processSchema() *jsonschema.Schema {
 	}
 	simplify(s)
 	for _, a := range actions {
-		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
-	}
-	// kill, clear and remove are kill_process's; process takes them so
-	// that it can say so (the original interfaces' agents call process action=kill).
-	for _, a := range killActions {
 		s.Properties["action"].Enum = append(s.Properties["action"].Enum, a.name)
 	}
 	s.Properties["unit"].Enum = []any{"chars", "lines", "bytes"}

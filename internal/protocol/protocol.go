@@ -96,4 +96,10 @@ type StartRequest struct {
 	// fields applies its own per-scope cap.
 	ScopeLimit int `json:"scope_limit,omitempty"`
 	LabelLimit int `json:"label_limit,omitempty"`
+	// TimeoutGrace is the time between SIGTERM and SIGKILL when the
+	// job's timeout ends it; 0 means the supervisor's grace.
+	TimeoutGrace time.Duration `json:"timeout_grace,omitempty"`
+	// TmuxPrefix starts a tmux job's session name (the id follows); ""
+	// means "jobs-".
+	TmuxPrefix string `json:"tmux_prefix,omitempty"`
 }

@@ -27,6 +27,8 @@ var timeNow = time.Now
 type child struct {
 	id      string
 	baseEnv []string // for the on-exit hook
+	// timeoutGrace is SIGTERM to SIGKILL when the timeout ends the job.
+	timeoutGrace time.Duration
 
 	ready     chan struct{} // closed once Start is done with the process (running or not)
 	readyOnce sync.Once
@@ -94,7 +96,7 @@ func (c *child) setEnd(status vocab.Status, reason string, force bool) bool {
 // appender, enforces the timeout, waits for the main process, drains the
 // pipes with a bound, stores the final status and runs the exit hooks. It
 // owns the pump and wait goroutines and waits for both.
-func (s *Supervisor) run(c *child, timeout time.Duration) {
+func (s *Supervisor) run(c *child, timeout, grace time.Duration) {
 	defer s.wg.Done()
 	c.mu.Lock()
 	cmd, stdout, stderr, pid := c.cmd, c.stdout, c.stderr, c.pid
@@ -134,7 +136,7 @@ wait:
 			expired = nil
 			<-c.ready
 			reason := fmt.Sprintf("timed out after %s", timeout)
-			if _, err := s.signalEnd(context.Background(), c, vocab.StatusTimedOut, reason, s.cfg.Grace); err != nil {
+			if _, err := s.signalEnd(context.Background(), c, vocab.StatusTimedOut, reason, grace); err != nil {
 				s.logf("time out job %s: %v", c.id, err)
 			}
 		}

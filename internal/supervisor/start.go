@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,7 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
+	c.timeoutGrace = cmp.Or(req.TimeoutGrace, s.cfg.Grace) // before run reads it
 	job, err := s.db.CreateJob(ctx, nj, s.limitsFor(req))
 	if err != nil {
 		s.complete(c, db.Job{})
@@ -96,6 +98,10 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 		return nj, nil, nil, invalid(errors.New("negative ttl"))
 	case nj.MaxOutput < 0:
 		return nj, nil, nil, invalid(errors.New("negative output cap"))
+	case req.TimeoutGrace < 0:
+		return nj, nil, nil, invalid(errors.New("negative timeout grace"))
+	case strings.Trim(req.TmuxPrefix, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" || len(req.TmuxPrefix) > 32:
+		return nj, nil, nil, invalid(errors.New("a tmux session prefix has at most 32 letters, digits, '-' or '_'"))
 	}
 	switch {
 	case len(nj.Argv) > 0:
@@ -273,7 +279,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 	c.cmd, c.stdout, c.stderr, c.stdin = cmd, outR, errR, stdinW
 	c.pid, c.pidStart, c.spawnerPeakKB = pid, start, spawnerPeak
 	c.mu.Unlock()
-	go s.run(c, job.Timeout)
+	go s.run(c, job.Timeout, c.timeoutGrace)
 
 	running, err := s.db.Transition(ctx, c.id, db.Transition{
 		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start,

@@ -234,6 +234,39 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestTimeoutGrace: a start's TimeoutGrace, not the supervisor's grace,
+// is the time between the timeout's SIGTERM and its SIGKILL.
+func TestTimeoutGrace(t *testing.T) {
+	t.Parallel()
+	s := startSupervisor(t, Config{Grace: 100 * time.Millisecond})
+	// The shell ignores SIGTERM, and sleep inherits that: only the
+	// SIGKILL ends them. The timeout leaves the shell the time to get
+	// there on a loaded machine; the output says it did.
+	const timeout, grace = 2 * time.Second, 1500 * time.Millisecond
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "trap '' TERM; echo ready; exec sleep 60", Timeout: timeout}, TimeoutGrace: grace})
+	job = waitDone(t, s.db, job.ID, 60*time.Second)
+	if got := string(output(t, s.db, job.ID, "")); got != "ready\n" {
+		t.Fatalf("output %q: the shell did not get to ignore SIGTERM before its timeout", got)
+	}
+	if got, want := job.Status, vocab.StatusTimedOut; got != want {
+		t.Errorf("status = %s, want %s", got, want)
+	}
+	if got, want := exitCode(job), 128+int(syscall.SIGKILL); got != want {
+		t.Errorf("exit code = %d, want %d (SIGKILL after the grace)", got, want)
+	}
+	if lived := job.EndedAt.Sub(*job.StartedAt); lived < timeout+grace-100*time.Millisecond {
+		t.Errorf("ended %s after it started, before its timeout and grace (%s + %s) were through", lived, timeout, grace)
+	}
+	for _, req := range []protocol.StartRequest{
+		{Job: db.NewJob{Command: "true"}, TimeoutGrace: -time.Second},
+		{Job: db.NewJob{Command: "true", Mode: "tmux"}, TmuxPrefix: "a.b:"},
+	} {
+		if _, err := s.Start(context.Background(), req); !errors.Is(err, vocab.ErrInvalid) {
+			t.Errorf("start with grace %s, tmux prefix %q: %v, want vocab.ErrInvalid", req.TimeoutGrace, req.TmuxPrefix, err)
+		}
+	}
+}
+
 func TestWriteAndEOF(t *testing.T) {
 	t.Parallel()
 	s := startSupervisor(t, Config{})

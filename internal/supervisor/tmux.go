@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,7 +130,7 @@ func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, n
 	case closing:
 		return db.Job{}, fmt.Errorf("start job: %w", vocab.ErrSupervisorClosed)
 	}
-	nj.TmuxSession = TmuxSessionName(nj.ID)
+	nj.TmuxSession = cmp.Or(req.TmuxPrefix, tmuxSessionPrefix) + nj.ID
 	job, err := s.db.CreateJob(ctx, nj, s.limitsFor(req))
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
@@ -157,7 +158,7 @@ func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, n
 		// meant to run as it is, spaces and all.
 		argv = []string{shell, "-c", `exec "$0"`, argv[0]}
 	}
-	pipe := tmuxPipeCommand(exe, s.db.Path, job.ID, srv.Socket)
+	pipe := tmuxPipeCommand(exe, s.db.Path, job.ID, srv.Socket, req.TimeoutGrace)
 	// The environment goes through a file, not tmux's argv (writeEnvFile).
 	envFile, err := writeEnvFile(s.runtimeDir, tmuxEnv(env, job.EnvNames, math.MaxInt))
 	if err != nil {
@@ -234,10 +235,15 @@ func (s *Supervisor) executable() (string, error) {
 
 // tmuxPipeCommand is the shell command tmux runs with the pane's output on
 // its stdin. The helper runs with the tmux server's environment, not ours,
-// so the server it must talk to is passed along explicitly.
-func tmuxPipeCommand(exe, dbPath, jobID, socket string) string {
-	return fmt.Sprintf("%s=%s exec %s tmux-pipe --db %s --job %s",
+// so the server it must talk to is passed along explicitly; so is the
+// timeout's grace, which the helper enforces and the row does not keep.
+func tmuxPipeCommand(exe, dbPath, jobID, socket string, grace time.Duration) string {
+	cmd := fmt.Sprintf("%s=%s exec %s tmux-pipe --db %s --job %s",
 		EnvTmuxSocket, textclean.ShellQuote(socket), textclean.ShellQuote(exe), textclean.ShellQuote(dbPath), textclean.ShellQuote(jobID))
+	if grace > 0 {
+		cmd += " --grace " + grace.String()
+	}
+	return cmd
 }
 
 // tmuxEnv picks the job environment entries the pane gets (through

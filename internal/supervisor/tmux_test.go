@@ -53,15 +53,18 @@ func init() {
 // tmuxPipeMain is `jobs tmux-pipe --db PATH --job ID` in miniature.
 func tmuxPipeMain(args []string) int {
 	var dbPath, job string
+	var grace time.Duration
 	for i := 0; i+1 < len(args); i += 2 {
 		switch args[i] {
 		case "--db":
 			dbPath = args[i+1]
 		case "--job":
 			job = args[i+1]
+		case "--grace":
+			grace, _ = time.ParseDuration(args[i+1])
 		}
 	}
-	if err := tmuxpipe.Run(context.Background(), dbPath, job, os.Stdin); err != nil {
+	if err := tmuxpipe.Run(context.Background(), dbPath, job, grace, os.Stdin); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -479,6 +482,34 @@ func TestTmux(t *testing.T) {
 		}
 		if !strings.Contains(pty(t, d, job.ID), "waiting") {
 			t.Error("output of a timed-out job lost")
+		}
+	})
+
+	// A start's TimeoutGrace holds between the timeout's SIGTERM and its
+	// SIGKILL (the duragent profile's 5 s), and TmuxPrefix names the
+	// session.
+	t.Run("TimeoutGraceAndPrefix", func(t *testing.T) {
+		t.Parallel()
+		// The timeout leaves the shell the time to set its trap on a
+		// loaded machine; "waiting" in the output says it did.
+		const timeout, grace = 3 * time.Second, 1500 * time.Millisecond
+		job := startTmuxJob(t, s, protocol.StartRequest{
+			Job:          db.NewJob{Command: `trap "echo got TERM" TERM; echo waiting; while :; do sleep 0.1; done`, Timeout: timeout},
+			TimeoutGrace: grace,
+			TmuxPrefix:   "duragent-",
+		})
+		if got, want := job.TmuxSession, "duragent-"+job.ID; got != want {
+			t.Errorf("session %q, want %q", got, want)
+		}
+		done := supervisor.WaitDone(t, d, job.ID, 60*time.Second)
+		if done.Status != vocab.StatusTimedOut {
+			t.Errorf("job %s (%s), want timed_out", done.Status, done.Reason)
+		}
+		if out := pty(t, d, job.ID); !strings.Contains(out, "waiting") || !strings.Contains(out, "got TERM") {
+			t.Errorf("no SIGTERM caught before the SIGKILL: %q", out)
+		}
+		if lived := done.EndedAt.Sub(*done.StartedAt); lived < timeout+grace-100*time.Millisecond {
+			t.Errorf("ended %s after it started, before its timeout and grace (%s + %s) were through", lived, timeout, grace)
 		}
 	})
 

@@ -52,13 +52,18 @@ const (
 //
 // The tmux server to talk to is the one recorded with the job ($JOBS_TMUX_SOCKET,
 // which the pipe command sets, for a job recorded before it was kept).
-func Run(ctx context.Context, dbPath, jobID string, in io.Reader) error {
+// grace is the time between SIGTERM and SIGKILL when the timeout ends the
+// job (0 means supervisor.DefaultGrace).
+func Run(ctx context.Context, dbPath, jobID string, grace time.Duration, in io.Reader) error {
 	d, err := db.Open(ctx, dbPath)
 	if err != nil {
 		return fmt.Errorf("tmux pipe: %w", err)
 	}
 	defer d.Close()
-	p := &tmuxPipe{d: d, id: jobID, logf: func(string, ...any) {}}
+	if grace <= 0 {
+		grace = supervisor.DefaultGrace
+	}
+	p := &tmuxPipe{d: d, id: jobID, grace: grace, logf: func(string, ...any) {}}
 	if err := p.run(ctx, in); err != nil {
 		return fmt.Errorf("tmux pipe of job %s: %w", jobID, err)
 	}
@@ -67,10 +72,11 @@ func Run(ctx context.Context, dbPath, jobID string, in io.Reader) error {
 
 // tmuxPipe is one running helper.
 type tmuxPipe struct {
-	d    *db.DB
-	id   string
-	srv  tmux.Server
-	logf func(string, ...any)
+	d     *db.DB
+	id    string
+	grace time.Duration // SIGTERM to SIGKILL on timeout
+	srv   tmux.Server
+	logf  func(string, ...any)
 
 	mu      sync.Mutex
 	dropped int64
@@ -272,7 +278,7 @@ func (p *tmuxPipe) watch(ctx context.Context, job db.Job, eof <-chan struct{}) {
 			p.note(ctx, job, "output capture stopped: the tmux pipe was closed")
 		case <-expired:
 			expired = nil
-			if _, err := killTmuxFromHelper(ctx, p.d, job); err != nil {
+			if _, err := killTmuxFromHelper(ctx, p.d, job, p.grace); err != nil {
 				p.logf("time out job %s: %v", p.id, err)
 			}
 		case <-tick.C:
@@ -293,13 +299,13 @@ func (p *tmuxPipe) watch(ctx context.Context, job db.Job, eof <-chan struct{}) {
 
 // killTmuxFromHelper ends a job whose timeout passed: the stop intent
 // first, then the processes. The helper's own watch loop records the end.
-func killTmuxFromHelper(ctx context.Context, d *db.DB, job db.Job) (vocab.KillResult, error) {
+func killTmuxFromHelper(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (vocab.KillResult, error) {
 	if err := d.RequestStop(ctx, job.ID, vocab.StatusTimedOut); err != nil {
 		return vocab.KillResult{}, err
 	}
 	t := supervisor.TargetOf(job)
 	supervisor.Guard(ctx, d, &t)
-	return proc.KillTree(ctx, t, supervisor.DefaultGrace)
+	return proc.KillTree(ctx, t, grace)
 }
 
 // noteDropped is the appender's OnDropped: output the database could not

@@ -81,7 +81,24 @@ const (
 	MaxScopeBytes = 256
 	MaxNameBytes  = 256
 	MaxLabelBytes = 4096
+	// MaxTmuxPrefix bounds Spec.TmuxPrefix.
+	MaxTmuxPrefix = 32
 )
+
+// validTmuxPrefix reports whether p may start a tmux session name: tmux
+// takes '.' and ':' as separators in a target, so only letters, digits,
+// '-' and '_'.
+func validTmuxPrefix(p string) bool {
+	if len(p) > MaxTmuxPrefix {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Defaults for Options.
 const (
@@ -218,6 +235,19 @@ func (c *Client) limits() db.Limits {
 
 // Scope returns the scope the client works in.
 func (c *Client) Scope() string { return c.opts.Scope }
+
+// WithScope opens another client on the same database, with the same
+// options but scope. A front end that learns its scope after it opened
+// the database (an MCP server, from its client's first message) carries
+// on with it. The two clients are independent: close both.
+func (c *Client) WithScope(ctx context.Context, scope string) (*Client, error) {
+	if scope == "" {
+		return nil, fmt.Errorf("open: %w: empty scope", ErrInvalid)
+	}
+	o := c.opts
+	o.DB, o.Scope = c.path, scope
+	return Open(ctx, o)
+}
 
 // DBPath returns the database path.
 func (c *Client) DBPath() string { return c.path }
@@ -442,6 +472,12 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 	if err := checkText("label", spec.Label, MaxLabelBytes); err != nil {
 		return req, fmt.Errorf("start: %w", err)
 	}
+	if spec.TimeoutGrace < 0 {
+		return req, fmt.Errorf("start: %w: negative timeout grace", ErrInvalid)
+	}
+	if !validTmuxPrefix(spec.TmuxPrefix) {
+		return req, fmt.Errorf("start: %w: a tmux session prefix has at most %d letters, digits, '-' or '_'", ErrInvalid, MaxTmuxPrefix)
+	}
 	for _, s := range append([]string{spec.Command, spec.Cwd, spec.OnExit}, spec.Argv...) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return req, fmt.Errorf("start: %w: a command, argument or directory cannot contain NUL", ErrInvalid)
@@ -512,11 +548,13 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 			TTL:       pick(spec.TTL, DefaultTTL),
 			MaxOutput: pickN(spec.MaxOutput, DefaultMaxOutput),
 		},
-		Env:        spec.Env,
-		Replace:    spec.Replace,
-		KeepTmux:   spec.KeepTmux,
-		ScopeLimit: max(spec.MaxRunningInScope, 0),
-		LabelLimit: max(spec.MaxRunningWithLabel, 0),
+		Env:          spec.Env,
+		Replace:      spec.Replace,
+		KeepTmux:     spec.KeepTmux,
+		ScopeLimit:   max(spec.MaxRunningInScope, 0),
+		LabelLimit:   max(spec.MaxRunningWithLabel, 0),
+		TimeoutGrace: spec.TimeoutGrace,
+		TmuxPrefix:   spec.TmuxPrefix,
 	}
 	return req, nil
 }

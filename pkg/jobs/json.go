@@ -73,8 +73,9 @@ func (p *PollResult) UnmarshalJSON(b []byte) error {
 }
 
 type specMS struct {
-	Timeout int64 `json:"timeout_ms,omitempty"`
-	TTL     int64 `json:"ttl_ms,omitempty"`
+	Timeout      int64 `json:"timeout_ms,omitempty"`
+	TTL          int64 `json:"ttl_ms,omitempty"`
+	TimeoutGrace int64 `json:"timeout_grace_ms,omitempty"`
 }
 
 // MarshalJSON writes the spec with its durations in milliseconds.
@@ -83,7 +84,7 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		specMS
-	}{plain(s), specMS{ms(s.Timeout), ms(s.TTL)}})
+	}{plain(s), specMS{ms(s.Timeout), ms(s.TTL), ms(s.TimeoutGrace)}})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -97,7 +98,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Spec(v.plain)
-	s.Timeout, s.TTL = fromMS(v.specMS.Timeout), fromMS(v.specMS.TTL)
+	s.Timeout, s.TTL, s.TimeoutGrace = fromMS(v.specMS.Timeout), fromMS(v.specMS.TTL), fromMS(v.specMS.TimeoutGrace)
 	return nil
 }
 

@@ -50,6 +50,15 @@ func TestStartNormalises(t *testing.T) {
 			t.Errorf("env %q: %v, want ErrInvalid", kv, err)
 		}
 	}
+	for _, spec := range []jobs.Spec{
+		{Command: "true", TimeoutGrace: -time.Second},
+		{Command: "true", Tmux: true, TmuxPrefix: "a:b"},
+		{Command: "true", Tmux: true, TmuxPrefix: strings.Repeat("x", jobs.MaxTmuxPrefix+1)},
+	} {
+		if _, err := c.Start(ctx, spec); !errors.Is(err, jobs.ErrInvalid) {
+			t.Errorf("grace %s, tmux prefix %q: %v, want ErrInvalid", spec.TimeoutGrace, spec.TmuxPrefix, err)
+		}
+	}
 	after, err := c.List(ctx, jobs.Filter{})
 	if err != nil {
 		t.Fatal(err)

@@ -120,6 +120,14 @@ type Spec struct {
 	// Label (a front end's group, such as a session); 0 means none.
 	MaxRunningInScope   int `json:"-"`
 	MaxRunningWithLabel int `json:"-"`
+	// TmuxPrefix starts a tmux job's session name, which the id ends:
+	// empty means "jobs-". At most MaxTmuxPrefix characters, letters,
+	// digits, '-' and '_'.
+	TmuxPrefix string `json:"tmux_prefix,omitempty"`
+	// TimeoutGrace is the time between SIGTERM and SIGKILL when Timeout
+	// ends the job: 0 means the supervisor's grace (DefaultGrace) (JSON:
+	// timeout_grace_ms).
+	TimeoutGrace time.Duration `json:"-"`
 	// OnExit is a shell command run once when the job reaches a terminal
 	// status, with JOBS_ID, JOBS_NAME, JOBS_STATUS, JOBS_EXIT_CODE,
 	// JOBS_DURATION_MS and JOBS_OUTPUT_TAIL in its environment. It is
