@@ -37,8 +37,9 @@ import (
 //	m.remove(id)               // after c.Remove, or when the job is gone: stop and delete the files
 //	st = m.state(id)           // where it stands, without reading the database
 //
-// add, sync and clear return jobs.ErrNotFound (wrapped) when the job is
-// gone, having removed its files. A job whose files cannot be written
+// add, sync and clear of a job not finished return jobs.ErrNotFound
+// (wrapped) when the job is gone, having removed its files; a finished job
+// copied to its end is not read again. A job whose files cannot be written
 // (a read-only directory, a symlink where the file should be) is reported
 // by sync's error and tried again on the next sync; the job itself is not
 // touched. One goroutine keeps the files of unfinished jobs current: it
@@ -218,6 +219,11 @@ func (f *mirrorFile) state() mirrorState {
 func (m *mirror) syncFile(ctx context.Context, f *mirrorFile) (mirrorState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.done {
+		// A finished job copied to its end writes nothing more (clear
+		// starts it again); the loop's expiry finds it gone.
+		return f.state(), nil
+	}
 	j, err := m.c.Get(ctx, f.spec.JobID)
 	if errors.Is(err, jobs.ErrNotFound) {
 		f.removeFiles()
