@@ -66,6 +66,16 @@ var rows = []struct{ id, title string }{
 	{"D7", "Kill never hits the wrong group"},
 	{"D8", "One SQLite in the binary"},
 	{"D9", "Cleaned text has no escapes"},
+	{"E1", "Runtime directory wiped under a live supervisor"},
+	{"E2", "A foreign SQLite file"},
+	{"E3", "Planted companion files"},
+	{"E4", "Protocol abuse on jobs mcp"},
+	{"E5", "Inherited signal mask"},
+	{"E6", "Frozen supervisor"},
+	{"E7", "WAL deleted after a crash"},
+	{"E8", "Escapee without the cookie"},
+	{"E9", "Invisible and bidi controls"},
+	{"E10", "Reads never migrate"},
 }
 
 // event is one line of go test -json (cmd/test2json).
@@ -86,7 +96,7 @@ type test struct {
 }
 
 var (
-	rowName = regexp.MustCompile(`^Test([ABCD][0-9]+)[A-Z]`)
+	rowName = regexp.MustCompile(`^Test([A-E][0-9]+)[A-Z]`)
 	logLine = regexp.MustCompile(`^\s+\S+\.go:\d+: (.*)$`)
 )
 
