@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -305,4 +306,81 @@ func SupervisorAlive(sup db.Supervisor) bool {
 		return false
 	}
 	return true
+}
+
+// Listener is a unix socket listener that unlinks its path on Close only
+// while the path still names the socket it created. Go's own unix
+// listener unlinks the path whatever is there by then: after the runtime
+// directory was wiped and a newer supervisor listened at the same path,
+// an older supervisor's exit removed the newer one's socket, and clients
+// found nobody to talk to until the newer one exited.
+type Listener struct {
+	*net.UnixListener
+	path string
+	made os.FileInfo // what Lstat said of path once we listened
+}
+
+// Listen listens on a new unix socket at path, mode 0600.
+func Listen(path string) (*Listener, error) {
+	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	ul.SetUnlinkOnClose(false)
+	l := &Listener{UnixListener: ul, path: path}
+	// The directory is 0700 already; the mode is a second fence.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ul.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if l.made, err = os.Lstat(path); err != nil {
+		ul.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return l, nil
+}
+
+// Path returns the path the listener was created at.
+func (l *Listener) Path() string { return l.path }
+
+// Gone reports whether path no longer names the socket l created: it was
+// removed, or another file (another supervisor's socket) is there now.
+// An error of Lstat other than "not there" proves nothing and reports
+// false.
+func (l *Listener) Gone() bool {
+	fi, err := os.Lstat(l.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	return err == nil && !os.SameFile(fi, l.made)
+}
+
+// Close stops listening and removes the socket, if path still names it.
+func (l *Listener) Close() error {
+	err := l.UnixListener.Close()
+	if l.made != nil && !l.Gone() {
+		_ = os.Remove(l.path)
+	}
+	return err
+}
+
+// Holds reports whether path still names the file f has open (a lock
+// taken with LockFile): false once it was removed or replaced.
+func Holds(path string, f *os.File) bool {
+	mine, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	fi, err := os.Lstat(path)
+	return err == nil && os.SameFile(fi, mine)
+}
+
+// RemoveLockFile removes path if it still names the file f has open, and
+// nothing else: a lock file another supervisor created at the same path
+// (after the directory was wiped) is not ours to remove.
+func RemoveLockFile(path string, f *os.File) {
+	if Holds(path, f) {
+		_ = os.Remove(path)
+	}
 }
