@@ -282,3 +282,148 @@ func TestE10ReadsNeverMigrate(t *testing.T) {
 	w.ok("list")
 	t.Logf("MATRIX-FIGURE schema one migration behind (%d): %d of %d reads refused in one line naming 'jobs start', file unchanged; start upgraded it", older, reads, reads)
 }
+
+// plantAsNobody makes path a symlink to target, owned by uid 65534, as
+// another user of a shared directory would.
+func plantAsNobody(t *testing.T, path, target string) {
+	t.Helper()
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Row E3 guards: what jobs keeps beside a database in a directory other
+// users can write (the -status mark; the runtime directory when
+// XDG_RUNTIME_DIR is unset) is never reached through another user's
+// symlink or file. Before, `jobs --db SHARED/i.db start --wait true` run as
+// root after uid 65534 planted SHARED/i.db-status -> /root-only/path
+// created /root-only/path. Now every open of such a file is O_NOFOLLOW (and
+// O_EXCL when it creates), checked for owner and mode on the descriptor,
+// and a planted one is refused in one line; an empty mark of our own left
+// 0644 is tightened to 0600.
+func TestE3PlantedStatusSymlinkRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to plant files as uid 65534")
+	}
+	shared := func(t *testing.T, w *world) string {
+		dir := filepath.Join(w.base, "shared")
+		if err := os.Mkdir(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	var figures []string
+	t.Run("symlink at the status mark of a new database", func(t *testing.T) {
+		w := newWorld(t)
+		dir := shared(t, w)
+		private := filepath.Join(w.base, "private")
+		if err := os.Mkdir(private, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		target := filepath.Join(private, "created")
+		dbp := filepath.Join(dir, "i.db")
+		plantAsNobody(t, dbp+"-status", target)
+		r := w.jobs("--db", dbp, "start", "--wait", "--", "true")
+		oneErrorLine(t, r, "i.db-status is a symlink")
+		if _, err := os.Lstat(target); err == nil {
+			t.Fatalf("the symlink's target %s was created", target)
+		}
+		if _, err := os.Lstat(dbp); err == nil {
+			t.Errorf("the database was created before the refusal")
+		}
+		figures = append(figures, "symlink at a new database's -status: refused, target not created")
+	})
+	t.Run("planted at the status mark of a database in use", func(t *testing.T) {
+		w := newWorld(t)
+		dir := shared(t, w)
+		dbp := filepath.Join(dir, "i.db")
+		id := strings.TrimSpace(w.ok("--db", dbp, "start", "--no-stdin", "--", "true"))
+		w.ok("--db", dbp, "wait", "--timeout", "60s", id)
+		private := filepath.Join(w.base, "private")
+		if err := os.Mkdir(private, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		target := filepath.Join(private, "created")
+		mark := dbp + "-status"
+		for _, plant := range []struct {
+			name, want string
+			do         func()
+		}{
+			{"symlink", "is a symlink", func() { plantAsNobody(t, mark, target) }},
+			{"file of uid 65534", "is owned by uid 65534", func() {
+				if err := os.WriteFile(mark, nil, 0o666); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chown(mark, 65534, 65534); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		} {
+			if err := os.Remove(mark); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			plant.do()
+			before, err := os.Lstat(mark)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{
+				{"start", "--wait", "--no-stdin", "--", "true"}, {"wait", "--timeout", "5s", id}, {"list"}, {"poll", id},
+			} {
+				r := w.jobs(append([]string{"--db", dbp}, args...)...)
+				oneErrorLine(t, r, plant.want)
+			}
+			if _, err := os.Lstat(target); err == nil {
+				t.Fatalf("the symlink's target %s was created", target)
+			}
+			after, err := os.Lstat(mark)
+			if err != nil || !os.SameFile(before, after) || after.Mode() != before.Mode() || !after.ModTime().Equal(before.ModTime()) {
+				t.Errorf("the planted %s was changed: %v", plant.name, err)
+			}
+			figures = append(figures, plant.name+" at -status: start, wait, list, poll refused in one line, untouched")
+		}
+	})
+	t.Run("own empty status mark left 0644 is tightened", func(t *testing.T) {
+		w := newWorld(t)
+		dir := shared(t, w)
+		dbp := filepath.Join(dir, "i.db")
+		mark := dbp + "-status"
+		if err := os.WriteFile(mark, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(mark, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		id := strings.TrimSpace(w.ok("--db", dbp, "start", "--no-stdin", "--", "true"))
+		w.ok("--db", dbp, "wait", "--timeout", "60s", id)
+		if m := mode(t, mark); m.Perm() != 0o600 {
+			t.Errorf("%s: %v, want 0600", mark, m)
+		}
+		figures = append(figures, "own 0644 -status tightened to 0600")
+	})
+	t.Run("runtime directory beside the database planted", func(t *testing.T) {
+		w := newWorld(t)
+		dir := shared(t, w)
+		dbp := filepath.Join(dir, "i.db")
+		run := filepath.Join(dir, "run")
+		if err := os.Mkdir(run, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(run, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		w.extra = append(w.extra, "XDG_RUNTIME_DIR=")
+		oneErrorLine(t, w.jobs("--db", dbp, "start", "--no-stdin", "--", "true"), "owned by uid 65534")
+		if ents, _ := os.ReadDir(run); len(ents) != 0 {
+			t.Errorf("%d entries made in the other user's directory", len(ents))
+		}
+		figures = append(figures, "runtime dir beside the database owned by uid 65534: refused")
+	})
+	t.Logf("MATRIX-FIGURE %s", strings.Join(figures, "; "))
+}

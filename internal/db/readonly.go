@@ -104,7 +104,7 @@ func checkFileReadOnly(path string) (os.FileInfo, error) {
 	} else if uid, ok := owner(fi); ok && uid != os.Geteuid() && os.Geteuid() != 0 {
 		return nil, fmt.Errorf("database file %s is owned by uid %d, not by us (uid %d): refusing it", path, uid, os.Geteuid())
 	}
-	for _, suffix := range sideSuffixes {
+	for _, suffix := range []string{"-wal", "-shm", StatusMarkSuffix} {
 		if sfi, err := os.Lstat(path + suffix); err == nil && sfi.Mode()&fs.ModeSymlink != 0 {
 			return nil, fmt.Errorf("open database %s: %s is a symlink: refusing it", path, path+suffix)
 		}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/privfile"
 )
 
 // maxSocketDir bounds the runtime directory's length so that
@@ -130,22 +131,7 @@ func checkLock(path string) error {
 	return lockFileOK(path, fi)
 }
 
-func lockFileOK(path string, fi os.FileInfo) error { return ownRegularFile("lock file", path, fi) }
-
-// ownRegularFile refuses, in one line naming what the file is for,
-// anything at path but a regular file of ours.
-func ownRegularFile(what, path string, fi os.FileInfo) error {
-	switch {
-	case fi.Mode()&os.ModeSymlink != 0:
-		return fmt.Errorf("%s %s is a symlink: refusing it", what, path)
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s %s is not a regular file: refusing it", what, path)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s %s is owned by uid %d, not by us: refusing it", what, path, st.Uid)
-	}
-	return nil
-}
+func lockFileOK(path string, fi os.FileInfo) error { return privfile.Check("lock file", path, fi) }
 
 // SupervisorLogName is the file in the runtime directory that receives
 // the output of the supervisors EnsureDefault starts: refusals, idle exits,
@@ -160,30 +146,15 @@ const maxSupervisorLog = 1 << 20
 // 0600. Like the lock, it must be a regular file of ours: a symlink there
 // would have the supervisor write wherever it points.
 func openSupervisorLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := privfile.Open("log file", path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil {
-			if err := logFileOK(path, fi); err != nil {
-				return nil, err
-			}
-		}
-		return nil, fmt.Errorf("open supervisor log: %w", err)
-	}
-	fi, err := f.Stat()
-	if err == nil {
-		err = logFileOK(path, fi)
-	}
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	if fi.Size() > maxSupervisorLog {
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxSupervisorLog {
 		_ = f.Truncate(0)
 	}
 	return f, nil
 }
-
-func logFileOK(path string, fi os.FileInfo) error { return ownRegularFile("log file", path, fi) }
 
 // RemoveStaleSocket removes what a dead supervisor left at path, and only
 // a socket of ours: a regular file, a symlink or another user's socket
@@ -247,23 +218,10 @@ var ErrLocked = errors.New("lock is held by another process")
 // kernel drops it when the process dies, however it dies, which is what
 // makes a free lock proof of a dead supervisor.
 func LockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil {
-			if err := lockFileOK(path, fi); err != nil {
-				return nil, err
-			}
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
 	// Checked on the open file, so that nothing can be swapped in
 	// between the check and the lock.
-	fi, err := f.Stat()
-	if err == nil {
-		err = lockFileOK(path, fi)
-	}
+	f, err := privfile.Open("lock file", path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
@@ -293,7 +251,7 @@ func SupervisorAlive(sup db.Supervisor) bool {
 	if sup.LockPath == "" {
 		return false
 	}
-	f, err := os.OpenFile(sup.LockPath, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := privfile.Open("lock file", sup.LockPath, os.O_RDONLY)
 	if err != nil {
 		return !errors.Is(err, os.ErrNotExist)
 	}
