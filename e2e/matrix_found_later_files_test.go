@@ -117,6 +117,26 @@ func TestE1RuntimeDirWipedUnderLiveSupervisor(t *testing.T) {
 		}
 		t.Logf("MATRIX-FIGURE default.sock removed under a live supervisor: the next start succeeded")
 	})
+	t.Run("a running job is not taken for lost", func(t *testing.T) {
+		w := newWorld(t)
+		w.superviseDetached("--idle", "1h")
+		id := w.startsOK("a start before the wipe", "sleep 40")
+		if err := os.RemoveAll(filepath.Join(w.run, "jobs")); err != nil {
+			t.Fatal(err)
+		}
+		// At once, before the supervisor had a chance to put its lock
+		// back: a missing lock file of a live supervisor is not a death.
+		if j := w.poll(id); j.Status != "running" {
+			t.Fatalf("right after the wipe the job reads %s, want running", j.Status)
+		}
+		other := w.startsOK("a start after the wipe", "echo z")
+		w.ok("wait", "--timeout", "60s", other)
+		if j := w.poll(id); j.Status != "running" {
+			t.Errorf("after another start the job reads %s, want running", j.Status)
+		}
+		w.jobs("kill", id)
+		t.Logf("MATRIX-FIGURE a job of the wiped supervisor stayed running (not lost) through a poll and another start")
+	})
 }
 
 // every verb that opens a database, with arguments that would do no harm

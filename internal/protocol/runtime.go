@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/privfile"
+	"github.com/agentjobs/jobs/internal/proc"
 )
 
 // maxSocketDir bounds the runtime directory's length so that
@@ -252,8 +254,11 @@ func SupervisorAlive(sup db.Supervisor) bool {
 		return false
 	}
 	f, err := privfile.Open("lock file", sup.LockPath, os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return lockRemovedAlive(sup)
+	}
 	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
+		return true
 	}
 	defer f.Close()
 	// A shared lock conflicts with the supervisor's exclusive one but not
@@ -264,6 +269,29 @@ func SupervisorAlive(sup db.Supervisor) bool {
 		return false
 	}
 	return true
+}
+
+// lockRemovedAlive decides about a supervisor whose lock file is missing
+// while its row says it has not ended. A supervisor that ends records its
+// end before it removes its lock, so this is either one whose runtime
+// directory was wiped under it (it makes its lock again within a second,
+// see the supervisor's keepAddresses) or one that died and whose directory
+// was wiped since. The first is still its process: the recorded pid, alive,
+// started before the row was written. A pid that is gone, dead, or started
+// after the row (reused) is the second.
+func lockRemovedAlive(sup db.Supervisor) bool {
+	info, err := proc.Inspect(sup.PID)
+	if err != nil || info.Dead() {
+		return false
+	}
+	age, ok := proc.Since(info.StartTime)
+	if !ok {
+		return true // cannot tell: never declared dead on a guess
+	}
+	// The row is written after the process started; a process younger
+	// than the row by more than the slack reused the pid.
+	const slack = 2 * time.Second
+	return age+slack >= time.Since(sup.StartedAt)
 }
 
 // Listener is a unix socket listener that unlinks its path on Close only
