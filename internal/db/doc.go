@@ -4,7 +4,10 @@
 // Open creates the file (0600, in a 0700 directory), sets WAL, foreign keys,
 // the busy timeout and immediate write transactions on every pooled
 // connection through the connection string, and applies the embedded goose
-// migrations. A database written by a newer binary is refused (vocab.ErrTooNew).
+// migrations. A database written by a newer binary is refused (vocab.ErrTooNew),
+// and so is a file that holds another program's tables (vocab.ErrNotJobs),
+// which is looked at read-only before anything is written. OpenForReads, for
+// callers that only read, never migrates an older schema (vocab.ErrTooOld).
 //
 // The jobs table is changed in a few narrow ways: CreateJob inserts a job in
 // status starting (checking name uniqueness and running limits in the same

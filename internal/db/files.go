@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/agentjobs/jobs/internal/privfile"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -41,6 +42,9 @@ func prepareFile(path string) (os.FileInfo, error) {
 		if err := tightenDir(dir); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkStatusMark(path); err != nil {
+		return nil, err
 	}
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -111,12 +115,38 @@ func createFile(path string) error {
 			return fmt.Errorf("remove %s of a removed database: %w", suffix, err)
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if errors.Is(err, fs.ErrExist) {
+	f, err := privfile.Open("database file", path, os.O_RDONLY|os.O_CREATE)
+	if err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	return f.Close()
+}
+
+// CheckStatusMark refuses, as Open does, a status mark beside the
+// database that is not a regular file of ours: a supervisor checks before
+// each start, since the job's first status change would touch it.
+func (d *DB) CheckStatusMark() error {
+	if d.Path == "" || d.Path == ":memory:" {
+		return nil
+	}
+	return checkStatusMark(d.Path)
+}
+
+// statusMarkWhat names the status mark in errors.
+const statusMarkWhat = "status mark"
+
+// checkStatusMark refuses a status mark (StatusMarkSuffix) that is not a
+// regular file of ours, and takes group and other permissions away from
+// one that is: jobs writes it beside the database, and a symlink planted
+// there by another user (in a directory they can write) would have it
+// create or touch a file wherever the symlink points.
+func checkStatusMark(path string) error {
+	f, err := privfile.Open(statusMarkWhat, path+StatusMarkSuffix, os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("create database %s: %w", path, unwrapPathError(err))
+		return fmt.Errorf("open database %s: %w", path, err)
 	}
 	return f.Close()
 }

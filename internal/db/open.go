@@ -79,7 +79,20 @@ func DSN(path string) string {
 // (logs.Appender). A connection checkpointing after its commit could fill
 // a nearly full disk with the copy, after which SQLite refuses every write,
 // a job's end included. The last connection to close still checkpoints.
-func Open(ctx context.Context, path string) (*DB, error) {
+//
+// A file that holds tables and no jobs schema (another program's
+// database) is refused with vocab.ErrNotJobs before anything is written
+// to it or its mode is changed: only a new or empty file is set up.
+func Open(ctx context.Context, path string) (*DB, error) { return open(ctx, path, true) }
+
+// OpenForReads is Open for a caller that only reads. It sets up a new or
+// empty file as Open does, but never migrates an older schema: a
+// supervisor of the older jobs may still be running on it, and would meet
+// tables it does not know. Such a database is refused with
+// vocab.ErrTooOld, whose message names the verbs that upgrade it.
+func OpenForReads(ctx context.Context, path string) (*DB, error) { return open(ctx, path, false) }
+
+func open(ctx context.Context, path string, upgrade bool) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("open database: empty path")
 	}
@@ -89,6 +102,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	st, err := os.Stat(abs)
 	fresh := err != nil || st.Size() == 0
+	if !fresh {
+		// Looked at read-only first: a file that turns out to be
+		// another program's must not be tightened, turned into a WAL
+		// database or migrated.
+		if err := checkOwn(ctx, abs); err != nil {
+			return nil, err
+		}
+	}
 	fi, err := prepareFile(abs)
 	if err != nil {
 		return nil, err
@@ -104,10 +125,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	conn := &connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode(), path: abs, file: fi}
 	sqldb := sql.OpenDB(conn)
 	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi}
-	if err := d.migrate(ctx); err != nil {
+	if err := d.migrate(ctx, upgrade); err != nil {
 		sqldb.Close()
 		var ce *vocab.CorruptError
-		if errors.As(err, &ce) {
+		if errors.As(err, &ce) || errors.Is(err, vocab.ErrTooOld) {
 			return nil, err
 		}
 		if werr := checkWritable(abs); werr != nil {
@@ -185,6 +206,24 @@ func (d *DB) LetGoOfSideFiles() {
 			}
 		}
 	}
+}
+
+// checkOwn refuses, before anything is written, a file that holds another
+// program's tables: it is opened read-only and its schema read.
+func checkOwn(ctx context.Context, abs string) error {
+	d, err := openReadOnly(abs)
+	if err != nil {
+		return err
+	}
+	defer d.DB.Close()
+	s, err := d.readSchema(ctx)
+	if err != nil {
+		return err
+	}
+	if !s.jobs {
+		return notJobs(abs, s)
+	}
+	return nil
 }
 
 // initFile gives a new, empty database file incremental auto-vacuum, so
@@ -356,13 +395,15 @@ const accessW = 0x2
 
 // migrate applies every pending migration through a goose Provider and
 // refuses a database whose schema is newer than the embedded migrations.
+// Without upgrade it sets up only a database with no migration applied
+// (a new file) and refuses an older schema with vocab.ErrTooOld.
 //
 // Several processes may open a new database at the same moment (two agents
 // running their first `jobs start`). Each migration runs in its own
 // immediate transaction, so one of them applies it and the others fail on
 // objects that now exist; a failed Up is therefore retried while the schema
 // version moves, and succeeds once another process has finished the work.
-func (d *DB) migrate(ctx context.Context) error {
+func (d *DB) migrate(ctx context.Context, upgrade bool) error {
 	// Every CLI call opens the database, and building a goose Provider
 	// parses every migration: first ask the version table, which is one
 	// query, whether there is anything to do.
@@ -394,6 +435,18 @@ func (d *DB) migrate(ctx context.Context) error {
 		if current == latest {
 			return nil
 		}
+		if !upgrade && current > 0 {
+			// Another process may be setting up a new file right now,
+			// one migration after another: refuse only a version that
+			// stays where it is.
+			if current, err = d.settledVersion(ctx, p.GetDBVersion, current, latest); err != nil {
+				return err
+			}
+			if current != latest {
+				return tooOld(d.Path, current, latest)
+			}
+			continue
+		}
 		_, upErr := p.Up(ctx)
 		if upErr == nil {
 			return nil
@@ -404,6 +457,28 @@ func (d *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate: %w", cleanSQLiteError(upErr))
 		}
 	}
+}
+
+// settledVersion reads the schema version until it stops moving (no
+// change in 100 ms) or reaches latest, for at most BusyTimeout.
+func (d *DB) settledVersion(ctx context.Context, read func(context.Context) (int64, error), v, latest int64) (int64, error) {
+	deadline := time.Now().Add(BusyTimeout)
+	for v < latest && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		now, err := read(ctx)
+		if err != nil {
+			return v, fmt.Errorf("read schema version: %w", cleanSQLiteError(err))
+		}
+		if now == v {
+			return v, nil
+		}
+		v = now
+	}
+	return v, nil
 }
 
 // embeddedLatest returns the highest version among the embedded migration

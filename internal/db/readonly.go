@@ -107,7 +107,7 @@ func checkFileReadOnly(path string) (os.FileInfo, error) {
 	} else if uid, ok := owner(fi); ok && uid != os.Geteuid() && os.Geteuid() != 0 {
 		return nil, fmt.Errorf("database file %s is owned by uid %d, not by us (uid %d): refusing it", path, uid, os.Geteuid())
 	}
-	for _, suffix := range sideSuffixes {
+	for _, suffix := range []string{"-wal", "-shm", StatusMarkSuffix} {
 		if sfi, err := os.Lstat(path + suffix); err == nil && sfi.Mode()&fs.ModeSymlink != 0 {
 			return nil, fmt.Errorf("open database %s: %s is a symlink: refusing it", path, path+suffix)
 		}
@@ -137,24 +137,23 @@ func immutable(path string) bool {
 
 // checkSchema refuses a database whose schema is not the one this binary
 // writes: the queries are written for it, and bringing it there would be a
-// write.
+// write. A file of another program's is refused as such.
 func (d *DB) checkSchema(ctx context.Context) error {
 	latest, ok := embeddedLatest()
 	if !ok {
 		return errors.New("read embedded migrations: none found")
 	}
-	v, err := d.SchemaVersion(ctx)
+	s, err := d.readSchema(ctx)
 	if err != nil {
-		if errors.Is(err, vocab.ErrCorrupt) {
-			return err
-		}
-		return fmt.Errorf("open database %s: read schema version: %w", d.Path, err)
+		return err
 	}
 	switch {
-	case v > latest:
-		return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", vocab.ErrTooNew, v, latest)
-	case v < latest:
-		return fmt.Errorf("open database %s read-only: its schema (%d) is older than this jobs' (%d); a read-write open would migrate it", d.Path, v, latest)
+	case !s.jobs:
+		return notJobs(d.Path, s)
+	case s.version > latest:
+		return fmt.Errorf("%w (schema %d, this binary knows %d): upgrade jobs", vocab.ErrTooNew, s.version, latest)
+	case s.version < latest:
+		return tooOld(d.Path, s.version, latest)
 	}
 	return nil
 }

@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/agentjobs/jobs/internal/privfile"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -171,19 +170,14 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 const StatusMarkSuffix = "-status"
 
 // touchStatusMark moves the status mark's time, creating the file (0600)
-// when it is missing. It is a hint: waiters also look on a timer, so a
-// failure (a read-only directory) only delays them.
+// when it is missing, never through a symlink (privfile). It is a hint:
+// waiters also look on a timer, so a failure (a read-only directory)
+// only delays them.
 func (d *DB) touchStatusMark() {
 	if d.Path == "" || d.Path == ":memory:" {
 		return
 	}
-	path := d.Path + StatusMarkSuffix
-	now := time.Now()
-	if err := os.Chtimes(path, now, now); errors.Is(err, fs.ErrNotExist) {
-		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
-			f.Close()
-		}
-	}
+	_ = privfile.Touch(statusMarkWhat, d.Path+StatusMarkSuffix)
 }
 
 // transitionDetail is the event detail of a move: the caller's Detail plus

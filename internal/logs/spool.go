@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/agentjobs/jobs/internal/privfile"
 )
 
 // The spool: output kept on disk while another process holds the lock.
@@ -69,9 +71,9 @@ func (s *spool) holds(st *jobState) bool {
 // chunks' data released, as the newest take.
 func (s *spool) spill(batch []jobBatch) error {
 	if s.f == nil {
-		f, err := os.CreateTemp(s.dir, ".jobs-spool-*") // mode 0600
+		f, err := privfile.CreateTemp("spool", s.dir, ".jobs-spool-*")
 		if err != nil {
-			return fmt.Errorf("create spool: %w", err)
+			return err
 		}
 		if err := os.Remove(f.Name()); err != nil {
 			f.Close()

@@ -5,12 +5,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/privfile"
+	"github.com/agentjobs/jobs/internal/proc"
 )
 
 // maxSocketDir bounds the runtime directory's length so that
@@ -129,22 +133,7 @@ func checkLock(path string) error {
 	return lockFileOK(path, fi)
 }
 
-func lockFileOK(path string, fi os.FileInfo) error { return ownRegularFile("lock file", path, fi) }
-
-// ownRegularFile refuses, in one line naming what the file is for,
-// anything at path but a regular file of ours.
-func ownRegularFile(what, path string, fi os.FileInfo) error {
-	switch {
-	case fi.Mode()&os.ModeSymlink != 0:
-		return fmt.Errorf("%s %s is a symlink: refusing it", what, path)
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s %s is not a regular file: refusing it", what, path)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s %s is owned by uid %d, not by us: refusing it", what, path, st.Uid)
-	}
-	return nil
-}
+func lockFileOK(path string, fi os.FileInfo) error { return privfile.Check("lock file", path, fi) }
 
 // SupervisorLogName is the file in the runtime directory that receives
 // the output of the supervisors EnsureDefault starts: refusals, idle exits,
@@ -159,30 +148,15 @@ const maxSupervisorLog = 1 << 20
 // 0600. Like the lock, it must be a regular file of ours: a symlink there
 // would have the supervisor write wherever it points.
 func openSupervisorLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := privfile.Open("log file", path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil {
-			if err := logFileOK(path, fi); err != nil {
-				return nil, err
-			}
-		}
-		return nil, fmt.Errorf("open supervisor log: %w", err)
-	}
-	fi, err := f.Stat()
-	if err == nil {
-		err = logFileOK(path, fi)
-	}
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	if fi.Size() > maxSupervisorLog {
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxSupervisorLog {
 		_ = f.Truncate(0)
 	}
 	return f, nil
 }
-
-func logFileOK(path string, fi os.FileInfo) error { return ownRegularFile("log file", path, fi) }
 
 // RemoveStaleSocket removes what a dead supervisor left at path, and only
 // a socket of ours: a regular file, a symlink or another user's socket
@@ -246,23 +220,10 @@ var ErrLocked = errors.New("lock is held by another process")
 // kernel drops it when the process dies, however it dies, which is what
 // makes a free lock proof of a dead supervisor.
 func LockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil {
-			if err := lockFileOK(path, fi); err != nil {
-				return nil, err
-			}
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
 	// Checked on the open file, so that nothing can be swapped in
 	// between the check and the lock.
-	fi, err := f.Stat()
-	if err == nil {
-		err = lockFileOK(path, fi)
-	}
+	f, err := privfile.Open("lock file", path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
@@ -292,9 +253,12 @@ func SupervisorAlive(sup db.Supervisor) bool {
 	if sup.LockPath == "" {
 		return false
 	}
-	f, err := os.OpenFile(sup.LockPath, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := privfile.Open("lock file", sup.LockPath, os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return lockRemovedAlive(sup)
+	}
 	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
+		return true
 	}
 	defer f.Close()
 	// A shared lock conflicts with the supervisor's exclusive one but not
@@ -305,4 +269,104 @@ func SupervisorAlive(sup db.Supervisor) bool {
 		return false
 	}
 	return true
+}
+
+// lockRemovedAlive decides about a supervisor whose lock file is missing
+// while its row says it has not ended. A supervisor that ends records its
+// end before it removes its lock, so this is either one whose runtime
+// directory was wiped under it (it makes its lock again within a second,
+// see the supervisor's keepAddresses) or one that died and whose directory
+// was wiped since. The first is still its process: the recorded pid, alive,
+// started before the row was written. A pid that is gone, dead, or started
+// after the row (reused) is the second.
+func lockRemovedAlive(sup db.Supervisor) bool {
+	info, err := proc.Inspect(sup.PID)
+	if err != nil || info.Dead() {
+		return false
+	}
+	age, ok := proc.Since(info.StartTime)
+	if !ok {
+		return true // cannot tell: never declared dead on a guess
+	}
+	// The row is written after the process started; a process younger
+	// than the row by more than the slack reused the pid.
+	const slack = 2 * time.Second
+	return age+slack >= time.Since(sup.StartedAt)
+}
+
+// Listener is a unix socket listener that unlinks its path on Close only
+// while the path still names the socket it created. Go's own unix
+// listener unlinks the path whatever is there by then: after the runtime
+// directory was wiped and a newer supervisor listened at the same path,
+// an older supervisor's exit removed the newer one's socket, and clients
+// found nobody to talk to until the newer one exited.
+type Listener struct {
+	*net.UnixListener
+	path string
+	made os.FileInfo // what Lstat said of path once we listened
+}
+
+// Listen listens on a new unix socket at path, mode 0600.
+func Listen(path string) (*Listener, error) {
+	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	ul.SetUnlinkOnClose(false)
+	l := &Listener{UnixListener: ul, path: path}
+	// The directory is 0700 already; the mode is a second fence.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ul.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if l.made, err = os.Lstat(path); err != nil {
+		ul.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return l, nil
+}
+
+// Path returns the path the listener was created at.
+func (l *Listener) Path() string { return l.path }
+
+// Gone reports whether path no longer names the socket l created: it was
+// removed, or another file (another supervisor's socket) is there now.
+// An error of Lstat other than "not there" proves nothing and reports
+// false.
+func (l *Listener) Gone() bool {
+	fi, err := os.Lstat(l.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	return err == nil && !os.SameFile(fi, l.made)
+}
+
+// Close stops listening and removes the socket, if path still names it.
+func (l *Listener) Close() error {
+	err := l.UnixListener.Close()
+	if l.made != nil && !l.Gone() {
+		_ = os.Remove(l.path)
+	}
+	return err
+}
+
+// Holds reports whether path still names the file f has open (a lock
+// taken with LockFile): false once it was removed or replaced.
+func Holds(path string, f *os.File) bool {
+	mine, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	fi, err := os.Lstat(path)
+	return err == nil && os.SameFile(fi, mine)
+}
+
+// RemoveLockFile removes path if it still names the file f has open, and
+// nothing else: a lock file another supervisor created at the same path
+// (after the directory was wiped) is not ours to remove.
+func RemoveLockFile(path string, f *os.File) {
+	if Holds(path, f) {
+		_ = os.Remove(path)
+	}
 }

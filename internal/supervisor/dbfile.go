@@ -80,8 +80,8 @@ func (s *Supervisor) retire(err error) {
 	s.db.LetGoOfSideFiles()
 	s.logf("database %s was removed or replaced: refusing new jobs; %d running jobs finish into the file that was open, then the supervisor exits", s.db.Path, running)
 	// The listener first, then the lock: once the lock is free a new
-	// supervisor may create default.sock, which closing our listener
-	// would unlink.
+	// supervisor may create default.sock (closing ours leaves another's
+	// socket alone, but there is no need to race it).
 	if def != nil {
 		def.Close()
 	}
@@ -91,7 +91,8 @@ func (s *Supervisor) retire(err error) {
 	s.poke()
 }
 
-// watchFile checks the database file every fileCheckInterval until Close.
+// watchFile checks the database file every fileCheckInterval until Close,
+// and the runtime directory's lock and sockets (keepAddresses).
 func (s *Supervisor) watchFile() {
 	defer s.wg.Done()
 	t := time.NewTicker(fileCheckInterval)
@@ -105,6 +106,7 @@ func (s *Supervisor) watchFile() {
 		if s.checkFile() != nil {
 			return
 		}
+		s.keepAddresses()
 	}
 }
 

@@ -40,6 +40,11 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 	if err := s.checkFile(); err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
+	// Planted beside the database since the supervisor opened it, the
+	// status mark is refused before a job exists (a few syscalls).
+	if err := s.db.CheckStatusMark(); err != nil {
+		return db.Job{}, fmt.Errorf("start job: %w", err)
+	}
 	nj, argv, env, err := s.prepare(req)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)

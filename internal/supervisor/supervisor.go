@@ -116,13 +116,15 @@ type Supervisor struct {
 	// connection handlers, runners and their helpers.
 	wg sync.WaitGroup
 
-	lock        *os.File
+	lock        *os.File // replaced only by keepAddresses, which Close waits for
 	defaultLock *os.File // guarded by mu once opened: retire gives it up
 	registered  bool
-	listeners   []net.Listener
-	app         *logs.Appender
-	trickle     trickler // reads the pipes of trickling jobs
-	reaper      *proc.Reaper
+	// listener serves the supervisor's own socket; guarded by mu once
+	// opened (keepAddresses replaces it).
+	listener *protocol.Listener
+	app      *logs.Appender
+	trickle  trickler // reads the pipes of trickling jobs
+	reaper   *proc.Reaper
 
 	mu        sync.Mutex
 	opened    bool
@@ -136,8 +138,8 @@ type Supervisor struct {
 	// (see retire); the supervisor then takes no new job.
 	replaced error
 	// defaultListener serves default.sock (Default); retire closes it
-	// before Close does.
-	defaultListener net.Listener
+	// before Close does, keepAddresses may replace it.
+	defaultListener *protocol.Listener
 
 	closeOnce sync.Once
 	closeErr  error
@@ -296,23 +298,18 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	}
 	s.registered = true
 
-	l, err := listenUnix(s.sockPath)
-	if err != nil {
+	if s.listener, err = protocol.Listen(s.sockPath); err != nil {
 		return fmt.Errorf("open supervisor: %w", err)
 	}
-	s.listeners = append(s.listeners, l)
 	if s.cfg.Default {
 		// We hold default.lock, so a socket of ours left at default.sock
 		// belongs to a supervisor that died.
 		if err := protocol.RemoveStaleSocket(s.defaultSock); err != nil {
 			return fmt.Errorf("open supervisor: %w", err)
 		}
-		l, err := listenUnix(s.defaultSock)
-		if err != nil {
+		if s.defaultListener, err = protocol.Listen(s.defaultSock); err != nil {
 			return fmt.Errorf("open supervisor: %w", err)
 		}
-		s.listeners = append(s.listeners, l)
-		s.defaultListener = l
 	}
 
 	s.reaper = acquireReaper(s.cfg.Logf)
@@ -332,9 +329,11 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	s.mu.Lock()
 	s.idleSince = time.Now()
 	s.mu.Unlock()
-	for _, l := range s.listeners {
-		s.wg.Add(1)
-		go s.serve(l)
+	for _, l := range []*protocol.Listener{s.listener, s.defaultListener} {
+		if l != nil {
+			s.wg.Add(1)
+			go s.serve(l)
+		}
 	}
 	s.wg.Add(3)
 	go s.janitor()
@@ -347,19 +346,6 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		s.runDueHooks(s.ctx, dead)
 	}()
 	return nil
-}
-
-func listenUnix(path string) (net.Listener, error) {
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	// The directory is 0700 already; the mode is a second fence.
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	return l, nil
 }
 
 // Close shuts the supervisor down: it stops taking requests, kills its
@@ -391,13 +377,15 @@ func (s *Supervisor) shutdown() {
 	// that comes now starts a new default supervisor instead of talking
 	// to one that is going away.
 	var errs []error
-	for _, l := range s.listeners {
-		l.Close()
-	}
 	s.mu.Lock()
-	defLock := s.defaultLock
-	s.defaultLock = nil
+	own, def, defLock := s.listener, s.defaultListener, s.defaultLock
+	s.defaultListener, s.defaultLock = nil, nil
 	s.mu.Unlock()
+	for _, l := range []*protocol.Listener{own, def} {
+		if l != nil {
+			l.Close()
+		}
+	}
 	if defLock != nil {
 		defLock.Close()
 	}
@@ -445,8 +433,10 @@ func (s *Supervisor) shutdown() {
 	if s.lock != nil {
 		// Remove before unlocking: a checker that opens the path after
 		// this sees no file, one that opened it before sees the lock
-		// free once we close; both mean "ended".
-		os.Remove(s.lockPath)
+		// free once we close; both mean "ended". Only our own file:
+		// after the runtime directory was wiped, the path may name a
+		// lock of another supervisor's.
+		protocol.RemoveLockFile(s.lockPath, s.lock)
 		s.lock.Close()
 	}
 	if err := errors.Join(errs...); err != nil {

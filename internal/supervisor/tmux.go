@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/privfile"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/textclean"
@@ -542,7 +543,7 @@ func signalTmux(ctx context.Context, j db.Job, sig string) ([]int, error) {
 // dir, readable by its owner only, and returns its path. The pane's
 // `jobs tmux-exec` (tmuxpipe.Exec) reads and removes it.
 func writeEnvFile(dir string, env []string) (string, error) {
-	f, err := os.CreateTemp(dir, "tmux-env-*") // mode 0600
+	f, err := privfile.CreateTemp("job environment", dir, "tmux-env-*")
 	if err != nil {
 		return "", fmt.Errorf("write job environment: %w", err)
 	}

@@ -2,11 +2,13 @@ package tmuxpipe
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/agentjobs/jobs/internal/privfile"
 	"github.com/agentjobs/jobs/internal/supervisor"
 )
 
@@ -28,8 +30,7 @@ func Exec(envFile string, argv []string) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("start job: no command")
 	}
-	b, err := os.ReadFile(envFile)
-	os.Remove(envFile)
+	b, err := readEnvFile(envFile)
 	if err != nil {
 		return fmt.Errorf("start job: read its environment: %w", err)
 	}
@@ -53,4 +54,16 @@ func Exec(envFile string, argv []string) error {
 		}
 	}
 	return fmt.Errorf("start job: %w", syscall.Exec(path, argv, env))
+}
+
+// readEnvFile reads and removes the environment file the supervisor wrote
+// (privfile: a regular file of ours, never through a symlink).
+func readEnvFile(path string) ([]byte, error) {
+	f, err := privfile.Open("job environment", path, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	os.Remove(path)
+	return io.ReadAll(f)
 }

@@ -68,6 +68,14 @@ var (
 	ErrReadOnly = errors.New("database is open read-only")
 	// ErrTooNew means the database's schema is newer than this binary.
 	ErrTooNew = errors.New("database schema is newer than this version of jobs")
+	// ErrTooOld means a read found the database's schema older than this
+	// binary's: reads never migrate (a supervisor of the older version may
+	// still be running on it); a writer (start, supervise) upgrades it.
+	ErrTooOld = errors.New("database schema is older than this version of jobs")
+	// ErrNotJobs means the file holds another program's tables and no
+	// jobs schema: jobs sets up only a new or empty file, and writes
+	// nothing to this one.
+	ErrNotJobs = errors.New("not a jobs database")
 	// ErrDiskFull is why output is dropped when the database's file system
 	// is (nearly) full.
 	ErrDiskFull = errors.New("disk full")

@@ -69,7 +69,9 @@ type Options struct {
 	// OnlyReads says the caller only reads (a front end's read verb). The
 	// database is then opened read-only when this process cannot write it,
 	// or when every supervisor that wrote it ran on another host: a read
-	// never changes another host's database, or a copy of one.
+	// never changes another host's database, or a copy of one. Nor does
+	// it migrate an older schema (ErrTooOld): a supervisor of the older
+	// version may still be running on it.
 	OnlyReads bool
 }
 
@@ -309,9 +311,15 @@ func openDB(ctx context.Context, path string, opts Options) (d *db.DB, why strin
 			readOnly, why = true, "its supervisors ran on another host"
 		}
 	}
-	if readOnly {
+	switch {
+	case readOnly:
 		d, err = db.OpenReadOnly(ctx, path)
 		return d, why, err
+	case opts.OnlyReads:
+		// A read never migrates: a supervisor of an older jobs may
+		// still be running on the database.
+		d, err = db.OpenForReads(ctx, path)
+		return d, "", err
 	}
 	d, err = db.Open(ctx, path)
 	return d, "", err

@@ -58,6 +58,14 @@ var (
 	ErrReadOnly = vocab.ErrReadOnly
 	// ErrTooNew means the database was written by a newer version of jobs.
 	ErrTooNew = vocab.ErrTooNew
+	// ErrTooOld means a client that only reads (Options.OnlyReads) found
+	// the database's schema older than this version's: reads never
+	// migrate, since a supervisor of the older version may still run on
+	// it. A client that writes upgrades it.
+	ErrTooOld = vocab.ErrTooOld
+	// ErrNotJobs means the file holds another program's tables and no
+	// jobs schema; nothing was written to it.
+	ErrNotJobs = vocab.ErrNotJobs
 )
 
 // echo is how an error message repeats what the caller gave (an id, a

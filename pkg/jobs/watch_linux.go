@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/privfile"
 )
 
 // watcher sleeps until the database changes. For its first second of
@@ -65,13 +66,14 @@ func (w *watcher) arm() bool {
 		// The mark alone, not the directory: the directory's events
 		// come with every write to the WAL, and reading them is the
 		// cost this avoids. The mark is made if no status changed yet.
+		// Made, and watched, never through a symlink (privfile).
 		mark := filepath.Join(w.dir, w.base+db.StatusMarkSuffix)
-		if f, err := os.OpenFile(mark, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+		if f, err := privfile.Open("status mark", mark, os.O_WRONLY|os.O_CREATE); err == nil {
 			f.Close()
-		}
-		if _, err := unix.InotifyAddWatch(fd, mark, unix.IN_ATTRIB|unix.IN_MODIFY|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF); err == nil {
-			w.fd = fd
-			return true
+			if _, err := unix.InotifyAddWatch(fd, mark, unix.IN_ATTRIB|unix.IN_MODIFY|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_DONT_FOLLOW); err == nil {
+				w.fd = fd
+				return true
+			}
 		}
 	}
 	if _, err := unix.InotifyAddWatch(fd, w.dir, unix.IN_MODIFY|unix.IN_ATTRIB|unix.IN_CREATE|unix.IN_MOVED_TO); err != nil {

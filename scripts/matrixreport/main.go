@@ -69,12 +69,13 @@ var rows = []struct{ id, title string }{
 	{"E1", "Runtime directory wiped under a live supervisor"},
 	{"E2", "A foreign SQLite file"},
 	{"E3", "Planted companion files"},
-	{"E4", "Protocol abuse on `jobs mcp`"},
+	{"E4", "Protocol abuse on jobs mcp"},
 	{"E5", "Inherited signal mask"},
 	{"E6", "Frozen supervisor"},
 	{"E7", "WAL deleted after a crash"},
 	{"E8", "Escapee without the cookie"},
 	{"E9", "Invisible and bidi controls"},
+	{"E10", "Reads never migrate"},
 }
 
 // event is one line of go test -json (cmd/test2json).
@@ -95,7 +96,7 @@ type test struct {
 }
 
 var (
-	rowName = regexp.MustCompile(`^Test([ABCDE][0-9]+)[A-Z]`)
+	rowName = regexp.MustCompile(`^Test([A-E][0-9]+)[A-Z]`)
 	logLine = regexp.MustCompile(`^\s+\S+\.go:\d+: (.*)$`)
 )
 
