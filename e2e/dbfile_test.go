@@ -402,7 +402,7 @@ func TestB12WALDeletedAfterCrash(t *testing.T) {
 	r := w.jobs("list")
 	if frames > copied {
 		// The -shm shows changes the deleted WAL held: refused, whatever
-		// SQLite would make of the rest (TestB12DeletedWALDetected).
+		// SQLite would make of the rest (TestE7DeletedWALDetected).
 		oneErrorLine(t, r, "jobs: database corrupt: "+w.dbPath()+": its write-ahead log")
 		verdict = fmt.Sprintf("%s; %d of %d frames lost: refused", verdict, frames-copied, frames)
 	} else if verdict == "ok" {

@@ -484,13 +484,13 @@ func shmFrames(t *testing.T, shm string) (frames, copied uint32, ok bool) {
 	return le(16), le(96), true
 }
 
-// TestB12DeletedWALDetected: a -wal deleted after a crash while it held
+// TestE7DeletedWALDetected: a -wal deleted after a crash while it held
 // changes the database file lacks is refused in one line by every verb,
 // from the evidence SQLite leaves in the -shm (which is read before SQLite
 // opens the file and rebuilds it); no byte of the database or the -shm
 // changes. A -wal whose changes were all copied into the database loses
 // nothing and is used; without the -shm nothing can be seen (documented).
-func TestB12DeletedWALDetected(t *testing.T) {
+func TestE7DeletedWALDetected(t *testing.T) {
 	crash := func(t *testing.T, checkpoint bool) (*world, string) {
 		w, id := finishedWorld(t)
 		w.t = t
