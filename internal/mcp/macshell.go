@@ -8,6 +8,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -345,25 +346,33 @@ func (s *server) macKill(ctx context.Context, req *sdk.CallToolRequest, in macKi
 		return nil, nil, macError(in.ProcessID, err)
 	}
 	prev := macStatus(j.Status)
-	sig := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(in.Signal)), "SIG")
-	killed := false
-	switch {
-	case j.Status.Terminal():
-	case in.Force || sig == "KILL":
-		_, err = s.c.Kill(ctx, j.ID, time.Millisecond)
-		killed = err == nil
-	case sig == "" || sig == "TERM":
-		_, err = s.c.Kill(ctx, j.ID, 0)
-		killed = err == nil
-	default:
-		_, err = s.c.Signal(ctx, j.ID, sig)
-		killed = err == nil
+	sig := in.Signal
+	if in.Force {
+		sig = "KILL"
+	}
+	// The engine's one decision (jobs.Client.KillSignal): SIGTERM (the
+	// default) and SIGKILL, by name or number, end the whole tree and
+	// record it killed; any other signal is sent once. A finished job's
+	// leftovers are ended too.
+	k, err := s.c.KillSignal(ctx, j.ID, sig, 0)
+	if errors.Is(err, jobs.ErrNotRunning) && j.Status.Terminal() {
+		// A signal that does not end a job, to one that has ended.
+		k, err = jobs.KillResult{JobID: j.ID, Status: j.Status, AlreadyDone: true, Signalled: []int{}, Survivors: []int{}}, nil
 	}
 	if err != nil {
 		return nil, nil, macError(in.ProcessID, err)
 	}
+	killed := !k.AlreadyDone || len(k.Signalled) > 0
 	if j, err = s.c.Get(ctx, j.ID); err != nil {
 		return nil, nil, macError(in.ProcessID, err)
 	}
-	return jsonResult(map[string]any{"processId": j.ID, "previousStatus": prev, "newStatus": macStatus(j.Status), "killed": killed})
+	out := map[string]any{"processId": j.ID, "previousStatus": prev, "newStatus": macStatus(j.Status), "killed": killed,
+		"signalled": k.Signalled, "survivors": k.Survivors, "escalated": k.Escalated, "alreadyDone": k.AlreadyDone}
+	if k.Signal != "" {
+		out["signal"] = k.Signal
+	}
+	if k.Unreached != "" {
+		out["unreached"] = k.Unreached
+	}
+	return jsonResult(out)
 }

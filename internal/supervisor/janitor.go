@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -120,7 +120,7 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 			if j.Mode == "tmux" && tmuxJobAlive(j) {
 				continue // its tmux-pipe helper still records it, see above
 			}
-			lost, err := d.Transition(ctx, j.ID, lostTransition(j, fmt.Sprintf("supervisor %s died", sup.ID)))
+			lost, err := d.Transition(ctx, j.ID, lostTransition(ctx, d, j, fmt.Sprintf("supervisor %s died", sup.ID)))
 			if errors.Is(err, vocab.ErrInvalidTransition) || errors.Is(err, vocab.ErrNotFound) {
 				continue // finished or swept by someone else meanwhile
 			}
@@ -144,9 +144,11 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 // lost. Its processes are not killed behind the user's back (jobs kill ends
 // them), so the event lists, under "survivors", the pids of those still
 // alive and proven the job's: the audit trail says what was left running.
-func lostTransition(j db.Job, reason string) db.Transition {
+func lostTransition(ctx context.Context, d *db.DB, j db.Job, reason string) db.Transition {
+	// Judged as what it is about to be: a job whose end nobody saw.
+	j.Status = vocab.StatusLost
 	survivors := []int{}
-	if pids, err := proc.Members(TargetOf(j)); err == nil && pids != nil {
+	if pids, err := control.Members(control.Target(ctx, d, j)); err == nil && pids != nil {
 		survivors = pids
 	}
 	return db.Transition{To: vocab.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}

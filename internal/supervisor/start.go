@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/proc"
@@ -245,9 +246,38 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 		// and a terminal's ^C to the caller does not reach it.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
+	// Its own cgroup, where the system offers one: what it forks stays
+	// there whatever it does to its group or environment, so a kill finds
+	// it (setsid env -i …).
+	cg := s.jobCgroup(c.id)
+	if cg != nil {
+		intoCgroup(cmd.SysProcAttr, cg)
+	}
 	// StartCmd owns the pid in the reaper in the same step, so the
 	// subreaper's orphan reaping never takes the status cmd.Wait needs.
 	err = s.reaper.StartCmd(cmd)
+	if err != nil && cg != nil {
+		// The cgroup would not take it (a controller's limit, a
+		// hierarchy that refuses processes there): run without one,
+		// from now on.
+		cg.Close()
+		_ = proc.RemoveCgroup(cg.Path)
+		cg = nil
+		s.noCgroup.Store(true)
+		s.logf("job %s: not in a cgroup of its own: %v", c.id, err)
+		cmd = &exec.Cmd{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		err = s.reaper.StartCmd(cmd)
+	}
+	cgPath := ""
+	if cg != nil {
+		cg.Close()
+		cgPath = cg.Path
+		if err != nil {
+			_ = proc.RemoveCgroup(cgPath)
+			cgPath = ""
+		}
+	}
 	closeAll(stdinR, outW, errW) // the child has its copies
 	if err != nil {
 		closeAll(stdinW, outR, errR)
@@ -259,12 +289,16 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 	spawnerPeak := proc.SpawnerPeakKB() // after the exec (see finish)
 	c.mu.Lock()
 	c.cmd, c.stdout, c.stderr, c.stdin = cmd, outR, errR, stdinW
-	c.pid, c.pidStart, c.spawnerPeakKB = pid, start, spawnerPeak
+	c.pid, c.pidStart, c.spawnerPeakKB, c.cgroup = pid, start, spawnerPeak, cgPath
 	c.mu.Unlock()
 	go s.run(c, job.Timeout)
 
+	var detail map[string]any
+	if cgPath != "" {
+		detail = map[string]any{control.CgroupKey: cgPath}
+	}
 	running, err := s.db.Transition(ctx, c.id, db.Transition{
-		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start,
+		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start, Detail: detail,
 	})
 	if err != nil {
 		// The process runs but the database did not take it: end it
@@ -272,7 +306,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 		// failure (starting → failed) once the database answers again.
 		c.setEnd(vocab.StatusFailed, "record start: "+err.Error(), true)
 		c.readyOnce.Do(func() { close(c.ready) })
-		if _, kerr := proc.KillTree(ctx, c.target(), s.cfg.Grace); kerr != nil {
+		if _, kerr := control.End(ctx, c.target(), s.cfg.Grace); kerr != nil {
 			s.logf("kill job %s: %v", c.id, kerr)
 		}
 		return job, fmt.Errorf("start job: %w", err)
@@ -388,4 +422,19 @@ func closeAll(files ...*os.File) {
 			f.Close()
 		}
 	}
+}
+
+// jobCgroup makes the cgroup of job id under the supervisor's own, or
+// returns nil where the system offers none (no cgroup v2, or not
+// writable: see proc.NewCgroup) or an earlier start found it refused.
+func (s *Supervisor) jobCgroup(id string) *proc.Cgroup {
+	if s.noCgroup.Load() {
+		return nil
+	}
+	cg, err := proc.NewCgroup("jobs-" + id)
+	if err != nil {
+		s.noCgroup.Store(true)
+		return nil
+	}
+	return cg
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/proc"
@@ -321,13 +322,10 @@ func KillTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (v
 // killTmux kills a tmux job, never signalling the caller of ctx or a
 // supervisor, and returns once its final status is stored.
 func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, logf func(string, ...any)) (vocab.KillResult, error) {
-	res := vocab.KillResult{JobID: job.ID, Status: job.Status}
+	res := vocab.KillResult{JobID: job.ID, Status: job.Status, Signalled: []int{}, Survivors: []int{}}
 	if job.Status.Terminal() {
 		res.AlreadyDone = true
 		return res, nil
-	}
-	if grace <= 0 {
-		grace = DefaultGrace
 	}
 	if err := d.RequestStop(ctx, job.ID, vocab.StatusKilled); err != nil {
 		return res, err
@@ -335,10 +333,9 @@ func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, lo
 	// Without a start time to check the pane's pid against (the job is
 	// still starting, or /proc could not tell) only its tagged processes
 	// are found: proc.Target proves nothing else.
-	t := TargetOf(job)
-	Guard(ctx, d, &t)
+	t := control.Target(ctx, d, job)
 	// The kill must finish its escalation even if the caller goes away.
-	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
+	kr, err := control.End(context.WithoutCancel(ctx), t, grace)
 	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
 	if err != nil {
 		return res, err
@@ -515,7 +512,7 @@ func writeTmux(j db.Job, data []byte, eof bool) error {
 
 // signalTmux is Signal for a tmux job: the pane's process group and the
 // job's tagged processes get the signal.
-func signalTmux(ctx context.Context, j db.Job, sig string) ([]int, error) {
+func signalTmux(ctx context.Context, d *db.DB, j db.Job, sig string) ([]int, error) {
 	if j.Status.Terminal() {
 		return nil, fmt.Errorf("signal job %s: %w", j.ID, vocab.ErrNotRunning)
 	}
@@ -523,9 +520,7 @@ func signalTmux(ctx context.Context, j db.Job, sig string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signal job %s: %w", j.ID, invalid(err))
 	}
-	t := TargetOf(j)
-	guardCaller(ctx, &t)
-	pids, err := proc.Signal(t, sn)
+	pids, err := control.Send(control.Target(ctx, d, j), sn)
 	if err != nil {
 		return pids, fmt.Errorf("signal job %s: %w", j.ID, err)
 	}
