@@ -248,4 +248,3 @@ func Unanswered(ctx context.Context, d *db.DB, j db.Job, grace time.Duration, wh
 	}
 	return res, err
 }
-

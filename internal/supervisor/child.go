@@ -45,7 +45,7 @@ type child struct {
 	stdin    *os.File // write end; nil for /dev/null or once closed
 	pid      int
 	pidStart int64
-	cgroup   string // the job's own cgroup, or ""
+	cgroup   string       // the job's own cgroup, or ""
 	exited   bool         // the main process has exited
 	end      vocab.Status // set by kill, timeout or Close before they signal
 	reason   string
