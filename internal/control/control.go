@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -71,10 +72,13 @@ func PlanKill(sig string, grace time.Duration) (Plan, error) {
 	case syscall.SIGKILL:
 		return Plan{End: true, Grace: vocab.NoGrace}, nil
 	}
+	// The name as the kill verbs say it: INT, USR1 (34 for a real-time
+	// signal).
+	name := strings.TrimPrefix(vocab.SignalName(s), "SIG")
 	if grace != 0 {
-		return Plan{}, fmt.Errorf("%w: a grace period is for ending a job (TERM or KILL), not for %s", vocab.ErrInvalid, vocab.SignalName(s))
+		return Plan{}, fmt.Errorf("%w: a grace period is for ending a job (TERM or KILL), not for %s", vocab.ErrInvalid, name)
 	}
-	return Plan{Signal: s, SignalName: vocab.SignalName(s)}, nil
+	return Plan{Signal: s, SignalName: name}, nil
 }
 
 // callerKey carries the pid of the process that asked for a kill or a
