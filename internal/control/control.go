@@ -184,6 +184,15 @@ func CgroupOf(ctx context.Context, d *db.DB, id string) string {
 	return ""
 }
 
+// ForgetCgroup removes the cgroup of job id once no process is left in
+// it (see proc.RemoveCgroup). The supervisor removes a job's empty cgroup
+// when the job ends, and End when it has ended everything in it; a cgroup
+// whose processes ended on their own later goes with the job (jobs rm) or
+// at the next kill.
+func ForgetCgroup(ctx context.Context, d *db.DB, id string) {
+	_ = proc.RemoveCgroup(CgroupOf(ctx, d, id))
+}
+
 // End ends every process of t: SIGTERM and SIGCONT (so that a stopped
 // process acts on the SIGTERM), grace, SIGKILL to whatever is left, and a
 // bounded wait (proc.KillWait). It finishes its escalation even if ctx is

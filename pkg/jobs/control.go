@@ -335,6 +335,8 @@ func (c *Client) Remove(ctx context.Context, ref string) (KillResult, error) {
 	if err := c.db.DeleteJob(ctx, j.ID); err != nil {
 		return r, publicErr(ref, err)
 	}
+	// Its cgroup goes with it once nothing is left in it.
+	control.ForgetCgroup(ctx, c.db, j.ID)
 	return r, nil
 }
 
