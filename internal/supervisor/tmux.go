@@ -309,7 +309,8 @@ func tmuxJobAlive(j db.Job) bool {
 // group and every process tagged with the job's JOBS_ID (SIGTERM, grace,
 // SIGKILL), and waits for the tmux-pipe helper to record the final status.
 // Should no helper record it (the helper died), KillTmux records it
-// itself. A finished job is AlreadyDone and nothing is signalled; its
+// itself. grace is the period itself, as control.Grace decided it (0:
+// none). A finished job is AlreadyDone and nothing is signalled; its
 // session, kept with --keep-tmux, stays.
 func KillTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (vocab.KillResult, error) {
 	res, err := killTmux(ctx, d, job, grace, func(string, ...any) {})

@@ -111,8 +111,12 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 }
 
 // Kill ends the job's whole process tree: SIGTERM, grace (0 means the
-// client's default, NoGrace none), SIGKILL. Killing a finished job is not an error; a lost
-// job's processes that still run are ended too.
+// client's default, NoGrace none; any other negative grace is ErrInvalid),
+// SIGKILL. Killing a finished job is not an error (AlreadyDone); what a
+// finished or lost job left running is ended too. When the job's
+// supervisor is alive but does not answer, Kill ends the job's processes
+// itself and says so in the result's Unreached. Everything goes through
+// the one control path (internal/control, docs/kill.md).
 func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (KillResult, error) {
 	if err := c.check(ctx); err != nil {
 		return KillResult{}, err
