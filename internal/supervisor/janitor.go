@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -148,8 +149,12 @@ func lostTransition(ctx context.Context, d *db.DB, j db.Job, reason string) db.T
 	// Judged as what it is about to be: a job whose end nobody saw.
 	j.Status = vocab.StatusLost
 	survivors := []int{}
-	if pids, err := control.Members(control.Target(ctx, d, j)); err == nil && pids != nil {
+	t := control.Target(ctx, d, j)
+	if pids, err := control.Members(t); err == nil && pids != nil {
 		survivors = pids
+	}
+	if len(survivors) == 0 {
+		_ = proc.RemoveCgroup(t.Cgroup) // nothing left in it
 	}
 	return db.Transition{To: vocab.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}
 }
