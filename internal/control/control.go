@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -179,6 +180,11 @@ func CgroupOf(ctx context.Context, d *db.DB, id string) string {
 			return ""
 		}
 		path, _ := detail[CgroupKey].(string)
+		// Only a cgroup made for this very job (see proc.NewCgroup
+		// and the supervisor's jobCgroup) is taken from a record.
+		if !filepath.IsAbs(path) || filepath.Clean(path) != path || filepath.Base(path) != "jobs-"+id {
+			return ""
+		}
 		return path
 	}
 	return ""

@@ -74,9 +74,23 @@ func RemoveCgroup(path string) error {
 	return fmt.Errorf("remove cgroup %s: %w", path, err)
 }
 
+// cgroup2Magic is the cgroup2 file system's f_type (CGROUP2_SUPER_MAGIC).
+const cgroup2Magic = 0x63677270
+
 // CgroupProcs lists the processes in the cgroup at path (its cgroup.procs).
-// A cgroup that is gone lists none.
+// A cgroup that is gone lists none. A path that is not a directory of the
+// cgroup2 file system (a forged record naming a directory with a file of
+// pids in it) is an error: nothing there proves anything.
 func CgroupProcs(path string) ([]int, error) {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(path, &fs); errors.Is(err, syscall.ENOENT) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("list cgroup %s: %w", path, err)
+	}
+	if fs.Type != cgroup2Magic {
+		return nil, fmt.Errorf("list cgroup %s: not a cgroup2 directory", path)
+	}
 	b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENODEV) {
 		return nil, nil

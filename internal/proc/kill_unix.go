@@ -176,10 +176,9 @@ func jobProcs(t Target) (map[int]Info, bool, error) {
 	if t.Cgroup != "" {
 		// Every process in the job's own cgroup is the job's: it was
 		// forked there and cannot leave on its own.
-		members, err := CgroupProcs(t.Cgroup)
-		if err != nil {
-			return nil, false, err
-		}
+		// A cgroup that cannot be read (or is no cgroup) proves
+		// nothing; the other proofs still hold.
+		members, _ := CgroupProcs(t.Cgroup)
 		seen := make(map[int]bool, len(found))
 		for _, info := range found {
 			seen[info.PID] = true
