@@ -79,7 +79,9 @@ func TestE6FrozenSupervisorKillAndWrite(t *testing.T) {
 		return st == 'T'
 	})
 
+	began := time.Now()
 	r, hung := w.runBounded(bound, "write", id, "hi")
+	wrote := time.Since(began)
 	switch {
 	case hung:
 		t.Fatalf("write still waiting after %s on a stopped supervisor", bound)
@@ -96,7 +98,9 @@ func TestE6FrozenSupervisorKillAndWrite(t *testing.T) {
 		t.Errorf("wait --timeout while the supervisor is stopped (hung %t): %v; want the timeout's exit code", hung, r)
 	}
 
+	began = time.Now()
 	r, hung = w.runBounded(bound, "--json", "kill", id, "--grace", "5s")
+	killed := time.Since(began)
 	if hung {
 		t.Fatalf("kill still waiting after %s on a stopped supervisor", bound)
 	}
@@ -118,7 +122,8 @@ func TestE6FrozenSupervisorKillAndWrite(t *testing.T) {
 	if j := w.waitTerminal(id, 60*time.Second); j.Status != "killed" {
 		t.Errorf("once the supervisor runs again the job is %s (%s), want killed", j.Status, j.Reason)
 	}
-	t.Logf("MATRIX-FIGURE %s", "stopped supervisor: write refused in one line, poll and wait answered, kill ended the job's process directly; killed once it ran again")
+	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("stopped supervisor: write refused in one line after %d ms, poll and wait answered, kill ended the job's process directly in %d ms; killed once it ran again",
+		wrote.Milliseconds(), killed.Milliseconds()))
 }
 
 // cgroupOffered reports whether this machine lets this process make a
