@@ -19,3 +19,6 @@ func RemoveCgroup(string) error { return nil }
 
 // CgroupProcs lists nothing on darwin.
 func CgroupProcs(string) ([]int, error) { return nil, nil }
+
+// JobCgroups finds none on darwin.
+func JobCgroups(string) (string, []string) { return "", nil }

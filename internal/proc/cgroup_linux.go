@@ -77,6 +77,26 @@ func RemoveCgroup(path string) error {
 // cgroup2Magic is the cgroup2 file system's f_type (CGROUP2_SUPER_MAGIC).
 const cgroup2Magic = 0x63677270
 
+// JobCgroups returns the names of the cgroups beneath the calling
+// process's own whose names start with prefix, or none where there is no
+// cgroup v2.
+func JobCgroups(prefix string) (dir string, names []string) {
+	base, err := ownCgroupDir()
+	if err != nil {
+		return "", nil
+	}
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return "", nil
+	}
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+			names = append(names, e.Name())
+		}
+	}
+	return base, names
+}
+
 // CgroupProcs lists the processes in the cgroup at path (its cgroup.procs).
 // A cgroup that is gone lists none. A path that is not a directory of the
 // cgroup2 file system (a forged record naming a directory with a file of

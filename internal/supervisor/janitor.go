@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/control"
@@ -194,11 +196,28 @@ func (s *Supervisor) janitorRound(clock *clockWatch) JanitorResult {
 		s.logf("janitor: %v", err)
 	}
 	s.runDueHooks(s.ctx, dead)
+	s.dropEmptyCgroups(s.ctx)
 	s.app.CheckpointSoon()
 	if res.Lost > 0 || res.Deleted > 0 {
 		s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)
 	}
 	return res
+}
+
+// dropEmptyCgroups removes the empty cgroups beneath the supervisor's own
+// that belong to finished jobs of its database: a job whose leftover
+// processes ended on their own (not through a kill) leaves one. Cgroups of
+// jobs of other databases, and of jobs still starting or running, are
+// left alone.
+func (s *Supervisor) dropEmptyCgroups(ctx context.Context) {
+	dir, names := proc.JobCgroups("jobs-")
+	for _, name := range names {
+		j, err := s.db.FindJobByID(ctx, strings.TrimPrefix(name, "jobs-"))
+		if err != nil || !j.Status.Terminal() {
+			continue
+		}
+		_ = proc.RemoveCgroup(filepath.Join(dir, name)) // EBUSY while processes are left
+	}
 }
 
 // maxClockJump is how far the wall clock may move against the monotonic
