@@ -193,23 +193,21 @@ func (r *runner) kill(cc *ucli.Context) error {
 		return err
 	}
 	ctx := cc.Context
-	if sig != "" {
-		pids, err := c.Signal(ctx, a[0], sig)
-		if err != nil {
-			return err
-		}
-		if jsonOut(cc) {
-			return r.printJSON(signalResult{Ref: a[0], Signal: sig, Signalled: nonNilInts(pids)})
-		}
-		fmt.Fprintf(r.stdout, "sent %s to %s\n", sig, pidList(pids))
-		return nil
-	}
 	var results []jobs.KillResult
 	if all {
 		results, err = c.KillAll(ctx, grace)
 	} else {
+		// One decision for every front end: TERM and KILL end the job,
+		// any other signal is sent once.
 		var res jobs.KillResult
-		res, err = c.Kill(ctx, a[0], grace)
+		res, err = c.KillSignal(ctx, a[0], sig, grace)
+		if err == nil && res.Signal != "" {
+			if jsonOut(cc) {
+				return r.printJSON(signalResult{Ref: a[0], Signal: res.Signal, Signalled: nonNilInts(res.Signalled)})
+			}
+			fmt.Fprintf(r.stdout, "sent %s to %s\n", res.Signal, pidList(res.Signalled))
+			return nil
+		}
 		results = []jobs.KillResult{res}
 	}
 	if err != nil {
@@ -309,6 +307,9 @@ func formatKill(res jobs.KillResult) string {
 	s := fmt.Sprintf("%s %s: signalled %s", res.JobID, res.Status, pidList(res.Signalled))
 	if res.Escalated {
 		s += "; needed SIGKILL after the grace period"
+	}
+	if res.Unreached != "" {
+		s += "; " + res.Unreached
 	}
 	return s
 }

@@ -868,27 +868,36 @@ func (m *macShell) kill(ctx context.Context, req *sdk.CallToolRequest, in macKil
 		return nil, nil, macError(in.ProcessID, err)
 	}
 	prev := macStatus(j)
-	sig := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(in.Signal)), "SIG")
-	killed := false
-	switch {
-	case j.Status.Terminal():
-	case in.Force || sig == "KILL":
-		_, err = m.c.Kill(ctx, j.ID, time.Millisecond)
-		killed = err == nil
-	case sig == "" || sig == "TERM":
-		_, err = m.c.Kill(ctx, j.ID, 0)
-		killed = err == nil
-	default:
-		_, err = m.c.Signal(ctx, j.ID, sig)
-		killed = err == nil
+	sig := in.Signal
+	if in.Force {
+		sig = "KILL"
+	}
+	// The engine's one decision (jobs.Client.KillSignal): SIGTERM (the
+	// default) and SIGKILL, by name or number, end the whole tree and
+	// record it killed; any other signal is sent once. A finished job's
+	// leftovers are ended too.
+	k, err := m.c.KillSignal(ctx, j.ID, sig, 0)
+	if errors.Is(err, jobs.ErrNotRunning) && j.Status.Terminal() {
+		// A signal that does not end a job, to one that has ended.
+		k, err = jobs.KillResult{JobID: j.ID, Status: j.Status, AlreadyDone: true, Signalled: []int{}, Survivors: []int{}}, nil
 	}
 	if err != nil {
 		return nil, nil, macError(in.ProcessID, err)
 	}
-	if j, err = m.settle(ctx, j.ID, sig, killed); err != nil {
+	killed := !k.AlreadyDone || len(k.Signalled) > 0
+	name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(sig)), "SIG")
+	if j, err = m.settle(ctx, j.ID, name, killed); err != nil {
 		return nil, nil, macError(in.ProcessID, err)
 	}
-	return jsonResult(map[string]any{"processId": j.ID, "previousStatus": prev, "newStatus": macStatus(j), "killed": killed})
+	out := map[string]any{"processId": j.ID, "previousStatus": prev, "newStatus": macStatus(j), "killed": killed,
+		"signalled": k.Signalled, "survivors": k.Survivors, "escalated": k.Escalated, "alreadyDone": k.AlreadyDone}
+	if k.Signal != "" {
+		out["signal"] = k.Signal
+	}
+	if k.Unreached != "" {
+		out["unreached"] = k.Unreached
+	}
+	return jsonResult(out)
 }
 
 // settle reads job id after kill_process signalled it. A STOP or CONT

@@ -753,6 +753,7 @@ type killResult struct {
 	Escalated   bool   `json:"escalated,omitempty"`
 	AlreadyDone bool   `json:"already_done,omitempty"`
 	Removed     bool   `json:"removed,omitempty"`
+	Unreached   string `json:"unreached,omitempty"`
 }
 
 func viewKill(k jobs.KillResult) killResult {
@@ -762,6 +763,7 @@ func viewKill(k jobs.KillResult) killResult {
 		Survivors:   k.Survivors,
 		Escalated:   k.Escalated,
 		AlreadyDone: k.AlreadyDone,
+		Unreached:   k.Unreached,
 	}
 	if k.Status != "" {
 		r.Status = openclawStatus(k.Status)
@@ -776,8 +778,13 @@ func killLine(verb string, k killResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "session %s %s", k.SessionID, verb)
 	switch {
-	case k.AlreadyDone:
+	case k.AlreadyDone && len(k.Signalled) == 0:
 		fmt.Fprintf(&b, "; it had already finished (%s), nothing to kill", k.Status)
+	case k.AlreadyDone:
+		fmt.Fprintf(&b, "; it had already finished (%s); ended %d process(es) it left running %v", k.Status, len(k.Signalled), k.Signalled)
+		if k.Escalated {
+			b.WriteString(", SIGKILL was needed after the grace period")
+		}
 	case len(k.Signalled) > 0:
 		fmt.Fprintf(&b, "; signalled %d process(es) %v", len(k.Signalled), k.Signalled)
 		if k.Escalated {
@@ -786,6 +793,9 @@ func killLine(verb string, k killResult) string {
 	}
 	if len(k.Survivors) > 0 {
 		fmt.Fprintf(&b, "; WARNING: %d process(es) survived SIGKILL: %v", len(k.Survivors), k.Survivors)
+	}
+	if k.Unreached != "" {
+		b.WriteString("; " + k.Unreached)
 	}
 	return b.String()
 }
@@ -805,12 +815,15 @@ func (s *server) signal(ctx context.Context, ref, sig string) (*sdk.CallToolResu
 }
 
 func (s *server) kill(ctx context.Context, ref, sig string) (*sdk.CallToolResult, any, error) {
-	if sig := strings.TrimSpace(sig); sig != "" {
-		return s.signal(ctx, ref, sig)
-	}
-	k, err := s.c.Kill(ctx, ref, 0)
+	// The engine's one decision (jobs.Client.KillSignal): none, TERM and
+	// KILL end the job; any other signal is sent once.
+	k, err := s.c.KillSignal(ctx, ref, strings.TrimSpace(sig), 0)
 	if err != nil {
 		return nil, nil, describe(ref, err)
+	}
+	if k.Signal != "" {
+		r := killResult{SessionID: ref, Status: openclawStatus(k.Status), Signal: k.Signal, Signalled: k.Signalled}
+		return result(fmt.Sprintf("sent %s to %d process(es) of session %s %v; check with action=poll", r.Signal, len(r.Signalled), textclean.Echo(ref), r.Signalled), r)
 	}
 	r := viewKill(k)
 	if r.SessionID == "" {

@@ -173,6 +173,30 @@ func jobProcs(t Target) (map[int]Info, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	if t.Cgroup != "" {
+		// Every process in the job's own cgroup is the job's: it was
+		// forked there and cannot leave on its own.
+		// A cgroup that cannot be read (or is no cgroup) proves
+		// nothing; the other proofs still hold.
+		members, _ := CgroupProcs(t.Cgroup)
+		seen := make(map[int]bool, len(found))
+		for _, info := range found {
+			seen[info.PID] = true
+		}
+		for _, pid := range members {
+			if tagged == nil {
+				tagged = map[int]bool{}
+			}
+			if seen[pid] {
+				tagged[pid] = true
+				continue
+			}
+			if info, err := Inspect(pid); err == nil {
+				tagged[pid] = true
+				found = append(found, info)
+			}
+		}
+	}
 	isMain := func(info Info) bool {
 		return t.PID > 1 && t.PIDStart != 0 && info.PID == t.PID && info.StartTime == t.PIDStart
 	}
@@ -190,7 +214,15 @@ func jobProcs(t Target) (map[int]Info, bool, error) {
 	if !mainSeen && t.PID > 1 && t.PIDStart != 0 {
 		if info, err := Inspect(t.PID); err == nil && isMain(info) {
 			found = append(found, info)
+			mainSeen = true
 		}
+	}
+	if t.EndUnknown && !mainSeen {
+		// A lost job whose main process is gone: its group may have
+		// emptied and its id been taken by strangers before the job was
+		// marked lost, within the bounds of its recorded life. Only the
+		// tag and the cgroup still prove a process the job's.
+		hasGroup = false
 	}
 	inLife := func(info Info) bool {
 		return info.StartTime >= t.PIDStart && (t.EndTicks == 0 || info.StartTime <= t.EndTicks)

@@ -73,6 +73,16 @@ type Target struct {
 	// BootID is the boot the job ran in (see BootID). When set and not the
 	// current boot, nothing is the job's. Empty means not recorded.
 	BootID string
+	// EndUnknown says EndTicks is not when the job's processes ended but
+	// when someone noticed they had lost their supervisor (a lost job).
+	// The group may have emptied and its id been reused in between, so
+	// once the main process is gone, membership of the group proves
+	// nothing: only the tag or the cgroup do.
+	EndUnknown bool
+	// Cgroup is the directory of the job's own cgroup (see NewCgroup);
+	// every process in it is the job's, whatever its group or
+	// environment. Empty means none.
+	Cgroup string
 	// EnvKey and EnvValue tag the job's processes (JOBS_ID=<id>); processes
 	// carrying exactly EnvKey=EnvValue in their environment belong to the job
 	// even if they left its group. Empty EnvKey disables the scan.

@@ -36,10 +36,15 @@ type Conn struct {
 	enc        *json.Encoder
 	broken     error
 	supervisor string
-	// unverified is set by DialDefault: nobody has answered on this
-	// connection yet, so the first call carries a ping ahead of its
-	// request.
+	// unverified is set by Dial: nobody has answered on this
+	// connection yet, so the first call is preceded by a ping, answered
+	// within pingTimeout before the request is sent at all.
 	unverified bool
+	// ahead (DialDefault) sends the first request in the same write as
+	// its ping, saving `jobs start` a round trip: a supervisor that hangs
+	// up unanswered never read it (ErrNoAnswer), but one that does not
+	// answer in time may still run it.
+	ahead bool
 }
 
 // ErrNoAnswer means a connection from DialDefault broke before the
@@ -48,7 +53,17 @@ type Conn struct {
 // order), so the caller may send it again elsewhere.
 var ErrNoAnswer = errors.New("supervisor did not answer")
 
-// Dial connects to the supervisor listening on socketPath.
+// ErrHung means a supervisor accepted the connection but did not answer a
+// ping within its bound (pingTimeout): it is stopped (SIGSTOP), hung or
+// starved. It may still read the request later, so the caller must not
+// send it again elsewhere; an action it can take without the supervisor
+// (ending the job's processes) it takes directly.
+var ErrHung = errors.New("supervisor does not answer")
+
+// Dial connects to the supervisor listening on socketPath. The first call
+// on the connection carries a ping ahead of its request, so a supervisor
+// that does not answer is found out within pingTimeout (ErrHung), whatever
+// the call's own deadline.
 func Dial(ctx context.Context, socketPath string) (*Conn, error) {
 	if err := checkSocket(socketPath); err != nil {
 		return nil, fmt.Errorf("dial supervisor: %w", err)
@@ -58,7 +73,7 @@ func Dial(ctx context.Context, socketPath string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial supervisor: %w", err)
 	}
-	return &Conn{path: socketPath, c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c)}, nil
+	return &Conn{path: socketPath, c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c), unverified: true}, nil
 }
 
 // Close closes the connection.
@@ -104,8 +119,17 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 	}()
 	var resp Response
 	var err error
+	send := true
 	if c.unverified {
-		err = c.pingAhead(req)
+		if c.ahead {
+			err = c.pingAhead(req) // req went with the ping
+			send = false
+		} else {
+			err = c.pingAlone(req)
+		}
+		if err == nil {
+			c.unverified = false
+		}
 		if err == nil && !first.Equal(dl) {
 			c.c.SetDeadline(dl)
 			if ctx.Err() != nil {
@@ -114,7 +138,8 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 				c.c.SetDeadline(time.Now())
 			}
 		}
-	} else {
+	}
+	if err == nil && send {
 		err = c.enc.Encode(req)
 	}
 	if err == nil {
@@ -159,12 +184,31 @@ func (c *Conn) pingAhead(req Request) error {
 		err = c.dec.Decode(&pong)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return fmt.Errorf("no answer to a ping within %s: %w", pingTimeout, err)
+		return fmt.Errorf("%w: no answer to a ping within %s: %w", ErrHung, pingTimeout, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 	}
 	c.unverified = false
+	c.supervisor = pong.Supervisor
+	return nil
+}
+
+// pingAlone sends a ping and reads its answer within pingTimeout; req is
+// sent only after it. A supervisor that does not answer in time then
+// never gets the request: ErrHung, with nothing done.
+func (c *Conn) pingAlone(req Request) error {
+	var pong Response
+	err := c.enc.Encode(Request{Op: OpPing, CallerPID: req.CallerPID})
+	if err == nil {
+		err = c.dec.Decode(&pong)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w: no answer to a ping within %s: %w", ErrHung, pingTimeout, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
 	c.supervisor = pong.Supervisor
 	return nil
 }
@@ -347,7 +391,7 @@ func DialDefault(ctx context.Context, dbPath, runtimeDir string) (*Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	c.unverified = true
+	c.ahead = true
 	return c, nil
 }
 

@@ -48,6 +48,7 @@ type child struct {
 	pair     *pipePair // the stdout and stderr pipes, once the runner reads them
 	pid      int
 	pidStart int64
+	cgroup   string       // the job's own cgroup, or ""
 	exited   bool         // the main process has exited
 	end      vocab.Status // set by kill, timeout or Close before they signal
 	reason   string
@@ -74,8 +75,8 @@ func (c *child) target() proc.Target {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return proc.Target{
-		PGID: c.pid, PID: c.pid, PIDStart: c.pidStart,
-		EnvKey: protocol.EnvJobID, EnvValue: c.id,
+		PGID: c.pid, PID: c.pid, PIDStart: c.pidStart, BootID: proc.BootID(),
+		EnvKey: protocol.EnvJobID, EnvValue: c.id, Cgroup: c.cgroup,
 	}
 }
 
@@ -166,6 +167,9 @@ wait:
 
 	<-c.ready
 	job := s.finish(c, cmd.ProcessState, waitErr, end, reason)
+	// An empty cgroup goes with the job; one that processes the job
+	// left behind still hold stays, so that a kill finds them.
+	_ = proc.RemoveCgroup(c.cgroup)
 	s.afterExit(job, c.baseEnv)
 }
 
@@ -178,6 +182,19 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 	spawned, spawnerPeak := c.spawned, c.spawnerPeakKB
 	c.mu.Unlock()
 
+	if end == "" && ps != nil && !ps.Success() {
+		// Ended from outside while this supervisor did not answer (a
+		// kill that found it stopped records its intent and ends the
+		// processes itself: control.Unanswered).
+		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+		if stop, err := s.db.StopRequested(ctx, c.id); err == nil && stop != "" {
+			end, reason = stop, "killed while its supervisor did not answer"
+			if stop == vocab.StatusTimedOut {
+				reason = "timed out while its supervisor did not answer"
+			}
+		}
+		cancel()
+	}
 	var t db.Transition
 	if ps != nil {
 		code, sig := exitStatus(ps)

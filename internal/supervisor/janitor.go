@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
@@ -120,7 +123,7 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 			if j.Mode == "tmux" && tmuxJobAlive(j) {
 				continue // its tmux-pipe helper still records it, see above
 			}
-			lost, err := d.Transition(ctx, j.ID, lostTransition(j, fmt.Sprintf("supervisor %s died", sup.ID)))
+			lost, err := d.Transition(ctx, j.ID, lostTransition(ctx, d, j, fmt.Sprintf("supervisor %s died", sup.ID)))
 			if errors.Is(err, vocab.ErrInvalidTransition) || errors.Is(err, vocab.ErrNotFound) {
 				continue // finished or swept by someone else meanwhile
 			}
@@ -144,10 +147,16 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 // lost. Its processes are not killed behind the user's back (jobs kill ends
 // them), so the event lists, under "survivors", the pids of those still
 // alive and proven the job's: the audit trail says what was left running.
-func lostTransition(j db.Job, reason string) db.Transition {
+func lostTransition(ctx context.Context, d *db.DB, j db.Job, reason string) db.Transition {
+	// Judged as what it is about to be: a job whose end nobody saw.
+	j.Status = vocab.StatusLost
 	survivors := []int{}
-	if pids, err := proc.Members(TargetOf(j)); err == nil && pids != nil {
+	t := control.Target(ctx, d, j)
+	if pids, err := control.Members(t); err == nil && pids != nil {
 		survivors = pids
+	}
+	if len(survivors) == 0 {
+		_ = proc.RemoveCgroup(t.Cgroup) // nothing left in it
 	}
 	return db.Transition{To: vocab.StatusLost, Reason: reason, Detail: map[string]any{"survivors": survivors}}
 }
@@ -187,11 +196,28 @@ func (s *Supervisor) janitorRound(clock *clockWatch) JanitorResult {
 		s.logf("janitor: %v", err)
 	}
 	s.runDueHooks(s.ctx, dead)
+	s.dropEmptyCgroups(s.ctx)
 	s.app.CheckpointSoon()
 	if res.Lost > 0 || res.Deleted > 0 {
 		s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)
 	}
 	return res
+}
+
+// dropEmptyCgroups removes the empty cgroups beneath the supervisor's own
+// that belong to finished jobs of its database: a job whose leftover
+// processes ended on their own (not through a kill) leaves one. Cgroups of
+// jobs of other databases, and of jobs still starting or running, are
+// left alone.
+func (s *Supervisor) dropEmptyCgroups(ctx context.Context) {
+	dir, names := proc.JobCgroups("jobs-")
+	for _, name := range names {
+		j, err := s.db.FindJobByID(ctx, strings.TrimPrefix(name, "jobs-"))
+		if err != nil || !j.Status.Terminal() {
+			continue
+		}
+		_ = proc.RemoveCgroup(filepath.Join(dir, name)) // EBUSY while processes are left
+	}
 }
 
 // maxClockJump is how far the wall clock may move against the monotonic

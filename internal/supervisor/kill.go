@@ -7,73 +7,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
-
-// callerKey carries the pid of the process that asked for a kill or a
-// signal, which is never signalled (see proc.Target.Exclude).
-type callerKey struct{}
-
-func withCaller(ctx context.Context, pid int) context.Context {
-	if pid <= 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, callerKey{}, pid)
-}
-
-// guardCaller adds the caller of ctx, and its process group, to what t
-// never signals.
-func guardCaller(ctx context.Context, t *proc.Target) {
-	pid, ok := ctx.Value(callerKey{}).(int)
-	if !ok {
-		return
-	}
-	t.Exclude = append(t.Exclude, pid)
-	if info, err := proc.Inspect(pid); err == nil {
-		t.ExcludeGroups = append(t.ExcludeGroups, info.PGID)
-	}
-}
-
-// Guard adds to t what is never signalled, whatever a job's row says: the
-// caller of ctx (a client of the supervisor's socket) and every supervisor
-// d records as open whose lock is held, with their process groups. A forged or stale row that
-// names a supervisor's pid or group then reaches nothing.
-func Guard(ctx context.Context, d *db.DB, t *proc.Target) {
-	guardCaller(ctx, t)
-	sups, err := d.OpenSupervisors(ctx)
-	if err != nil {
-		return // the proof of membership still applies
-	}
-	for _, sup := range sups {
-		// A dead supervisor's row stays open until a supervisor runs
-		// the hooks it left due; its pid may be another process's by
-		// now, maybe one of the job's.
-		if !protocol.SupervisorAlive(sup) {
-			continue
-		}
-		t.Exclude = append(t.Exclude, sup.PID)
-		if info, err := proc.Inspect(sup.PID); err == nil {
-			t.ExcludeGroups = append(t.ExcludeGroups, info.PGID)
-		}
-	}
-}
-
-// TargetOf names the processes of a stored job for package proc: its main
-// process and group, bounded by its start, its end and its boot, and its
-// JOBS_ID tag (see proc.Target for what proves a process the job's).
-func TargetOf(j db.Job) proc.Target {
-	t := proc.Target{
-		PGID: j.PGID, PID: j.PID, PIDStart: j.PIDStart, BootID: j.BootID,
-		EnvKey: protocol.EnvJobID, EnvValue: j.ID,
-	}
-	if j.Status.Terminal() {
-		t.EndTicks = j.EndTicks
-	}
-	return t
-}
 
 // child returns the live child of jobID, or nil.
 func (s *Supervisor) child(jobID string) *child {
@@ -91,13 +30,9 @@ func (s *Supervisor) child(jobID string) *child {
 // finished job is not an error (AlreadyDone), and still ends what it left
 // running. Errors: vocab.ErrNotFound, vocab.ErrInvalid.
 func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration) (vocab.KillResult, error) {
-	switch {
-	case grace == vocab.NoGrace:
-		grace = 0
-	case grace < 0:
-		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, invalid(errors.New("negative grace")))
-	case grace == 0:
-		grace = s.cfg.Grace
+	grace, err := control.Grace(grace, s.cfg.Grace)
+	if err != nil {
+		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
 	if c := s.child(jobID); c != nil {
 		res, err := s.endChild(ctx, c, vocab.StatusKilled, "killed", grace)
@@ -120,13 +55,21 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 		}
 		if conn != nil {
 			defer conn.Close()
-			return conn.Kill(ctx, jobID, grace)
+			asked := grace
+			if asked == 0 {
+				asked = vocab.NoGrace
+			}
+			res, err := conn.Kill(ctx, jobID, asked)
+			if errors.Is(err, protocol.ErrHung) {
+				res, err = control.Unanswered(ctx, s.db, job, grace, "supervisor "+job.SupervisorID)
+			}
+			return res, err
 		}
 		if job, err = s.markLost(ctx, job); err != nil {
 			return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 		}
 	}
-	res, err := killLeftovers(ctx, s.db, job, grace)
+	res, err := control.Leftovers(ctx, s.db, job, grace)
 	if err != nil {
 		return res, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
@@ -163,7 +106,7 @@ func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
 	if job.SupervisorID == s.id {
 		reason = fmt.Sprintf("supervisor %s lost track of it", s.id)
 	}
-	lost, err := s.db.Transition(ctx, job.ID, lostTransition(job, reason))
+	lost, err := s.db.Transition(ctx, job.ID, lostTransition(ctx, s.db, job, reason))
 	if errors.Is(err, vocab.ErrInvalidTransition) {
 		return s.db.FindJobByID(ctx, job.ID)
 	}
@@ -172,21 +115,6 @@ func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
 	}
 	s.hookLost(lost)
 	return lost, nil
-}
-
-// killLeftovers ends the processes a finished job left behind, those
-// proven its own (proc.Target).
-func killLeftovers(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (vocab.KillResult, error) {
-	res := vocab.KillResult{JobID: job.ID, AlreadyDone: true, Status: job.Status}
-	if job.Mode == "tmux" {
-		return res, nil
-	}
-	t := TargetOf(job)
-	Guard(ctx, d, &t)
-	// The kill must finish its escalation even if the caller goes away.
-	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
-	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
-	return res, err
 }
 
 // signalEnd records why c ends (status, reason) and kills its tree. It
@@ -201,13 +129,14 @@ func (s *Supervisor) signalEnd(ctx context.Context, c *child, status vocab.Statu
 	c.mu.Lock()
 	started, exited := c.cmd != nil, c.exited
 	c.mu.Unlock()
-	res := vocab.KillResult{JobID: c.id, AlreadyDone: exited || !started}
+	res := vocab.KillResult{JobID: c.id, AlreadyDone: exited || !started, Signalled: []int{}, Survivors: []int{}}
 	if !started {
 		return res, nil
 	}
 	t := c.target()
-	guardCaller(ctx, &t)
-	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
+	control.Guard(ctx, s.db, &t)
+	// The kill must finish its escalation even if the caller goes away.
+	kr, err := control.End(context.WithoutCancel(ctx), t, grace)
 	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
 	if recorded {
 		res.AlreadyDone = false
@@ -260,8 +189,8 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 			return nil, fmt.Errorf("signal job %s: %w", jobID, vocab.ErrNotRunning)
 		}
 		t := c.target()
-		guardCaller(ctx, &t)
-		pids, err := proc.Signal(t, sn)
+		control.Guard(ctx, s.db, &t)
+		pids, err := control.Send(t, sn)
 		if err != nil {
 			return pids, fmt.Errorf("signal job %s: %w", jobID, err)
 		}
@@ -272,7 +201,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 		return nil, fmt.Errorf("signal job %s: %w", jobID, err)
 	}
 	if job.Mode == "tmux" {
-		return signalTmux(ctx, job, sig) // needs no owner: tmux.go
+		return signalTmux(ctx, s.db, job, sig) // needs no owner: tmux.go
 	}
 	if !job.Status.Terminal() {
 		conn, err := s.owner(ctx, job)
@@ -281,13 +210,26 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 		}
 		if conn != nil {
 			defer conn.Close()
-			return conn.Signal(ctx, jobID, sig)
+			pids, err := conn.Signal(ctx, jobID, sig)
+			if errors.Is(err, protocol.ErrHung) {
+				return control.Send(control.Target(ctx, s.db, job), sn)
+			}
+			return pids, err
 		}
-		if _, err := s.markLost(ctx, job); err != nil {
+		if job, err = s.markLost(ctx, job); err != nil {
 			return nil, fmt.Errorf("signal job %s: %w", jobID, err)
 		}
 	}
-	return nil, fmt.Errorf("signal job %s: %w", jobID, vocab.ErrNotRunning)
+	if job.Status != vocab.StatusLost {
+		return nil, fmt.Errorf("signal job %s: %w", jobID, vocab.ErrNotRunning)
+	}
+	// A lost job's processes that still run are signalled as a kill
+	// would end them.
+	pids, err := control.Send(control.Target(ctx, s.db, job), sn)
+	if err != nil {
+		return pids, fmt.Errorf("signal job %s: %w", jobID, err)
+	}
+	return pids, nil
 }
 
 // Running returns the ids of the jobs this supervisor is running, sorted.

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -142,7 +143,7 @@ func (s *Supervisor) handle(ctx context.Context, req protocol.Request) (resp pro
 			resp = protocol.Response{Error: &vocab.WireError{Code: "error", Message: fmt.Sprintf("supervisor: internal error in %s: %v", req.Op, r)}}
 		}
 	}()
-	ctx = withCaller(ctx, req.CallerPID)
+	ctx = control.WithCaller(ctx, req.CallerPID)
 	var err error
 	switch req.Op {
 	case protocol.OpPing:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/proc"
@@ -257,18 +258,41 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 		// and a terminal's ^C to the caller does not reach it.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	// A job starts with an empty signal mask and default dispositions,
-	// whatever this process inherited (see package sigreset).
-	started, err := sigreset.Wrap(cmd)
-	if err == nil {
-		// StartCmd owns the pid in the reaper in the same step, so the
-		// subreaper's orphan reaping never takes the status cmd.Wait
-		// needs.
-		err = s.reaper.StartCmd(cmd)
-		if serr := started(); err == nil && serr != nil {
-			cmd.Wait()
-			s.reaper.Disown(cmd.Process.Pid)
-			err = serr
+	// Its own cgroup, where the system offers one: what it forks stays
+	// there whatever it does to its group or environment, so a kill finds
+	// it (setsid env -i …).
+	cg := s.jobCgroup(c.id)
+	if cg != nil {
+		intoCgroup(cmd.SysProcAttr, cg)
+	}
+	path0, args0, env0 := cmd.Path, cmd.Args, cmd.Env // before the shim takes them
+	err = s.startChild(cmd)
+	if err != nil && cg != nil {
+		// The cgroup may be what refused (a controller's limit, a
+		// hierarchy that takes no processes there): try once without
+		// it. Only when that succeeds was it the cgroup, and later
+		// starts go without one; a command that cannot start fails the
+		// same way twice.
+		cg.Close()
+		_ = proc.RemoveCgroup(cg.Path)
+		cg = nil
+		retry := &exec.Cmd{Path: path0, Args: args0, Env: env0, Dir: cmd.Dir, Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+		if rerr := s.startChild(retry); rerr == nil {
+			s.noCgroup.Store(true)
+			s.logf("job %s: not in a cgroup of its own: %v", c.id, err)
+			cmd, err = retry, nil
+		} else {
+			err = rerr
+		}
+	}
+	cgPath := ""
+	if cg != nil {
+		cg.Close()
+		cgPath = cg.Path
+		if err != nil {
+			_ = proc.RemoveCgroup(cgPath)
+			cgPath = ""
 		}
 	}
 	closeAll(stdinR, outW, errW) // the child has its copies
@@ -282,12 +306,16 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 	spawnerPeak := proc.SpawnerPeakKB() // after the exec (see finish)
 	c.mu.Lock()
 	c.cmd, c.stdout, c.stderr, c.stdin = cmd, outR, errR, stdinW
-	c.pid, c.pidStart, c.spawnerPeakKB = pid, start, spawnerPeak
+	c.pid, c.pidStart, c.spawnerPeakKB, c.cgroup = pid, start, spawnerPeak, cgPath
 	c.mu.Unlock()
 	go s.run(c, job.Timeout, c.timeoutGrace)
 
+	var detail map[string]any
+	if cgPath != "" {
+		detail = map[string]any{control.CgroupKey: cgPath}
+	}
 	running, err := s.db.Transition(ctx, c.id, db.Transition{
-		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start,
+		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start, Detail: detail,
 	})
 	if err != nil {
 		// The process runs but the database did not take it: end it
@@ -295,7 +323,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 		// failure (starting → failed) once the database answers again.
 		c.setEnd(vocab.StatusFailed, "record start: "+err.Error(), true)
 		c.readyOnce.Do(func() { close(c.ready) })
-		if _, kerr := proc.KillTree(ctx, c.target(), s.cfg.Grace); kerr != nil {
+		if _, kerr := control.End(ctx, c.target(), s.cfg.Grace); kerr != nil {
 			s.logf("kill job %s: %v", c.id, kerr)
 		}
 		return job, fmt.Errorf("start job: %w", err)
@@ -422,4 +450,37 @@ func (s *Supervisor) limitsFor(req protocol.StartRequest) db.Limits {
 	}
 	lim.PerLabel = max(req.LabelLimit, 0)
 	return lim
+}
+
+// jobCgroup makes the cgroup of job id under the supervisor's own, or
+// returns nil where the system offers none (no cgroup v2, or not
+// writable: see proc.NewCgroup) or an earlier start found it refused.
+func (s *Supervisor) jobCgroup(id string) *proc.Cgroup {
+	if s.noCgroup.Load() {
+		return nil
+	}
+	cg, err := proc.NewCgroup("jobs-" + id)
+	if err != nil {
+		s.noCgroup.Store(true)
+		return nil
+	}
+	return cg
+}
+
+// startChild starts cmd with an empty signal mask and default
+// dispositions, whatever this process inherited (see package sigreset).
+// StartCmd owns the pid in the reaper in the same step, so the
+// subreaper's orphan reaping never takes the status cmd.Wait needs.
+func (s *Supervisor) startChild(cmd *exec.Cmd) error {
+	started, err := sigreset.Wrap(cmd)
+	if err != nil {
+		return err
+	}
+	err = s.reaper.StartCmd(cmd)
+	if serr := started(); err == nil && serr != nil {
+		cmd.Wait()
+		s.reaper.Disown(cmd.Process.Pid)
+		err = serr
+	}
+	return err
 }

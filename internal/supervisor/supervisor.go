@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
@@ -20,7 +22,7 @@ import (
 // Defaults for Config's zero fields.
 const (
 	DefaultIdleExit        = 60 * time.Second
-	DefaultGrace           = 2 * time.Second
+	DefaultGrace           = control.DefaultGrace
 	DefaultJanitorInterval = 30 * time.Second
 	DefaultEventRetention  = 30 * 24 * time.Hour
 	DefaultPerScope        = 50
@@ -104,6 +106,10 @@ type Supervisor struct {
 	defaultSock string
 
 	endMu sync.Mutex // one job's end at a time on a tight disk (reserveForEnd)
+
+	// noCgroup is set once the system turned out to offer no cgroup for
+	// jobs (see jobCgroup).
+	noCgroup atomic.Bool
 
 	// ctx is cancelled by Close; it scopes the janitor, the socket
 	// handlers and the idle watcher. Runners do not stop on it: their

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/privfile"
@@ -315,7 +316,8 @@ func tmuxJobAlive(j db.Job) bool {
 // group and every process tagged with the job's JOBS_ID (SIGTERM, grace,
 // SIGKILL), and waits for the tmux-pipe helper to record the final status.
 // Should no helper record it (the helper died), KillTmux records it
-// itself. A finished job is AlreadyDone and nothing is signalled; its
+// itself. grace is the period itself, as control.Grace decided it (0:
+// none). A finished job is AlreadyDone and nothing is signalled; its
 // session, kept with --keep-tmux, stays.
 func KillTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (vocab.KillResult, error) {
 	res, err := killTmux(ctx, d, job, grace, func(string, ...any) {})
@@ -328,13 +330,10 @@ func KillTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration) (v
 // killTmux kills a tmux job, never signalling the caller of ctx or a
 // supervisor, and returns once its final status is stored.
 func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, logf func(string, ...any)) (vocab.KillResult, error) {
-	res := vocab.KillResult{JobID: job.ID, Status: job.Status}
+	res := vocab.KillResult{JobID: job.ID, Status: job.Status, Signalled: []int{}, Survivors: []int{}}
 	if job.Status.Terminal() {
 		res.AlreadyDone = true
 		return res, nil
-	}
-	if grace <= 0 {
-		grace = DefaultGrace
 	}
 	if err := d.RequestStop(ctx, job.ID, vocab.StatusKilled); err != nil {
 		return res, err
@@ -342,10 +341,9 @@ func killTmux(ctx context.Context, d *db.DB, job db.Job, grace time.Duration, lo
 	// Without a start time to check the pane's pid against (the job is
 	// still starting, or /proc could not tell) only its tagged processes
 	// are found: proc.Target proves nothing else.
-	t := TargetOf(job)
-	Guard(ctx, d, &t)
+	t := control.Target(ctx, d, job)
 	// The kill must finish its escalation even if the caller goes away.
-	kr, err := proc.KillTree(context.WithoutCancel(ctx), t, grace)
+	kr, err := control.End(context.WithoutCancel(ctx), t, grace)
 	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
 	if err != nil {
 		return res, err
@@ -522,7 +520,7 @@ func writeTmux(j db.Job, data []byte, eof bool) error {
 
 // signalTmux is Signal for a tmux job: the pane's process group and the
 // job's tagged processes get the signal.
-func signalTmux(ctx context.Context, j db.Job, sig string) ([]int, error) {
+func signalTmux(ctx context.Context, d *db.DB, j db.Job, sig string) ([]int, error) {
 	if j.Status.Terminal() {
 		return nil, fmt.Errorf("signal job %s: %w", j.ID, vocab.ErrNotRunning)
 	}
@@ -530,9 +528,7 @@ func signalTmux(ctx context.Context, j db.Job, sig string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signal job %s: %w", j.ID, invalid(err))
 	}
-	t := TargetOf(j)
-	guardCaller(ctx, &t)
-	pids, err := proc.Signal(t, sn)
+	pids, err := control.Send(control.Target(ctx, d, j), sn)
 	if err != nil {
 		return pids, fmt.Errorf("signal job %s: %w", j.ID, err)
 	}

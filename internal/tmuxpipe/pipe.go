@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
@@ -303,9 +304,7 @@ func killTmuxFromHelper(ctx context.Context, d *db.DB, job db.Job, grace time.Du
 	if err := d.RequestStop(ctx, job.ID, vocab.StatusTimedOut); err != nil {
 		return vocab.KillResult{}, err
 	}
-	t := supervisor.TargetOf(job)
-	supervisor.Guard(ctx, d, &t)
-	return proc.KillTree(ctx, t, grace)
+	return control.End(ctx, control.Target(ctx, d, job), control.DefaultGrace)
 }
 
 // noteDropped is the appender's OnDropped: output the database could not

@@ -31,4 +31,12 @@ type KillResult struct {
 	// that outlived it, the processes of a lost job): a kill ends those
 	// too.
 	AlreadyDone bool `json:"already_done"`
+	// Signal names the one signal sent when the kill asked for a signal
+	// that does not end a job (INT, HUP, STOP …); empty for a kill.
+	Signal string `json:"signal,omitempty"`
+	// Unreached says which supervisor owns the job and did not answer
+	// (stopped, hung): the job's processes were then ended directly, and
+	// its status is recorded once that supervisor runs again. Empty when
+	// the owner answered or there is none.
+	Unreached string `json:"unreached,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/protocol"
@@ -107,7 +108,7 @@ const (
 	DefaultScope              = "default"
 	DefaultMaxRunningPerScope = 50
 	DefaultMaxRunning         = 200
-	DefaultGrace              = 2 * time.Second
+	DefaultGrace              = control.DefaultGrace
 	DefaultWriteTimeout       = 10 * time.Second
 )
 

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
-	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/vocab"
@@ -102,6 +101,9 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 		return 0, fmt.Errorf("job %s is %w (its supervisor is gone)", echo(ref), ErrNotRunning)
 	}
 	n, err := ctl.Write(ctx, j.ID, data, eof, c.opts.WriteTimeout)
+	if errors.Is(err, protocol.ErrHung) {
+		return 0, fmt.Errorf("job %s: its %w (%s: stopped or hung, no answer to a ping within 2s): nothing was written", echo(ref), protocol.ErrHung, j.SupervisorID)
+	}
 	if errors.Is(err, vocab.ErrNotReading) {
 		return n, fmt.Errorf("job %s is %w: it took %d of %d bytes, then none for %s", ref, ErrNotReading, n, len(data), c.opts.WriteTimeout)
 	}
@@ -109,8 +111,12 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 }
 
 // Kill ends the job's whole process tree: SIGTERM, grace (0 means the
-// client's default, NoGrace none), SIGKILL. Killing a finished job is not an error; a lost
-// job's processes that still run are ended too.
+// client's default, NoGrace none; any other negative grace is ErrInvalid),
+// SIGKILL. Killing a finished job is not an error (AlreadyDone); what a
+// finished or lost job left running is ended too. When the job's
+// supervisor is alive but does not answer, Kill ends the job's processes
+// itself and says so in the result's Unreached. Everything goes through
+// the one control path (internal/control, docs/kill.md).
 func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (KillResult, error) {
 	if err := c.check(ctx); err != nil {
 		return KillResult{}, err
@@ -126,20 +132,18 @@ func (c *Client) Kill(ctx context.Context, ref string, grace time.Duration) (Kil
 }
 
 func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillResult, error) {
-	switch {
-	case grace == 0:
-		grace = c.opts.Grace
-	case grace < 0:
-		grace = NoGrace
+	wait, err := control.Grace(grace, c.opts.Grace)
+	if err != nil {
+		return KillResult{}, fmt.Errorf("kill job %s: %w", echo(j.ID), err)
 	}
 	if j.Mode == "tmux" {
 		// Any process can end a tmux job: it records the stop first, so
 		// whoever records the exit says killed.
-		r, err := supervisor.KillTmux(ctx, c.db, j, max(grace, 0))
+		r, err := supervisor.KillTmux(ctx, c.db, j, wait)
 		if err != nil {
 			return KillResult{}, publicErr(j.ID, err)
 		}
-		return killResult(r), nil
+		return r, nil
 	}
 	if !j.Status.Terminal() {
 		ctl, done, err := c.controllerFor(ctx, j)
@@ -148,35 +152,62 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 		}
 		defer done()
 		if ctl != nil {
-			r, err := ctl.Kill(ctx, j.ID, grace)
+			// The owner normalises again with its own default; what
+			// was decided here goes as it is.
+			asked := wait
+			if asked == 0 {
+				asked = NoGrace
+			}
+			r, err := ctl.Kill(ctx, j.ID, asked)
+			if errors.Is(err, protocol.ErrHung) {
+				r, err = control.Unanswered(ctx, c.db, j, wait, "supervisor "+j.SupervisorID)
+				return r, publicErr(j.ID, err)
+			}
 			if err != nil {
 				return KillResult{}, publicErr(j.ID, err)
 			}
-			return killResult(r), nil
+			return r, nil
 		}
 		_, _ = c.noticeLost(ctx)
+		if cur, err := c.db.FindJobByID(ctx, j.ID); err == nil {
+			j = cur
+		}
+	}
+	if !j.Status.Terminal() {
+		// Its supervisor is alive (its lock is held) but its socket
+		// cannot be reached.
+		r, err := control.Unanswered(ctx, c.db, j, wait, "supervisor "+j.SupervisorID)
+		return r, publicErr(j.ID, err)
 	}
 	// Finished or lost: end whatever of it still runs and is proven its
 	// own, so a reused pid or group is never hit.
-	t := supervisor.TargetOf(j)
-	supervisor.Guard(ctx, c.db, &t)
-	r, err := proc.KillTree(ctx, t, max(grace, 0))
+	r, err := control.Leftovers(ctx, c.db, j, wait)
+	return r, publicErr(j.ID, err)
+}
+
+// KillSignal is Kill with a signal, as the kill verbs of every front end
+// take it (by name with or without SIG, in any case, or by number): none,
+// TERM and KILL end the job (KILL with no grace period, still recorded
+// killed); any other signal is sent once, and the result then names it
+// (Signal) and lists the pids it reached. A grace period with such a
+// signal, or an unknown signal, is ErrInvalid.
+func (c *Client) KillSignal(ctx context.Context, ref, sig string, grace time.Duration) (KillResult, error) {
+	p, err := control.PlanKill(sig, grace)
 	if err != nil {
 		return KillResult{}, err
 	}
-	cur, err := c.db.FindJobByID(ctx, j.ID)
-	if err != nil {
-		cur = j
+	if p.End {
+		return c.Kill(ctx, ref, p.Grace)
 	}
-	r.JobID, r.Status, r.AlreadyDone = j.ID, cur.Status, len(r.Signalled) == 0
-	return killResult(r), nil
-}
-
-// killResult is what a supervisor reported, with empty lists rather than
-// null ones in JSON.
-func killResult(r KillResult) KillResult {
-	r.Signalled, r.Survivors = nonNil(r.Signalled), nonNil(r.Survivors)
-	return r
+	pids, err := c.Signal(ctx, ref, p.SignalName)
+	if err != nil {
+		return KillResult{}, err
+	}
+	r := KillResult{JobID: ref, Signal: p.SignalName, Signalled: pids, Survivors: []int{}}
+	if j, err := c.find(ctx, ref); err == nil {
+		r.JobID, r.Status = j.ID, j.Status
+	}
+	return r, nil
 }
 
 func nonNil(p []int) []int {
@@ -236,7 +267,7 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 		if j.Status != vocab.StatusLost {
 			return nil, fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
 		}
-		return c.signalDirect(ctx, j, s)
+		return control.Send(control.Target(ctx, c.db, j), s)
 	}
 	ctl, done, err := c.controllerFor(ctx, j)
 	if err != nil {
@@ -244,18 +275,15 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 	}
 	defer done()
 	if ctl == nil {
-		return c.signalDirect(ctx, j, s)
+		return control.Send(control.Target(ctx, c.db, j), s)
 	}
-	pids, err := ctl.Signal(ctx, j.ID, sig)
-	return pids, publicErr(ref, err)
-}
-
-// signalDirect signals the proven processes of a job that no live
-// supervisor owns.
-func (c *Client) signalDirect(ctx context.Context, j db.Job, sig syscall.Signal) ([]int, error) {
-	t := supervisor.TargetOf(j)
-	supervisor.Guard(ctx, c.db, &t)
-	return proc.Signal(t, sig)
+	pids, err := ctl.Signal(ctx, j.ID, vocab.SignalName(s))
+	if errors.Is(err, protocol.ErrHung) {
+		// Its supervisor does not answer: the signal goes to what is
+		// proven the job's, as for a lost job.
+		return control.Send(control.Target(ctx, c.db, j), s)
+	}
+	return nonNil(pids), publicErr(ref, err)
 }
 
 // Pause stops the job's processes (SIGSTOP to its process group and its
@@ -311,6 +339,8 @@ func (c *Client) Remove(ctx context.Context, ref string) (KillResult, error) {
 	if err := c.db.DeleteJob(ctx, j.ID); err != nil {
 		return r, publicErr(ref, err)
 	}
+	// Its cgroup goes with it once nothing is left in it.
+	control.ForgetCgroup(ctx, c.db, j.ID)
 	return r, nil
 }
 

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
-	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -23,11 +23,11 @@ import (
 // otherwise read the files of every thread of every process in it.
 // It returns true when it found that no process of a finished job is left,
 // a fact the caller records so that later reads skip the scan.
-func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
+func addLiveFacts(out *Job, j db.Job, full bool, cgroup func() string) (gone bool) {
 	if j.PID == 0 {
 		return false
 	}
-	t := supervisor.TargetOf(j)
+	t := control.TargetOf(j)
 	if !t.ThisBoot() {
 		return false // recorded before a reboot: none of its pids is it now
 	}
@@ -49,12 +49,14 @@ func addLiveFacts(out *Job, j db.Job, full bool) (gone bool) {
 		}
 		if !mainAlive {
 			out.MainExited = true
-			out.Descendants, out.Stopped = proc.Census(t)
+			t.Cgroup = cgroup()
+			out.Descendants, out.Stopped = control.Census(t)
 		}
 	case j.Status.Terminal() && j.SurvivorsGone:
 		out.Descendants = 0
 	case j.Status == vocab.StatusLost, full && j.Status.Terminal():
-		out.Descendants, out.Stopped = proc.Census(t)
+		t.Cgroup = cgroup()
+		out.Descendants, out.Stopped = control.Census(t)
 		return out.Descendants == 0
 	}
 	return false

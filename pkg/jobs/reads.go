@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/supervisor"
@@ -58,10 +59,12 @@ func (c *Client) viewFull(j db.Job, full bool) Job {
 		// processes are not ours: this host's processes say nothing of it.
 		return out
 	}
-	if addLiveFacts(&out, j, full) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	// The job's cgroup is looked up only when processes are counted.
+	cgroup := func() string { return control.CgroupOf(ctx, c.db, j.ID) }
+	if addLiveFacts(&out, j, full, cgroup) {
 		_ = c.db.MarkSurvivorsGone(ctx, j.ID)
-		cancel()
 	}
 	return out
 }

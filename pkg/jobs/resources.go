@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/proc"
-	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -58,7 +58,7 @@ func (c *Client) Resources(ctx context.Context, refs ...string) ([]Resources, er
 		v := fromDB(j, now)
 		out[i] = Resources{CPU: v.UserCPU + v.SysCPU, RSSKB: v.MaxRSSKB, MemTotalKB: total}
 		if j.Status == vocab.StatusRunning || j.Status == vocab.StatusLost {
-			targets = append(targets, supervisor.TargetOf(j))
+			targets = append(targets, control.TargetOf(j))
 			at = append(at, i)
 			lost = append(lost, j.Status == vocab.StatusLost)
 		}
