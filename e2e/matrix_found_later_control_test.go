@@ -2,7 +2,7 @@ package e2e
 
 // Rows of section E ("found later") about control: a frozen supervisor
 // (E6), an escapee without the JOBS_ID cookie (E8), and a lost job whose
-// process group id was reused before it was marked lost (E10).
+// process group id was reused before it was marked lost (B14).
 
 import (
 	"bufio"
@@ -206,7 +206,7 @@ func TestE8EscapeeWithoutJobsIDKilled(t *testing.T) {
 	t.Logf("MATRIX-FIGURE %s", "setsid env -i escapee found through the job's cgroup and ended by kill")
 }
 
-// Row E10 guards: a lost job's process group id, reused by strangers
+// Row B14 guards (found later): a lost job's process group id, reused by strangers
 // before the job was marked lost (its main process and every member
 // gone), names none of the job's processes: the strangers are not listed
 // as survivors, not counted, and not signalled by kill.
