@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -346,4 +347,61 @@ func TestPollTimeoutBlocks(t *testing.T) {
 		t.Errorf("blocking poll: %q after %s", p.Output, took)
 	}
 	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": id})
+}
+
+// TestWaitSeveralShowsEveryEndedTail: two sessions end together, one
+// failing; a wait on both (and a third still running) shows each ended
+// session's output in the one answer, the failed one first, so reading
+// the failure costs no second call.
+func TestWaitSeveralShowsEveryEndedTail(t *testing.T) {
+	t.Parallel()
+	cs := inProcess(t)
+	// Both end once the file exists: together, whatever the machine's pace.
+	gate := t.TempDir() + "/go"
+	a := start(t, cs, "while [ ! -e "+gate+" ]; do sleep 0.05; done; echo out-A", nil)
+	b := start(t, cs, "while [ ! -e "+gate+" ]; do sleep 0.05; done; echo out-B; exit 3", nil)
+	c := start(t, cs, "sleep 60", nil)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Until both have ended (a wait may return on the first alone),
+	// looking without reading their output.
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range []string{a, b} {
+		for !strings.Contains(text(call(t, cs, "process", map[string]any{"action": "status", "sessionId": id})), "exit ") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not end", id)
+			}
+			time.Sleep(50 * time.Millisecond) // between looks at a condition with a deadline
+		}
+	}
+	res := call(t, cs, "process", map[string]any{"action": "wait", "sessionIds": []string{a, b, c}, "timeout": 50})
+	if res.IsError {
+		t.Fatalf("wait: %s", text(res))
+	}
+	all := text(res)
+	if !strings.Contains(all, "out-A") || !strings.Contains(all, "out-B") {
+		t.Fatalf("a wait on three sessions, two ended, shows %q: want both ended sessions' output", all)
+	}
+	if strings.Index(all, "out-B") > strings.Index(all, "out-A") {
+		t.Errorf("the failed session's output comes after the other's: %q", all)
+	}
+	var r pollResult
+	b2, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b2, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.SessionID != b || r.Status != "error" {
+		t.Errorf("the result is about %s (%s), want the failed %s", r.SessionID, r.Status, b)
+	}
+	var sawA bool
+	for _, st := range r.Sessions {
+		if st.SessionID == a && st.Output != nil && strings.Contains(*st.Output, "out-A") {
+			sawA = true
+		}
+	}
+	if !sawA {
+		t.Errorf("sessions[] lacks %s's output: %+v", a, r.Sessions)
+	}
+	callOK[killResult](t, cs, "kill_process", map[string]any{"sessionId": c})
 }

@@ -883,6 +883,10 @@ type sessionState struct {
 	ExitCode        *int   `json:"exitCode,omitempty"`
 	RuntimeMs       int64  `json:"runtime_ms"`
 	WaitingForInput bool   `json:"waiting_for_input,omitempty"`
+	// Output is the newest output of an ended session that is not the
+	// one the result is about: each ended job's tail is in the answer,
+	// so a failure costs no second call.
+	Output *string `json:"output,omitempty"`
 }
 
 func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processInput) (*sdk.CallToolResult, any, error) {
@@ -931,11 +935,20 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processI
 	if len(wr.Jobs) == 0 {
 		return nil, nil, &sessionError{refs[0], "not found", jobs.ErrNotFound}
 	}
-	// The result is about the job that ended the wait (or the only one).
+	// The result is about the job that ended the wait (or the only one);
+	// of several that ended together, a failed one first.
 	j := wr.Jobs[0]
 	for _, w := range wr.Jobs {
 		if w.ID == wr.JobID {
 			j = w
+		}
+	}
+	if wr.Reason == jobs.WaitExited && j.Status == jobs.StatusDone {
+		for _, w := range wr.Jobs {
+			if w.Status.Terminal() && w.Status != jobs.StatusDone {
+				j = w
+				break
+			}
 		}
 	}
 	for _, w := range wr.Jobs {
@@ -986,11 +999,33 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processI
 		why = fmt.Sprintf("still running after %s; call wait again to keep waiting", waited)
 	}
 	line := summary(j) + ". wait: " + why
+	var tails []sdk.Content
 	if len(refs) > 1 {
 		var others []string
+		// The other ended sessions' tails, failed ones first, within the
+		// same budget per session as the first.
+		ended := slices.Clone(wr.Jobs)
+		slices.SortStableFunc(ended, func(a, b jobs.Job) int {
+			return cmpBool(a.Status == jobs.StatusDone, b.Status == jobs.StatusDone)
+		})
+		tailOf := map[string]*string{}
+		for _, w := range ended {
+			if w.ID == j.ID || !w.Status.Terminal() {
+				continue
+			}
+			pr, err := s.readNew(ctx, w.ID, resultChars/int64(len(refs)))
+			if err != nil {
+				continue // removed meanwhile: its state below says enough
+			}
+			text := pr.out.Text
+			tailOf[w.ID] = &text
+			if text != "" {
+				tails = append(tails, &sdk.TextContent{Text: "--- " + shortState(w) + ":\n" + text})
+			}
+		}
 		for _, w := range wr.Jobs {
 			r.Sessions = append(r.Sessions, sessionState{SessionID: w.ID, Status: openclawStatus(w.Status), ExitCode: w.ExitCode,
-				RuntimeMs: w.Runtime.Milliseconds(), WaitingForInput: w.WaitingForInput})
+				RuntimeMs: w.Runtime.Milliseconds(), WaitingForInput: w.WaitingForInput, Output: tailOf[w.ID]})
 			if w.Status.Terminal() {
 				r.Ended = append(r.Ended, w.ID)
 			}
@@ -1004,7 +1039,22 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, in processI
 	if r.Note != "" {
 		line += "; " + r.Note
 	}
-	return resultWith(line, &r.OutputInfo, r)
+	res, v, err := resultWith(line, &r.OutputInfo, r)
+	if res != nil {
+		res.Content = append(res.Content, tails...)
+	}
+	return res, v, err
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // shortState is a job's status in a few words, for a list of several.
