@@ -212,7 +212,13 @@ func TestAnnounceSkipsHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the announced end of "+j.ID, 20*time.Second, func() bool { return rec.completions(j.ID) > 0 })
-	if got := reads.Load(); got > 10 {
+	// Paging through the scope's history, 500 events a read, takes 50
+	// reads; following from the server's start takes one a look, and a
+	// loaded machine takes more looks before the job ends: the bound is
+	// the page-through's, not a look count.
+	got := reads.Load()
+	if got >= history/500 {
 		t.Errorf("announce read the events %d times to reach a job's end on a scope of %d events", got, history)
 	}
+	t.Logf("announce read the events %d times to reach a job's end on a scope of %d events", got, history)
 }
