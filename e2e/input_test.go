@@ -28,10 +28,7 @@ const maxArg = 128<<10 - 1
 func (w *world) mcp() *sdk.ClientSession {
 	w.t.Helper()
 	cmd := exec.Command(jobsBin, "mcp")
-	cmd.Env = w.environ()
-	if w.scope == "" {
-		cmd.Env = append(cmd.Env, "JOBS_SCOPE=default")
-	}
+	cmd.Env = w.mcpEnviron()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "0"}, nil).
 		Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -39,6 +36,17 @@ func (w *world) mcp() *sdk.ClientSession {
 	}
 	w.t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// mcpEnviron is the environment of a `jobs mcp` that serves the world's
+// scope: a server given none serves one of its own per connection, and
+// these tests compare it with the CLI's.
+func (w *world) mcpEnviron() []string {
+	env := w.environ()
+	if w.scope == "" {
+		env = append(env, "JOBS_SCOPE=default")
+	}
+	return env
 }
 
 // mcpCall calls a tool and returns its text and whether it is a tool error.

@@ -30,7 +30,7 @@ import (
 func (w *world) mcpProfile(name string) *sdk.ClientSession {
 	w.t.Helper()
 	cmd := exec.Command(jobsBin, "mcp", "--profile", name)
-	cmd.Env = w.environ()
+	cmd.Env = w.mcpEnviron()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "0"}, nil).
 		Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {

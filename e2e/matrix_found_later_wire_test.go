@@ -125,6 +125,7 @@ type rawMCP struct {
 func (w *world) rawMCP() *rawMCP {
 	w.t.Helper()
 	c := w.cmd("mcp")
+	c.Env = w.mcpEnviron()
 	in, err := c.StdinPipe()
 	if err != nil {
 		w.t.Fatal(err)

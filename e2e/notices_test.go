@@ -24,7 +24,7 @@ func (w *world) noticeClient(profile string) *noticeClient {
 	w.t.Helper()
 	n := &noticeClient{updated: map[string][]time.Time{}}
 	cmd := exec.Command(jobsBin, "mcp", "--profile", profile)
-	cmd.Env = w.environ()
+	cmd.Env = w.mcpEnviron()
 	cl := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "0"}, &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
 			n.mu.Lock()
