@@ -190,8 +190,15 @@ func (c *Cleaner) control(r rune) {
 		}
 	case '\t':
 		c.put('\t')
+	case 0:
+		// A terminal shows nothing for NUL, but text that lost a byte
+		// without a sign misleads its reader ("a\0b" is not "ab"): it is
+		// written as its escape, as Escape writes it.
+		for _, e := range `\x00` {
+			c.put(e)
+		}
 	}
-	// Everything else (NUL, BEL, DEL, ...) shows nothing.
+	// Everything else (BEL, DEL, ...) shows nothing.
 }
 
 // c1 executes a C1 control character (U+0080–U+009F), the 8-bit forms of

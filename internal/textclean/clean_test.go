@@ -80,7 +80,7 @@ func TestClean(t *testing.T) {
 		{"csi cut by text", "\x1b[1;é\n", "é\n"},
 
 		// Controls and encoding.
-		{"nul bel del", "a\x00b\x07c\x7fd\n", "abcd\n"},
+		{"nul bel del", "a\x00b\x07c\x7fd\n", "a\\x00bcd\n"},
 		{"other c0", "a\x01\x02\x0b\x0cb\n", "ab\n"},
 		{"c1 dropped", "a\u0080\u0099b\n", "ab\n"},
 		{"nel c1", "a\u0085b", "a\nb"},
