@@ -26,6 +26,10 @@ import (
 // nobody watches; StartRequest.Job.Color skips it.
 var agentEnv = []string{"NO_COLOR=1", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat"}
 
+// pipeEnv is set for jobs whose output goes to a pipe, unless the caller's
+// environment or the job's sets it otherwise.
+var pipeEnv = []string{"PYTHONUNBUFFERED=1"}
+
 // shell runs one-string commands.
 const shell = "/bin/sh"
 
@@ -146,7 +150,14 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 	if base == nil {
 		base = os.Environ()
 	}
-	env = append([]string(nil), base...)
+	env = nil
+	if nj.Mode != "tmux" {
+		// Python block-buffers into a pipe: a dev server's "Serving on
+		// :8000" would wait for kilobytes more. First, so that the
+		// caller's own value wins.
+		env = append(env, pipeEnv...)
+	}
+	env = append(env, base...)
 	if !nj.Color && nj.Mode != "tmux" {
 		env = append(env, agentEnv...)
 	}

@@ -120,6 +120,20 @@ func TestEnvironment(t *testing.T) {
 	if got, want := string(output(t, s.db, color.ID, "")), "[]\n"; got != want {
 		t.Errorf("color output = %q, want %q", got, want)
 	}
+	// A pipe job gets PYTHONUNBUFFERED=1 unless its caller set it.
+	for _, c := range []struct {
+		base []string
+		want string
+	}{
+		{[]string{"PATH=/usr/bin:/bin"}, "[1]\n"},
+		{[]string{"PATH=/usr/bin:/bin", "PYTHONUNBUFFERED="}, "[]\n"},
+	} {
+		j := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: `echo "[$PYTHONUNBUFFERED]"`}, BaseEnv: c.base})
+		waitDone(t, s.db, j.ID, 10*time.Second)
+		if got := string(output(t, s.db, j.ID, "")); got != c.want {
+			t.Errorf("PYTHONUNBUFFERED with caller env %v: %q, want %q", c.base, got, c.want)
+		}
+	}
 }
 
 // A grandchild that keeps the pipes open must not keep the job running.
