@@ -250,6 +250,10 @@ func olderSchema(t *testing.T, path string) int64 {
 	if _, err := p.UpTo(context.Background(), older); err != nil {
 		t.Fatal(err)
 	}
+	// An older jobs that was used: its supervisor is on record.
+	if _, err := d.Exec(`INSERT INTO supervisors (id, pid, kind, lock_path, started_at, ended_at) VALUES ('older', 1, 'detached', '/nonexistent', '2026-01-01T00:00:00.000Z', '2026-01-01T00:01:00.000Z')`); err != nil {
+		t.Fatal(err)
+	}
 	return older
 }
 

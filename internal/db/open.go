@@ -442,10 +442,16 @@ func (d *DB) migrate(ctx context.Context, upgrade bool) error {
 			if current, err = d.settledVersion(ctx, p.GetDBVersion, current, latest); err != nil {
 				return err
 			}
-			if current != latest {
+			if current != latest && !d.neverUsed(ctx) {
 				return tooOld(d.Path, current, latest)
 			}
-			continue
+			if current == latest {
+				continue
+			}
+			// No job and no supervisor was ever recorded: a first use
+			// that stopped part way (its process killed between two
+			// migrations). Nothing can be using the older schema, so the
+			// read finishes setting the file up.
 		}
 		_, upErr := p.Up(ctx)
 		if upErr == nil {
@@ -457,6 +463,14 @@ func (d *DB) migrate(ctx context.Context, upgrade bool) error {
 			return fmt.Errorf("migrate: %w", cleanSQLiteError(upErr))
 		}
 	}
+}
+
+// neverUsed reports whether the database has never recorded a job or a
+// supervisor: a file whose first setting up stopped part way.
+func (d *DB) neverUsed(ctx context.Context) bool {
+	var n int64
+	err := d.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM supervisors)`).Scan(&n)
+	return err == nil && n == 0
 }
 
 // settledVersion reads the schema version until it stops moving (no

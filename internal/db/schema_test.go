@@ -77,7 +77,34 @@ func TestOpenForReadsNeverMigrates(t *testing.T) {
 	if _, err := p.UpTo(ctx, older); err != nil {
 		t.Fatal(err)
 	}
+	// An older jobs that was used: its supervisor is on record.
+	if _, err := sqldb.Exec(`INSERT INTO supervisors (id, pid, kind, lock_path, started_at, ended_at) VALUES ('older', 1, 'detached', '/nonexistent', '2026-01-01T00:00:00.000Z', '2026-01-01T00:01:00.000Z')`); err != nil {
+		t.Fatal(err)
+	}
 	sqldb.Close()
+	// A first use that stopped part way (nothing ever recorded) is
+	// finished by a read: nothing can be using the older schema.
+	half := filepath.Join(t.TempDir(), "half.db")
+	hdb, err := sql.Open("sqlite", DSN(half))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp, err := goose.NewProvider(goose.DialectSQLite3, hdb, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hp.UpTo(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	hdb.Close()
+	if d, err := OpenForReads(ctx, half); err != nil {
+		t.Fatalf("OpenForReads on a first use stopped at schema %d: %v", older, err)
+	} else {
+		if v, err := d.SchemaVersion(ctx); err != nil || v != srcs[len(srcs)-1].Version {
+			t.Errorf("a first use stopped part way, after a read: schema %d, %v", v, err)
+		}
+		d.Close()
+	}
 	if d, err := OpenForReads(ctx, path); !errors.Is(err, vocab.ErrTooOld) {
 		if d != nil {
 			d.Close()
