@@ -11,6 +11,7 @@ import "testing"
 // process without tmux, the .duragent/processes files, scoping and crash
 // recovery. docs/profiles/duragent.md lists the requirements.
 func TestConformance002Duragent(t *testing.T) {
+	t.Parallel() // a world of its own; waits on node and jobs more than it computes
 	if testing.Short() {
 		t.Skip("the suite takes about 30 s")
 	}

@@ -6,6 +6,7 @@ import "testing"
 // (the macOS Shell MCP server's background processes) against `jobs mcp
 // --profile macos-shell` through the official TypeScript SDK client.
 func TestConformance003MacosShell(t *testing.T) {
+	t.Parallel() // a world of its own; waits on node and jobs more than it computes
 	w := newWorld(t)
 	runConformance(t, w, "003-macos-shell.mjs")
 }

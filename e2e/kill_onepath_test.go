@@ -69,6 +69,7 @@ var statusWords = map[string]map[string][]string{
 }
 
 func TestKillOnePathAllFrontEnds(t *testing.T) {
+	t.Parallel() // a world of its own; waits on node and jobs more than it computes
 	w := newWorld(t)
 	ctx := context.Background()
 	// A job first, so that the detached supervisor runs and the

@@ -76,6 +76,7 @@ func nodeClient(t *testing.T, what string) (node, dir string) {
 // scenarios and holds each to the calls and characters an agent should
 // pay. With CI=true a missing node fails the test instead of skipping it.
 func TestMCPClientScenarios(t *testing.T) {
+	t.Parallel() // a world of its own; waits on node and jobs more than it computes
 	if testing.Short() {
 		t.Skip("the scenarios take about 15 s")
 	}

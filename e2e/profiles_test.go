@@ -64,6 +64,7 @@ func replayProfile(t *testing.T, w *world, profile string) []string {
 // kill_shell, list_shells) against `jobs mcp --profile claude-code`, and
 // finds the jobs it started in the CLI.
 func TestProfileClaudeCode(t *testing.T) {
+	t.Parallel() // a world of its own
 	w := newWorld(t)
 	w.scope = "profile-claude"
 	ids := replayProfile(t, w, "claude-code")
@@ -78,6 +79,7 @@ func TestProfileClaudeCode(t *testing.T) {
 // TestProfileOpenClaw replays OpenClaw's calls against `jobs mcp`
 // chosen by JOBS_MCP_PROFILE=openclaw (the default).
 func TestProfileOpenClaw(t *testing.T) {
+	t.Parallel() // a world of its own
 	w := newWorld(t)
 	w.scope = "profile-openclaw"
 	w.extra = append(w.extra, "JOBS_MCP_PROFILE=openclaw")
@@ -93,6 +95,7 @@ func TestProfileOpenClaw(t *testing.T) {
 // TestProfileDuragent replays Duragent's calls (spawn_process with wait
 // false and true, process by handle) against `jobs mcp --profile duragent`.
 func TestProfileDuragent(t *testing.T) {
+	t.Parallel() // a world of its own
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}
@@ -115,6 +118,7 @@ func TestProfileDuragent(t *testing.T) {
 // TestProfileMacOSShell replays the macOS Shell MCP's example usage against `jobs mcp
 // --profile macos-shell`.
 func TestProfileMacOSShell(t *testing.T) {
+	t.Parallel() // a world of its own
 	w := newWorld(t)
 	w.scope = "profile-macos"
 	ids := replayProfile(t, w, "macos-shell")
