@@ -517,10 +517,12 @@ func embeddedLatest() (int64, bool) {
 	return latest, latest > 0
 }
 
+const schemaVersionQuery = `SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`
+
 // SchemaVersion reports the newest migration applied to the database.
 func (d *DB) SchemaVersion(ctx context.Context) (int64, error) {
 	var v int64
-	err := d.GetContext(ctx, &v, `SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`)
+	err := d.GetContext(ctx, &v, schemaVersionQuery)
 	return v, err
 }
 

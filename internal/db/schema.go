@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,8 +32,17 @@ var coreTables = []string{"jobs", "supervisors", "events", "chunks"}
 // process is initialising it), is a jobs database; anything else is
 // another program's.
 func (d *DB) readSchema(ctx context.Context) (fileSchema, error) {
+	// One read transaction: the names and the version from one snapshot.
+	// Read apart, a first use migrating the file between the two looked
+	// like tables of another program (the version past 0, the tables of
+	// the older snapshot without jobs').
+	tx, err := d.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fileSchema{}, schemaError(d.Path, "read its schema", err)
+	}
+	defer tx.Rollback()
 	var names []string
-	err := d.SelectContext(ctx, &names, `SELECT name FROM sqlite_schema
+	err = tx.SelectContext(ctx, &names, `SELECT name FROM sqlite_schema
 		WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 	if err != nil {
 		return fileSchema{}, schemaError(d.Path, "read its schema", err)
@@ -42,7 +52,7 @@ func (d *DB) readSchema(ctx context.Context) (fileSchema, error) {
 	}
 	var s fileSchema
 	if slices.Contains(names, "goose_db_version") {
-		if s.version, err = d.SchemaVersion(ctx); err != nil {
+		if err = tx.GetContext(ctx, &s.version, schemaVersionQuery); err != nil {
 			return fileSchema{}, schemaError(d.Path, "read schema version", err)
 		}
 		s.jobs = s.version == 0
