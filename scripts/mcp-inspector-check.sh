@@ -103,9 +103,9 @@ expect "process send_keys refuses a pipe job" 'is not a tmux job'
 process --tool-arg action=capture --tool-arg "sessionId=$sid"
 expect "process capture refuses a pipe job" 'is not a tmux job'
 process --tool-arg action=kill --tool-arg "sessionId=$sid"
-expect "process leaves kill to kill_process" 'kill_process action=kill'
+expect "process kill ends the job (OpenClaw's documents)" '"status": ?"killed"'
 tool kill_process --tool-arg "sessionId=$sid"
-expect "kill_process ends the job" '"status": ?"killed"'
+expect "kill_process on the killed job is a no-op" '"status": ?"killed"'
 tool kill_process --tool-arg action=clear --tool-arg "sessionId=$sid"
 expect "kill_process clear drops the output" '"cleared": ?true'
 tool kill_process --tool-arg action=remove --tool-arg "sessionId=$sid"
