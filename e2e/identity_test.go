@@ -344,7 +344,14 @@ func killSupervisorMidFlood(t *testing.T, n, at int64) (int64, int64) {
 	if int64(len(got)) != j.OutputBytes {
 		t.Errorf("read %d bytes, job says %d", len(got), j.OutputBytes)
 	}
-	if int64(len(got)) >= n || len(got) < int(before.OutputBytes) {
+	// On a loaded machine the rest of the flood can be stored between the
+	// look above and the kill landing (seen under stress-ng: 57 of 64 MiB
+	// before, all after): that round then proves the prefix of the whole
+	// flood, which is still a prefix. Less than was seen before is a loss.
+	if int64(len(got)) >= n {
+		t.Logf("the whole flood (%d bytes) was stored before the kill landed", n)
+	}
+	if len(got) < int(before.OutputBytes) {
 		t.Errorf("captured %d bytes of %d; %d were captured before the kill", len(got), n, before.OutputBytes)
 	}
 	want := make([]byte, len(got))

@@ -351,7 +351,9 @@ func TestB21SupervisorFrozen(t *testing.T) {
 			if note := strings.HasPrefix(r.stderr, "[") && strings.Count(r.stderr, "\n") == 1; r.code != 0 || r.stderr != "" && !(args[0] == "log" && note) {
 				t.Errorf("while the supervisor is stopped: %v", r)
 			}
-			if len(args) > 1 && args[1] == "poll" && !strings.Contains(r.stdout, `"status": "running"`) {
+			// Not lost: the lock is held. (On a loaded machine a job can
+			// have ended before the supervisor was stopped: done.)
+			if len(args) > 1 && args[1] == "poll" && !strings.Contains(r.stdout, `"status": "running"`) && !strings.Contains(r.stdout, `"status": "done"`) {
 				t.Errorf("while the supervisor is stopped, poll says:\n%s", r.stdout)
 			}
 		}
