@@ -7,7 +7,7 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { bin, call, check, connect, done, eq, suite, until } from "./lib.mjs";
+import { bin, call, check, connect, done, eq, suite, until, waitSessionEnd } from "./lib.mjs";
 
 suite("000-openclaw-plan");
 
@@ -16,14 +16,7 @@ const { tools } = await c.listTools();
 const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
 const ids = [];
 
-// waitEnd polls until the session is no longer running (a deadline for a
-// slow machine, not a timing assertion).
-async function waitEnd(client, id) {
-  return until(async () => {
-    const r = await call(client, "process", { action: "poll", sessionId: id });
-    return r.sc.status && r.sc.status !== "running" ? r : null;
-  }, 60000, 100);
-}
+const waitEnd = waitSessionEnd;
 
 // start runs a command in the background and returns its sessionId.
 async function start(client, command, extra = {}) {

@@ -7,19 +7,14 @@
 //   node conformance/001-openclaw-spec.mjs /path/to/jobs
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import { bin, call, check, connect, done, suite, until } from "./lib.mjs";
+import { bin, call, check, connect, done, suite, until, waitSessionEnd } from "./lib.mjs";
 
 suite("001-openclaw-spec");
 
 const c = await connect("");
 const ids = [];
 
-async function waitEnd(client, id) {
-  return until(async () => {
-    const r = await call(client, "process", { action: "poll", sessionId: id });
-    return r.sc.status && r.sc.status !== "running" ? r : null;
-  }, 60000, 100);
-}
+const waitEnd = waitSessionEnd;
 
 async function run(client, args) {
   const r = await call(client, "execute_command", { description: "conformance run", ...args });

@@ -86,3 +86,12 @@ export async function until(fn, deadlineMs = 60000, everyMs = 100) {
 }
 
 export const eq = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// waitSessionEnd polls an OpenClaw session (process action=poll) until it
+// no longer runs, with a deadline for a slow machine, and returns the poll.
+export async function waitSessionEnd(client, id) {
+  return until(async () => {
+    const r = await call(client, "process", { action: "poll", sessionId: id });
+    return r.sc.status && r.sc.status !== "running" ? r : null;
+  }, 60000, 100);
+}
