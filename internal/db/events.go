@@ -244,7 +244,7 @@ func (d *DB) AddNoteOnce(ctx context.Context, id string, detail json.RawMessage)
 	if !json.Valid(detail) {
 		return false, errors.New("add note: detail is not valid JSON")
 	}
-	res, err := d.ExecContext(ctx, addNoteOnceQuery, FormatTime(d.Now()), string(detail), id, id, string(detail))
+	res, err := d.execWrite(ctx, addNoteOnceQuery, FormatTime(d.Now()), string(detail), id, id, string(detail))
 	if err != nil {
 		return false, fmt.Errorf("add note: %w", err)
 	}

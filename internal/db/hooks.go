@@ -88,7 +88,7 @@ WHERE id = ? AND ended_at IS NOT NULL AND survivors_gone = 0`
 // live one, so once none is left none comes back, and readers need not scan
 // for them again. A job that has not ended is left unchanged.
 func (d *DB) MarkSurvivorsGone(ctx context.Context, id string) error {
-	if _, err := d.ExecContext(ctx, markSurvivorsGoneQuery, id); err != nil {
+	if _, err := d.execWrite(ctx, markSurvivorsGoneQuery, id); err != nil {
 		return fmt.Errorf("mark survivors of job %s gone: %w", id, err)
 	}
 	return nil

@@ -336,10 +336,17 @@ func liveOutput(ctx context.Context, q sqlx.QueryerContext, j *Job) error {
 	return nil
 }
 
-// inTx runs fn in a write transaction. The DSN makes it BEGIN IMMEDIATE, so
-// the transaction holds the write lock from its first statement and waits
-// up to BusyTimeout for it.
+// inTx runs fn in a write transaction. It waits for the process's other
+// write transactions first (LockWrites), without bound but its context;
+// the DSN then makes it BEGIN IMMEDIATE, so the transaction holds the
+// write lock from its first statement and waits up to BusyTimeout for
+// another process's writer.
 func (d *DB) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	unlock, err := d.LockWrites(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	tx, err := d.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
@@ -783,7 +790,7 @@ const (
 // if it is still at from (compare and set). It reports false when another
 // reader moved the cursor first, and vocab.ErrNotFound when the job is gone.
 func (d *DB) AdvanceReadCursor(ctx context.Context, id string, from, to int64) (bool, error) {
-	res, err := d.ExecContext(ctx, advanceCursorQuery, to, id, from)
+	res, err := d.execWrite(ctx, advanceCursorQuery, to, id, from)
 	if err != nil {
 		return false, fmt.Errorf("advance read cursor of job %s: %w", id, err)
 	}
@@ -958,7 +965,7 @@ func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error)
 // execOne runs a statement meant to change exactly one row; no row changed
 // is vocab.ErrNotFound.
 func (d *DB) execOne(ctx context.Context, query string, args ...any) error {
-	res, err := d.ExecContext(ctx, query, args...)
+	res, err := d.execWrite(ctx, query, args...)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,10 @@ import (
 // it fails with "database is locked".
 const BusyTimeout = 10 * time.Second
 
+// busyTimeout is the busy timeout of the connections a DSN opens:
+// BusyTimeout, shortened by tests.
+var busyTimeout = BusyTimeout
+
 // DB is an open jobs database.
 type DB struct {
 	*sqlx.DB
@@ -39,6 +43,8 @@ type DB struct {
 	side []os.FileInfo // its -wal and -shm, for LetGoOfSideFiles
 
 	readOnly bool // opened by OpenReadOnly
+
+	writes writeQueue // the process's write transactions, one at a time
 }
 
 // DSN returns the connection string for path. Every pooled connection runs
@@ -57,7 +63,7 @@ func DSN(path string) string {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_txlock", "immediate")
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
@@ -124,7 +130,7 @@ func open(ctx context.Context, path string, upgrade bool) (*DB, error) {
 	}
 	conn := &connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode(), path: abs, file: fi}
 	sqldb := sql.OpenDB(conn)
-	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi}
+	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi, writes: newWriteQueue()}
 	if err := d.migrate(ctx, upgrade); err != nil {
 		sqldb.Close()
 		var ce *vocab.CorruptError

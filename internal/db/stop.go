@@ -34,7 +34,7 @@ func (d *DB) RequestStop(ctx context.Context, id string, status vocab.Status) er
 	if status != vocab.StatusKilled && status != vocab.StatusTimedOut {
 		return fmt.Errorf("request stop of job %s: status %q is not killed or timed_out", id, status)
 	}
-	res, err := d.ExecContext(ctx, requestStopQuery, string(status), id)
+	res, err := d.execWrite(ctx, requestStopQuery, string(status), id)
 	if err != nil {
 		return fmt.Errorf("request stop of job %s: %w", id, err)
 	}
@@ -64,7 +64,7 @@ func (d *DB) StopRequested(ctx context.Context, id string) (vocab.Status, error)
 // SetKeepTmux records whether a tmux job's session stays open after the
 // job ends. Errors: vocab.ErrNotFound.
 func (d *DB) SetKeepTmux(ctx context.Context, id string, keep bool) error {
-	res, err := d.ExecContext(ctx, setKeepTmuxQuery, keep, id)
+	res, err := d.execWrite(ctx, setKeepTmuxQuery, keep, id)
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {

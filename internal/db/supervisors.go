@@ -80,7 +80,7 @@ func (d *DB) CreateSupervisor(ctx context.Context, s Supervisor) error {
 	if s.EndedAt != nil {
 		ended = sql.NullString{String: FormatTime(*s.EndedAt), Valid: true}
 	}
-	if _, err := d.ExecContext(ctx, insertSupervisorQuery, s.ID, s.PID, s.Host, s.Kind,
+	if _, err := d.execWrite(ctx, insertSupervisorQuery, s.ID, s.PID, s.Host, s.Kind,
 		s.LockPath, s.SocketPath, s.Version, FormatTime(s.StartedAt), ended); err != nil {
 		return fmt.Errorf("create supervisor %s: %w", s.ID, err)
 	}
@@ -110,7 +110,7 @@ const (
 // EndSupervisor sets the supervisor's end time to now. Ending one that has
 // already ended keeps the first end time; an unknown id is vocab.ErrNotFound.
 func (d *DB) EndSupervisor(ctx context.Context, id string) error {
-	res, err := d.ExecContext(ctx, endSupervisorQuery, FormatTime(d.Now()), id)
+	res, err := d.execWrite(ctx, endSupervisorQuery, FormatTime(d.Now()), id)
 	if err != nil {
 		return fmt.Errorf("end supervisor %s: %w", id, err)
 	}

@@ -159,18 +159,27 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	for _, b := range *batch {
 		n += b.bytes
 	}
+	// The wait for the lock is BusyTimeout, or spoolBusy while output is
+	// spooled, so that the flusher is back to move the children's output
+	// to the spool soon: first for this process's other writers (their
+	// queue, db.LockWrites), then, as the connection's busy timeout, for
+	// another process's. The context of BEGIN only guards against a wait
+	// that does not end.
+	busy := a.o.BusyTimeout
+	if !a.sp.empty() {
+		busy = min(busy, spoolBusy)
+	}
+	queueCtx, cancelQueue := context.WithTimeout(ctx, busy)
+	unlock, err := a.d.LockWrites(queueCtx)
+	cancelQueue()
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", errLocked)
+	}
+	defer unlock()
 	// The WAL is copied or started over when due, and the batch must
 	// leave room on the disk (db.Upkeep).
 	if err := a.up.BeforeTx(ctx, w.conn, n); err != nil {
 		return err
-	}
-	// The connection's busy timeout says how long BEGIN waits for the
-	// lock: BusyTimeout, or spoolBusy while output is spooled, so that the
-	// flusher is back to move the children's output to the spool soon; the
-	// context only guards against a wait that does not end.
-	busy := a.o.BusyTimeout
-	if !a.sp.empty() {
-		busy = min(busy, spoolBusy)
 	}
 	if err := w.setBusy(ctx, busy); err != nil {
 		a.dropWriterLocked()

@@ -1,0 +1,79 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// TestWritersOfOneProcessTakeTurns: many write transactions of one
+// process at once, each holding the lock for a while (a slow transaction
+// on a loaded machine), together hold it far longer than the busy
+// timeout. SQLite's busy wait alone left the unlucky ones waiting past
+// it: "database is locked" on a start in row A5. In the process's queue
+// every one of them waits its turn and none fails.
+func TestWritersOfOneProcessTakeTurns(t *testing.T) {
+	busyTimeout = 200 * time.Millisecond
+	defer func() { busyTimeout = BusyTimeout }()
+	d, _ := openTest(t)
+	ctx := context.Background()
+	const writers, hold = 16, 50 * time.Millisecond // 800 ms of holds in all
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = d.inTx(ctx, func(tx *sqlx.Tx) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO supervisors (id, pid, kind, lock_path, started_at)
+					VALUES (?, 1, 'detached', '/l', '2026-01-01T00:00:00.000Z')`, fmt.Sprint("sup", i)); err != nil {
+					return err
+				}
+				time.Sleep(hold) // the transaction's work, slowed down
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			if failed <= 3 {
+				t.Error(err)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d writers of one process failed for a lock held by another of them", failed, writers)
+	}
+	var n int
+	if err := d.Get(&n, `SELECT count(*) FROM supervisors`); err != nil || n != writers {
+		t.Errorf("%d supervisors stored (%v), want %d", n, err, writers)
+	}
+}
+
+// TestLockWritesEndsWithItsContext: a writer whose context ends while it
+// waits its turn gives up with the context's error.
+func TestLockWritesEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	d, _ := openTest(t)
+	unlock, err := d.LockWrites(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := d.CreateJob(ctx, NewJob{Scope: "s", Command: "true"}, Limits{}); err == nil {
+		t.Fatal("CreateJob wrote while another writer of the process had its turn")
+	}
+	jobs, err := d.FindJobs(context.Background(), Filter{Scope: "s"})
+	if err != nil || len(jobs) != 0 {
+		t.Errorf("jobs after the refused create: %d, %v", len(jobs), err)
+	}
+}
