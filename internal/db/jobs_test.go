@@ -130,7 +130,7 @@ func TestCreateJobRejects(t *testing.T) {
 	}{
 		{"no scope", func(n *NewJob) { n.Scope = "" }, "empty scope"},
 		{"no command", func(n *NewJob) { n.Command = "" }, "empty command"},
-		{"bad mode", func(n *NewJob) { n.Mode = "pty" }, "mode"},
+		{"bad mode", func(n *NewJob) { n.Mode = "screen" }, "mode"},
 		{"bad stdin", func(n *NewJob) { n.Stdin = "open" }, "stdin"},
 		{"negative timeout", func(n *NewJob) { n.Timeout = -time.Second }, "negative timeout"},
 		{"negative ttl", func(n *NewJob) { n.TTL = -time.Second }, "negative ttl"},
@@ -349,7 +349,7 @@ func TestSchemaChecks(t *testing.T) {
 		{"active with ended_at", `UPDATE jobs SET ended_at = '2026-01-01T00:00:00.000Z' WHERE id = ?`, []any{starting.ID}},
 		{"ended_at cleared on a finished job", `UPDATE jobs SET ended_at = NULL WHERE id = ?`, []any{done.ID}},
 		{"running without started_at", `UPDATE jobs SET status = 'running' WHERE id = ?`, []any{starting.ID}},
-		{"bad mode", `UPDATE jobs SET mode = 'pty' WHERE id = ?`, []any{starting.ID}},
+		{"bad mode", `UPDATE jobs SET mode = 'screen' WHERE id = ?`, []any{starting.ID}},
 		{"bad stdin", `UPDATE jobs SET stdin = 'open' WHERE id = ?`, []any{starting.ID}},
 		{"argv not JSON", `UPDATE jobs SET argv = 'sh -c' WHERE id = ?`, []any{starting.ID}},
 		{"negative ttl", `UPDATE jobs SET ttl_ms = -1 WHERE id = ?`, []any{starting.ID}},
