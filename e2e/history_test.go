@@ -73,6 +73,7 @@ func (w *world) listJSON(args ...string) listPage {
 // the filters select what they say; --json pages with a cursor that visits
 // every job once.
 func TestHistoryListBounded(t *testing.T) {
+	t.Parallel()
 	n := envCount("JOBS_E2E_HISTORY_JOBS", 2000)
 	w := newWorld(t)
 	w.ok("list") // creates the database

@@ -528,6 +528,7 @@ func TestB3PauseResume(t *testing.T) {
 
 // Row B3 guards: a job's timeout ends it even while it is stopped.
 func TestB3StoppedJobTimesOut(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// The timeout leaves room to pause the job first on a loaded
 	// machine; the outcome is the order (paused, then timed out by TERM),
@@ -716,6 +717,7 @@ func TestB6EscapedGrandchild(t *testing.T) {
 // escalating to SIGKILL for a child that ignores SIGTERM, and leaves
 // nothing of its group.
 func TestB19Timeout(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		argv []string

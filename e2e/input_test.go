@@ -119,6 +119,7 @@ func cut(s string) string {
 // wildcards, huge, invalid UTF-8, a short prefix, another scope's job) gets
 // the same one-line "not found", exit 1, with the id escaped and capped.
 func TestC1InvalidIDsAnswerNotFound(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.scope = "other"
 	otherID := w.start("--name", "othername", "--", "true")
@@ -181,6 +182,7 @@ func TestC1InvalidIDsAnswerNotFound(t *testing.T) {
 // escaped by list and status, exact in --json; NUL, invalid UTF-8 and
 // oversize values are refused with one line, exit 2.
 func TestC2InjectionInNamesLabelsScopes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	values := []string{"'); DROP TABLE jobs;--", "%", "_", `\`, "t\x1b]0;x\x07", "c\x1b[2J", "new\nline", "bidi\u202eevil", "c1\u009b31m"}
 	ids := map[string]string{}

@@ -390,6 +390,7 @@ func contents(t *testing.T, path string) map[string]string {
 // WAL size. JOBS_E2E_LITESTREAM_BYTES sizes the flood (default 32 MiB, 8
 // MiB under -race).
 func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
+	t.Parallel()
 	bin := litestreamBin(t)
 	size := int64(32 << 20)
 	if raceEnabled {

@@ -63,6 +63,7 @@ func goneOrZombie(pid int, start int64) bool {
 // says which supervisor it could not reach; once the supervisor runs
 // again, it records the job killed.
 func TestE6FrozenSupervisorKillAndWrite(t *testing.T) {
+	t.Parallel()
 	const bound = 30 * time.Second // reached only on failure
 	w := newWorld(t)
 	id := w.start(helper("ready-idle")...)

@@ -320,6 +320,7 @@ func TestA6SeveralSupervisorsOneDB(t *testing.T) {
 
 // Row B21 guards: a supervisor stopped for seconds mid-flood loses nothing once continued, is not taken for dead (its lock is still held), and reads keep answering from the database meanwhile.
 func TestB21SupervisorFrozen(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	hold := 5 * time.Second
 	if s := os.Getenv("JOBS_E2E_FREEZE"); s != "" {

@@ -1,7 +1,7 @@
 package e2e
 
-// Shared pieces of the reliability matrix rows (the README's "Reliability
-// and security" table): the helper
+// Shared pieces of the reliability matrix rows (the table in
+// docs/reliability.md): the helper
 // modes that load a supervisor, the checks of what it stored, and the
 // readings of its process in procfs. Each row test logs its result as a
 // "MATRIX-FIGURE" line, which scripts/matrix.sh collects.

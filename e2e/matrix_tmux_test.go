@@ -32,10 +32,11 @@ func tmuxWorld(t *testing.T) (*world, string) {
 
 // Row B18 guards: a tmux job outlives a kill -9 of its supervisor (re-adopted, not lost), its capture goes on with no gap or duplicate, its exit code comes from the dead pane, and its session is only ever addressed by its exact name.
 func TestB18TmuxReadoption(t *testing.T) {
+	t.Parallel()
 	w, sock := tmuxWorld(t)
 	const lines = 300
 	// The command waits for a key before it exits, so that its last line
-	// is through the pane before tmux closes it (README, "When a tmux job
+	// is through the pane before tmux closes it (docs/tmux.md, "When a tmux job
 	// ends").
 	id := w.start("--tmux", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do echo spew-$i; i=$((i+1)); sleep 0.01; done; read x; exit 5`, lines))
 	w.waitOutput(id, "spew-20")

@@ -355,6 +355,7 @@ func TestA3CapKeepsHeadAndNewestExactly(t *testing.T) {
 // bounded, and the result says it truncated (truncated and cut_lines in
 // JSON, a note on stderr).
 func TestC5GrepLongLineSaysTruncated(t *testing.T) {
+	t.Parallel()
 	n := envInt64("JOBS_E2E_LONG_LINE_BYTES", 32<<20) // 256 MiB: 268435456
 	w := newWorld(t)
 	id := w.start("--max-output", "0", "--", "sh", "-c",
@@ -435,6 +436,7 @@ func TestC5GrepLongLineSaysTruncated(t *testing.T) {
 // returns the same supervisor stores output again (the WAL is
 // checkpointed and truncated when it can be).
 func TestB9DiskFullRecovers(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a size-limited tmpfs")
 	}
@@ -450,6 +452,7 @@ func TestB9DiskFullRecovers(t *testing.T) {
 		{"16m", 4 << 20, 20 << 20},
 	} {
 		t.Run(c.disk, func(t *testing.T) {
+			t.Parallel() // each case has its own world and its own tmpfs
 			diskFullRecovers(t, c.disk, c.ballast, c.n)
 		})
 	}

@@ -305,6 +305,7 @@ func TestD5SymlinkAtSocketPathRefused(t *testing.T) {
 // about a job that does not exist (by id, id prefix and name), and changes
 // nothing.
 func TestD1ScopeIsolationEveryVerb(t *testing.T) {
+	t.Parallel()
 	w, id, missing := aliceJobSeenByBob(t)
 	verbs := [][]string{
 		{"poll", "REF"}, {"poll", "REF", "--new"}, {"log", "REF"}, {"write", "REF", "data"}, {"write", "REF", "--eof"},

@@ -58,6 +58,7 @@ func mustPeakRSS(t *testing.T, pid int) int64 {
 // the pipe without waiting for a blocked writer. Size knob:
 // JOBS_E2E_WRITE_BYTES (default 100 MiB).
 func TestC3HugeStdinWrites(t *testing.T) {
+	t.Parallel()
 	n := envInt64("JOBS_E2E_WRITE_BYTES", 100<<20)
 	input, sum := writeInput(t, n)
 	w := newWorld(t)

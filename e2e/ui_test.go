@@ -183,6 +183,7 @@ func live(t *testing.T, ctx context.Context) {
 // TestUIListShowsJobStartedLater: the list page, once loaded, shows a job
 // started afterwards, without reloading.
 func TestUIListShowsJobStartedLater(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.start("--name", "before", "--", "true")
 	u := w.ui()
@@ -214,6 +215,7 @@ func TestUIListShowsJobStartedLater(t *testing.T) {
 // TestUIJobPageFollowsOutput: a job page shows output written after it was
 // opened, and the job's end, live.
 func TestUIJobPageFollowsOutput(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--name", "talker", "--", "bash", "-c", `echo first; read x; printf '\033[32msecond %s\033[0m\n' "$x"; read y; echo third`)
 	w.waitOutput(id, "first")
@@ -272,6 +274,7 @@ COMMIT;`,
 // small one does (a page of output, not the whole log) and jumps to its
 // middle.
 func TestUIHugeLogOpensAndJumpsToMiddle(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	size := envInt64("JOBS_E2E_UI_LOG_BYTES", 1<<30) &^ (64<<10 - 1)
 	small := w.start("--name", "small", "--", "echo", "a small log")
@@ -331,6 +334,7 @@ func sizeText(n int64) string {
 // element is injected, no script runs, the title is not changed, colours
 // become spans.
 func TestUIShowsHostileTextAsText(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	name := "<script>window.__pwned=1</script>\x1b]0;pwned\x07\x1b[2J"
 	out := `<img src=x onerror="window.__pwned=2"><script>window.__pwned=3</script>` + "\x1b[31mRED\x1b[0m \x1b]0;pwned\x07\x1b[2J\u202eevil\n"
@@ -373,6 +377,7 @@ func TestUIShowsHostileTextAsText(t *testing.T) {
 // actions need the token header and this origin; a page of another origin
 // in a real browser cannot read the view.
 func TestUIRefusesForeignRequests(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--name", "quiet", "--timeout", "60s", "--", "sleep", "60")
 	u := w.ui("--allow-control")
@@ -468,6 +473,7 @@ func TestUIRefusesForeignRequests(t *testing.T) {
 // ends the job's whole process tree; without it there is no button and the
 // action does not exist.
 func TestUIKillButtonEndsTree(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--name", "tree", "--timeout", "60s", "--", "bash", "-c", `sleep 300 & echo child $!; (sleep 300 & echo grandchild $!; wait) & wait`)
 	out := w.waitOutput(id, "grandchild")
@@ -528,6 +534,7 @@ func TestUIKillButtonEndsTree(t *testing.T) {
 // JOBS_UI_SCREENSHOTS=1 it writes the screenshots of the list, a job page
 // and the timeline into docs/.
 func TestUITimelineAndScreenshots(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	done := w.start("--cwd", "/tmp", "--name", "unit-tests", "--", "bash", "-c", `sleep 0.8; printf '\033[1mok\033[0m  pkg/db   0.41s\n\033[1mok\033[0m  pkg/logs 1.20s\n\033[32mPASS\033[0m\n'`)
 	failed := w.start("--cwd", "/tmp", "--name", "lint", "--", "bash", "-c", `sleep 0.4; echo 'main.go:12: unused variable x' >&2; exit 1`)

@@ -74,7 +74,7 @@ func TestTmuxDurable(t *testing.T) {
 	// The supervisor dies mid-job; the job goes on, is driven, and ends
 	// with its real status and all of its output.
 	// (Each command that prints waits for a key before it exits: see
-	// "When a tmux job ends" in the README.)
+	// "When a tmux job ends" in docs/tmux.md.)
 	id = e.start("--tmux", `echo before; read x; echo "after $x"; read y; exit 3`)
 	e.ok("wait", id, "--until", "before", "--timeout", "20s")
 	sup := supervisorPID(t, e)
