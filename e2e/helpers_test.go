@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -121,4 +122,24 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// unavailable ends a test that cannot run here: a skip on a developer's
+// machine, a failure in CI (CI=true), where scripts/deps.sh installs every
+// tool and the runner is root, so a missing one is a broken set-up rather
+// than a reason to test less.
+func unavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("cannot run in CI: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// needTool ends the test through unavailable unless the program is on PATH.
+func needTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		unavailable(t, "needs %s (scripts/deps.sh installs it)", name)
+	}
 }

@@ -266,7 +266,8 @@ func TestC2InjectionInNamesLabelsScopes(t *testing.T) {
 		t.Errorf("MCP text line carries a raw control character: %q", first)
 	}
 	// tmux session names come from the id alone.
-	if _, err := exec.LookPath("tmux"); err == nil {
+	t.Run("tmux session name", func(t *testing.T) {
+		needTool(t, "tmux")
 		w.scope = "tmux"
 		id := w.start("--tmux", "--name", "x\x1b]0;t\x07;rm -rf ~ $(id)", "--", "sleep", "30")
 		var s struct {
@@ -281,7 +282,7 @@ func TestC2InjectionInNamesLabelsScopes(t *testing.T) {
 			t.Errorf("tmux session name %q is not [A-Za-z0-9_-]+", s.Job.TmuxSession)
 		}
 		w.jobs("kill", id)
-	}
+	})
 	checkTables(t, w)
 	t.Logf("MATRIX-FIGURE %s", "9 hostile names/labels/scopes stored byte-exact, 0 raw control bytes in list/status/poll, JSON \\u001b; NUL, invalid UTF-8, >256 B name, >4 KiB label: exit 2")
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testwait"
 )
 
 // jobsBin is the jobs binary built by TestMain; helperBin is this test
@@ -241,13 +242,7 @@ func (w *world) poll(id string) job {
 // waitFor polls cond until it holds, failing the test after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, d, what, cond)
 }
 
 // sqlDB opens the world's database directly, as an auditor would.

@@ -143,8 +143,10 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 			t.Errorf("follower of %s received %d bytes (sha256 %x), stored %d (sha256 %x)", jobs[i].id, n, sum[:6], want.n, want.sum[:6])
 		}
 		// A follower that kept its transaction open between polls would
-		// hold a read mark in every sample; each read is a short
-		// transaction, under half the samples even on a loaded machine.
+		// hold a read mark in every sample. Each read is a short
+		// transaction, but on a loaded machine a follower can be
+		// descheduled inside one for many samples in a row, so the check
+		// fails only at 95 % of the samples; the figure reports the share.
 		if samples[i] > 0 && held[i]*20 >= samples[i]*19 {
 			t.Errorf("follower of %s held a read transaction in %d of %d samples", jobs[i].id, held[i], samples[i])
 		}

@@ -49,7 +49,7 @@ func init() {
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: acts as uid 65534 (nobody)")
+		unavailable(t, "needs root: acts as uid 65534 (nobody)")
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/testwait"
 )
 
 // jobsBin is the jobs binary built once by TestMain for the end-to-end
@@ -219,15 +221,7 @@ func (e *env) jsonOf(v any, args ...string) {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", within, what)
-		}
-		<-tick.C
-	}
+	testwait.For(t, within, what, cond)
 }
 
 type jobJSON struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testwait"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,15 +75,7 @@ func flush(t testing.TB, a *Appender) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
+	testwait.For(t, timeout, what, cond)
 }
 
 // jobRow is the output columns of a jobs row.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -94,15 +95,7 @@ func text(res *sdk.CallToolResult) string {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		<-tick.C
-	}
+	testwait.For(t, d, what, cond)
 }
 
 // logPage is log's structured result as a test reads it: output_info

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/testwait"
 )
 
 // The test binary doubles as the helper processes, as os/exec's tests do:
@@ -218,13 +220,7 @@ func (j *job) pids(t *testing.T) map[int]int64 {
 // eventually polls cond until it is true, failing the test at the deadline.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval, not a wait for the condition
-	}
+	testwait.For(t, d, what, cond)
 }
 
 func state(pid int) byte {

@@ -21,6 +21,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -327,13 +328,7 @@ func start(t *testing.T, s *Supervisor, req protocol.StartRequest) db.Job {
 // eventually polls cond every 10 ms until it holds or d passes.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, d, what, cond)
 }
 
 // waitDone waits until the job has a terminal status and returns it.

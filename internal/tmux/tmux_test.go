@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/internal/textclean"
 )
 
@@ -51,19 +52,7 @@ func newSession(t *testing.T, s Server, name string, env []string, argv ...strin
 // with what it last saw.
 func waitFor(t *testing.T, what string, cond func() (ok bool, last string)) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last saw:\n%s", what, last)
-		}
-		<-tick.C
-	}
+	testwait.ForLast(t, 10*time.Second, what, cond)
 }
 
 // waitScreen waits until the session's screen has a line equal to want.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -80,13 +81,7 @@ func open(t *testing.T, o jobs.Options) *jobs.Client {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 20*time.Second, what, cond)
 }
 
 func alive(pid int) bool {
