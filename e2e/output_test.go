@@ -251,9 +251,13 @@ func lockFlood(t *testing.T, hold string) {
 	if stall := time.Duration(longest); stall >= time.Second {
 		t.Errorf("a child's write stalled %v under the lock, want under 1s", stall)
 	}
+	// The lock comes during a flood like A1's, and the same bound holds:
+	// the spool keeps what waits for the lock on disk, so the memory is
+	// A1's (the appender's pending batches, the page cache, the collector's
+	// headroom), which a loaded machine pushes to 64 MiB and a little over.
 	rss := peakRSS(sup)
-	if rss > 64<<20 {
-		t.Errorf("supervisor peak RSS %d MiB, want at most 64", rss>>20)
+	if rss > supervisorRSSBound {
+		t.Errorf("supervisor peak RSS %d MiB, want at most %d", rss>>20, supervisorRSSBound>>20)
 	}
 	ents, _ := os.ReadDir(filepath.Dir(w.dbPath()))
 	for _, e := range ents {

@@ -92,7 +92,7 @@ func asNobody(t *testing.T, bin string, args ...string) (string, error) {
 	c.Dir = "/"
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	c.WaitDelay = 5 * time.Second
+	c.WaitDelay = time.Minute // a hang guard (a descendant holding the pipe), not a bound on speed: a loaded machine can take seconds to drain the pipe
 	err := c.Run()
 	if err != nil {
 		err = fmt.Errorf("%w: %s", err, errb.String())
