@@ -103,7 +103,6 @@ func tickOutput() string {
 // jobs into the file it has open and exits, never writing into the new
 // file.
 func TestB22DatabaseRemovedOrReplacedUnderSupervisor(t *testing.T) {
-	t.Parallel()
 	for _, how := range []string{"rm", "mv", "mv over"} {
 		t.Run(how, func(t *testing.T) {
 			w := newWorld(t)
