@@ -10,10 +10,6 @@ import (
 // followed by one character would ask for a gigabyte of spaces.
 const maxCol = 1024
 
-// maxParams bounds the CSI parameters kept; later ones are ignored, as a
-// terminal ignores them.
-const maxParams = 16
-
 // Clean returns b as plain text, rendered the way a terminal would leave
 // each line (see the package documentation for the rules).
 func Clean(b []byte) string {
@@ -35,26 +31,8 @@ type Cleaner struct {
 	col    int    // cursor column in line
 	edited bool   // something was overwritten, erased or padded on this line
 
-	st      state
-	params  [maxParams]int
-	nparams int  // parameters completed so far, plus the one being read
-	private bool // CSI with a private marker (<=>?): nothing to interpret
-	inter   bool // CSI with intermediate bytes: nothing to interpret
-	bad     bool // malformed CSI: swallowed up to its final byte
+	p Parser
 }
-
-// state is where the escape-sequence parser stands, after the VT500-series
-// parser that xterm and most terminals follow.
-type state uint8
-
-const (
-	stGround    state = iota // plain text
-	stEsc                    // after ESC
-	stEscInter               // after ESC and intermediate bytes (ESC ( B)
-	stCSI                    // control sequence: ESC [ or U+009B
-	stString                 // OSC, DCS, SOS, PM or APC body, up to BEL or ST
-	stStringEsc              // ESC inside a string: ST if a backslash follows
-)
 
 // Write cleans p. It never fails; the error is there for io.Writer.
 func (c *Cleaner) Write(p []byte) (int, error) {
@@ -117,69 +95,19 @@ func (c *Cleaner) Reset() {
 }
 
 // handle feeds one character (or utf8.RuneError for an invalid byte) to the
-// parser.
-func (c *Cleaner) handle(r rune) {
-	switch c.st {
-	case stString:
-		switch r {
-		case 0x07, 0x9c, 0x18, 0x1a: // BEL, ST, CAN, SUB end the string
-			c.st = stGround
-		case 0x1b:
-			c.st = stStringEsc
-		case '\n':
-			// Strings never hold a newline in practice. Ending one here
-			// means a stray introducer swallows at most one line of
-			// output instead of everything after it.
-			c.st = stGround
-			c.newline()
-		}
-		return
-	case stStringEsc:
-		if r == '\\' {
-			c.st = stGround
-			return
-		}
-		// Any other ESC sequence ends the string and begins anew.
-		c.st = stEsc
-	}
+// parser, which acts on the Cleaner's line.
+func (c *Cleaner) handle(r rune) { c.p.Rune(r, (*lineActor)(c)) }
 
-	if r < 0x20 || r == 0x7f {
-		// C0 controls act even in the middle of a sequence, as in a
-		// terminal.
-		c.control(r)
-		return
-	}
-	if r >= 0x80 && r <= 0x9f {
-		c.c1(r)
-		return
-	}
+// lineActor is the Cleaner as the parser's Actor: its methods edit the
+// line being written, as a terminal would.
+type lineActor Cleaner
 
-	switch c.st {
-	case stGround:
-		c.put(r)
-	case stEsc:
-		c.esc(r)
-	case stEscInter:
-		switch {
-		case r >= 0x20 && r <= 0x2f:
-		case r >= 0x30 && r <= 0x7e:
-			c.st = stGround
-		default: // not part of a sequence: drop the sequence, keep the text
-			c.st = stGround
-			c.put(r)
-		}
-	case stCSI:
-		c.csi(r)
-	}
-}
+func (l *lineActor) Print(r rune) { (*Cleaner)(l).put(r) }
 
-// control executes a C0 control character or DEL.
-func (c *Cleaner) control(r rune) {
+// Execute acts on a C0 control character or DEL.
+func (l *lineActor) Execute(r rune) {
+	c := (*Cleaner)(l)
 	switch r {
-	case 0x1b:
-		c.st = stEsc
-	case 0x18, 0x1a: // CAN, SUB abort a sequence
-		c.st = stGround
 	case '\n':
 		c.newline()
 	case '\r':
@@ -201,105 +129,14 @@ func (c *Cleaner) control(r rune) {
 	// Everything else (BEL, DEL, ...) shows nothing.
 }
 
-// c1 executes a C1 control character (U+0080–U+009F), the 8-bit forms of
-// ESC @ … ESC _.
-func (c *Cleaner) c1(r rune) {
-	switch r {
-	case 0x9b: // CSI
-		c.startCSI()
-	case 0x9d, 0x90, 0x98, 0x9e, 0x9f: // OSC, DCS, SOS, PM, APC
-		c.st = stString
-	case 0x85: // NEL
-		c.st = stGround
-		c.newline()
-	default:
-		c.st = stGround
-	}
-}
-
-// esc handles the character after ESC.
-func (c *Cleaner) esc(r rune) {
-	switch {
-	case r == '[':
-		c.startCSI()
-	case r == ']' || r == 'P' || r == 'X' || r == '^' || r == '_':
-		c.st = stString
-	case r >= 0x20 && r <= 0x2f:
-		c.st = stEscInter
-	case r == 'E': // NEL
-		c.st = stGround
-		c.newline()
-	case r >= 0x30 && r <= 0x7e:
-		c.st = stGround
-	default: // a lone ESC before text: drop the ESC, keep the text
-		c.st = stGround
-		c.put(r)
-	}
-}
-
-func (c *Cleaner) startCSI() {
-	c.st = stCSI
-	c.params = [maxParams]int{}
-	c.nparams = 0
-	c.private, c.inter, c.bad = false, false, false
-}
-
-// csi handles one character of a control sequence.
-func (c *Cleaner) csi(r rune) {
-	switch {
-	case r >= '0' && r <= '9':
-		if c.inter {
-			c.bad = true
-			return
-		}
-		if c.nparams == 0 {
-			c.nparams = 1
-		}
-		if i := c.nparams - 1; i < maxParams && c.params[i] < 1e6 {
-			c.params[i] = c.params[i]*10 + int(r-'0')
-		}
-	case r == ';' || r == ':':
-		if c.inter {
-			c.bad = true
-			return
-		}
-		if c.nparams == 0 {
-			c.nparams = 1
-		}
-		c.nparams++
-	case r >= '<' && r <= '?':
-		if c.nparams > 0 || c.inter {
-			c.bad = true
-		}
-		c.private = true
-	case r >= 0x20 && r <= 0x2f:
-		c.inter = true
-	case r >= 0x40 && r <= 0x7e:
-		c.st = stGround
-		if !c.private && !c.inter && !c.bad {
-			c.dispatch(r)
-		}
-	default: // not part of a sequence: drop the sequence, keep the text
-		c.st = stGround
-		c.put(r)
-	}
-}
-
-// param returns CSI parameter i, or def when it is missing or zero (zero
-// means "default" for the sequences interpreted here).
-func (c *Cleaner) param(i, def int) int {
-	if i >= c.nparams || i >= maxParams || c.params[i] == 0 {
-		return def
-	}
-	return c.params[i]
-}
+func (l *lineActor) Dispatch(final rune, p Params) { (*Cleaner)(l).dispatch(final, &p) }
 
 // dispatch interprets the control sequences that edit the current line;
 // all others are dropped.
-func (c *Cleaner) dispatch(final rune) {
+func (c *Cleaner) dispatch(final rune, p *Params) {
 	switch final {
 	case 'K': // EL: erase in line
-		switch c.param(0, 0) {
+		switch p.Or(0, 0) {
 		case 0:
 			if c.col < len(c.line) {
 				c.line = c.line[:c.col]
@@ -315,20 +152,20 @@ func (c *Cleaner) dispatch(final rune) {
 			c.edited = true
 		}
 	case 'G', '`': // CHA, HPA: cursor to column
-		c.col = c.clampCol(c.param(0, 1) - 1)
+		c.col = c.clampCol(p.Or(0, 1) - 1)
 	case 'C', 'a': // CUF, HPR: cursor forward
-		c.col = c.clampCol(c.col + c.param(0, 1))
+		c.col = c.clampCol(c.col + p.Or(0, 1))
 	case 'D': // CUB: cursor back
-		c.col = max(0, c.col-c.param(0, 1))
+		c.col = max(0, c.col-p.Or(0, 1))
 	case 'X': // ECH: erase characters
-		n := c.param(0, 1)
+		n := p.Or(0, 1)
 		for i := c.col; i < len(c.line) && i-c.col < n; i++ {
 			c.line[i] = ' '
 			c.edited = true
 		}
 	case 'P': // DCH: delete characters
 		if c.col < len(c.line) {
-			n := min(c.param(0, 1), len(c.line)-c.col)
+			n := min(p.Or(0, 1), len(c.line)-c.col)
 			c.line = append(c.line[:c.col], c.line[c.col+n:]...)
 			c.edited = true
 		}

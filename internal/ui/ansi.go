@@ -54,24 +54,19 @@ func (s sgr) classes() string {
 	return strings.Join(c, " ")
 }
 
-// apply reads the parameters of one SGR sequence.
-func (s *sgr) apply(params string) {
-	if params == "" {
+// apply reads the parameters of one SGR sequence; no parameter resets.
+func (s *sgr) apply(ps *textclean.Params) {
+	if ps.Len() == 0 {
 		*s = newSGR()
 		return
 	}
-	ps := strings.FieldsFunc(params, func(r rune) bool { return r == ';' || r == ':' })
 	n := func(i int) int {
-		if i >= len(ps) {
+		if i >= ps.Len() {
 			return -1
 		}
-		v, err := strconv.Atoi(ps[i])
-		if err != nil {
-			return -1
-		}
-		return v
+		return ps.At(i)
 	}
-	for i := 0; i < len(ps); i++ {
+	for i := 0; i < ps.Len(); i++ {
 		p := n(i)
 		switch {
 		case p == 0:
@@ -147,111 +142,140 @@ func nearest256(r, g, b int) int {
 // renderer turns terminal output into HTML: text escaped, SGR colours as
 // spans with classes, every other escape sequence dropped, other control
 // characters shown as visible symbols. Nothing in the output can become
-// markup. It keeps the colour state between calls, for a stream.
+// markup. It reads escape sequences with textclean's Parser, the one
+// reading of them that cleaning for agents uses too, and keeps the colour
+// state between calls, for a stream.
 type renderer struct {
 	st sgr
+	p  textclean.Parser
+
+	b    strings.Builder
+	text []byte // shown characters not yet escaped into b
+	open bool   // a span is open in b
+	cr   bool   // a carriage return was read: a line feed or a redraw follows
 }
 
 func newRenderer() *renderer { return &renderer{st: newSGR()} }
 
 // render converts data and returns the HTML and how many bytes of data it
-// consumed. Unless final, an escape sequence or UTF-8 character cut at the
-// end is left unconsumed for the next call.
+// consumed. Unless final, an escape sequence, a UTF-8 character or a
+// carriage return cut at the end is left unconsumed for the next call,
+// which starts with it.
 func (r *renderer) render(data []byte, final bool) (string, int) {
-	var b strings.Builder
-	open := false
-	setSpan := func() {
-		if open {
-			b.WriteString("</span>")
-			open = false
-		}
-		if c := r.st.classes(); c != "" {
-			b.WriteString(`<span class="` + c + `">`)
-			open = true
-		}
-	}
-	setSpan()
-	var text []byte
-	flush := func() {
-		if len(text) > 0 {
-			b.WriteString(html.EscapeString(string(text)))
-			text = text[:0]
+	r.b.Reset()
+	r.text = r.text[:0]
+	r.open = false
+	r.setSpan()
+	// done is where the input was last between sequences, with what the
+	// HTML held then: a cut is rolled back to it.
+	done, doneLen, doneSt, doneOpen := 0, r.b.Len(), r.st, r.open
+	settle := func(i int) {
+		if r.p.Ground() && !r.cr {
+			r.flush()
+			done, doneLen, doneSt, doneOpen = i, r.b.Len(), r.st, r.open
 		}
 	}
 	i := 0
 	for i < len(data) {
-		c := data[i]
-		switch {
-		case c == 0x1b:
-			n, params, final2, ok := escape(data[i:])
-			if !ok {
-				if !final {
-					flush()
-					if open {
-						b.WriteString("</span>")
-					}
-					return b.String(), i
-				}
-				n = len(data) - i
-			}
-			if final2 == 'm' {
-				flush()
-				r.st.apply(params)
-				setSpan()
-			}
-			i += n
-			continue
-		case c == '\n' || c == '\t':
-			text = append(text, c)
-		case c == '\r':
-			// A lone carriage return redraws a line (progress bars):
-			// show the redraws as lines rather than lose them.
-			if i+1 < len(data) && data[i+1] == '\n' {
+		ru, size := rune(data[i]), 1
+		if ru >= utf8.RuneSelf {
+			if !final && !utf8.FullRune(data[i:]) {
 				break
 			}
-			if i+1 == len(data) && !final {
-				flush()
-				if open {
-					b.WriteString("</span>")
-				}
-				return b.String(), i
-			}
-			text = append(text, '\n')
-		case c < 0x20 || c == 0x7f:
-			text = append(text, controlPicture(c)...)
-		case c < 0x80:
-			text = append(text, c)
-		default:
-			ru, size := utf8.DecodeRune(data[i:])
-			if ru == utf8.RuneError && size <= 1 {
-				if !final && !utf8.FullRune(data[i:]) {
-					flush()
-					if open {
-						b.WriteString("</span>")
-					}
-					return b.String(), i
-				}
-				text = append(text, "\uFFFD"...)
-				i++
-				continue
-			}
-			switch {
-			case ru >= 0x80 && ru < 0xa0, // C1 controls
-				textclean.Invisible(ru): // bidi controls, zero-width characters
-				text = append(text, []byte("\\u"+strconv.FormatInt(int64(ru), 16))...)
-			default:
-				text = append(text, data[i:i+size]...)
-			}
-			i += size
-			continue
+			ru, size = utf8.DecodeRune(data[i:]) // utf8.RuneError for an invalid byte
 		}
-		i++
+		r.p.Rune(ru, (*htmlActor)(r))
+		i += size
+		settle(i)
 	}
-	flush()
-	if open {
-		b.WriteString("</span>")
+	if !final && done < len(data) {
+		// Roll back to the last point between sequences: the next call
+		// reads the rest again.
+		b := r.b.String()[:doneLen]
+		r.b.Reset()
+		r.b.WriteString(b)
+		r.st, r.open, r.p, r.cr, r.text = doneSt, doneOpen, textclean.Parser{}, false, r.text[:0]
+		if r.open {
+			r.b.WriteString("</span>")
+		}
+		return r.b.String(), done
 	}
-	return b.String(), len(data)
+	if r.cr {
+		r.cr = false
+		r.text = append(r.text, '\n')
+	}
+	r.p.Reset() // an incomplete sequence at the very end is dropped
+	r.flush()
+	if r.open {
+		r.b.WriteString("</span>")
+	}
+	return r.b.String(), len(data)
+}
+
+// flush escapes the characters gathered into the HTML.
+func (r *renderer) flush() {
+	if len(r.text) > 0 {
+		r.b.WriteString(html.EscapeString(string(r.text)))
+		r.text = r.text[:0]
+	}
+}
+
+// setSpan closes the open span and opens one for the colour state.
+func (r *renderer) setSpan() {
+	if r.open {
+		r.b.WriteString("</span>")
+		r.open = false
+	}
+	if c := r.st.classes(); c != "" {
+		r.b.WriteString(`<span class="` + c + `">`)
+		r.open = true
+	}
+}
+
+// htmlActor is the renderer as the parser's Actor.
+type htmlActor renderer
+
+// endCR settles a carriage return: before a line feed it is nothing, before
+// anything else it redraws the line, which the page shows as a new line
+// rather than lose the earlier text (progress bars).
+func (h *htmlActor) endCR(next rune) {
+	if h.cr {
+		h.cr = false
+		if next != '\n' {
+			h.text = append(h.text, '\n')
+		}
+	}
+}
+
+func (h *htmlActor) Print(ru rune) {
+	h.endCR(ru)
+	if textclean.Invisible(ru) { // bidi controls, zero-width characters
+		h.text = textclean.AppendRuneEscape(h.text, ru)
+		return
+	}
+	h.text = utf8.AppendRune(h.text, ru) // an invalid byte came as U+FFFD
+}
+
+func (h *htmlActor) Execute(c rune) {
+	h.endCR(c)
+	switch c {
+	case '\n', '\t':
+		h.text = append(h.text, byte(c))
+	case '\r':
+		h.cr = true
+	default:
+		h.text = append(h.text, controlPicture(byte(c))...)
+	}
+}
+
+func (h *htmlActor) Dispatch(final rune, p textclean.Params) {
+	if final != 'm' {
+		return
+	}
+	r := (*renderer)(h)
+	r.flush()
+	r.st.apply(&p)
+	r.setSpan()
 }
 
 // controlPicture is the visible symbol for a C0 control character (U+2400
@@ -261,46 +285,6 @@ func controlPicture(c byte) string {
 		return "\u2421"
 	}
 	return string(rune(0x2400 + int(c)))
-}
-
-// escape measures the escape sequence at the start of b (b[0] is ESC). It
-// returns its length, the parameters and final byte of a CSI sequence, and
-// ok=false when b ends before the sequence does.
-func escape(b []byte) (n int, params string, final byte, ok bool) {
-	if len(b) < 2 {
-		return 0, "", 0, false
-	}
-	switch b[1] {
-	case '[': // CSI: parameters and intermediates, then a final byte
-		for i := 2; i < len(b); i++ {
-			if b[i] >= 0x40 && b[i] <= 0x7e {
-				return i + 1, string(b[2:i]), b[i], true
-			}
-			if i-2 > 64 { // not a sequence any terminal sends: drop the ESC [
-				return 2, "", 0, true
-			}
-		}
-		return 0, "", 0, false
-	case ']', 'P', '_', '^', 'X': // strings ended by BEL or ESC \
-		for i := 2; i < len(b); i++ {
-			if b[i] == 0x07 {
-				return i + 1, "", 0, true
-			}
-			if b[i] == 0x1b && i+1 < len(b) && b[i+1] == '\\' {
-				return i + 2, "", 0, true
-			}
-			if i > 4096 {
-				return i, "", 0, true
-			}
-		}
-		return 0, "", 0, false
-	case '(', ')', '*', '+', '#', '%': // one more byte
-		if len(b) < 3 {
-			return 0, "", 0, false
-		}
-		return 3, "", 0, true
-	}
-	return 2, "", 0, true
 }
 
 // paletteCSS is the stylesheet of the 256 palette classes f0…f255 (text)

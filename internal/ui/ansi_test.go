@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentjobs/jobs/internal/textclean"
 )
 
 func TestRender(t *testing.T) {
@@ -69,6 +71,49 @@ func FuzzRender(f *testing.F) {
 		second, _ := r.render(data[used:], true)
 		if got, want := text(first+second), text(whole); got != want {
 			t.Fatalf("in two pieces at %d: %q, whole: %q", cut, got, want)
+		}
+	})
+}
+
+// edits records whether a parse met anything the agents' cleaning and the
+// web view act on differently by design: line editing (carriage return,
+// backspace, the erase and cursor sequences) and controls the page shows
+// as symbols but cleaning drops.
+type edits struct{ found bool }
+
+func (e *edits) Print(rune) {}
+func (e *edits) Execute(c rune) {
+	if c != '\n' && c != '\t' {
+		e.found = true
+	}
+}
+func (e *edits) Dispatch(final rune, _ textclean.Params) {
+	if strings.ContainsRune("KG`CaDXP", final) {
+		e.found = true
+	}
+}
+
+// FuzzRenderAgreesWithClean: the web view and the text agents read come
+// from one reading of escape sequences (textclean's Parser), so wherever
+// neither edits the line, what the page shows is exactly the cleaned text:
+// no sequence ends in a different place for one of them.
+func FuzzRenderAgreesWithClean(f *testing.F) {
+	f.Add([]byte("\x1b[31mred\x1b[0m \x1b]8;;http://x\x07link\x1b]8;;\x07 \x1b[2J\x1b[?25lok\n"))
+	f.Add([]byte("\xc2\x9b31mc1 csi\xc2\x9d0;title\xc2\x9c tail \xff\xfe\u202e\n"))
+	f.Add([]byte("\x1b(B\x1b=\x1b[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18m many\x1b[\x18cancelled\x1bPdcs\x1b\\after"))
+	f.Add([]byte("\x1b]unterminated osc\nnext line\n\x1b[38:2::1:2:3mcolon"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var e edits
+		var p textclean.Parser
+		for _, r := range string(data) {
+			p.Rune(r, &e)
+		}
+		if e.found {
+			return
+		}
+		html, _ := newRenderer().render(data, true)
+		if got, want := text(html), textclean.Clean(data); got != want {
+			t.Fatalf("render(%q) shows %q, Clean gives %q", data, got, want)
 		}
 	})
 }
