@@ -187,7 +187,7 @@ func (p painter) status(st jobs.Status, s string) string {
 	switch st {
 	case jobs.StatusDone:
 		return p.paint("32", s)
-	case jobs.StatusRunning, jobs.StatusStarting:
+	case jobs.StatusRunning, jobs.StatusStarting, jobs.StatusQueued:
 		return p.paint("36", s)
 	case jobs.StatusFailed, jobs.StatusTimedOut:
 		return p.paint("31", s)

@@ -196,7 +196,7 @@ func listFilter(in processInput) (jobs.Filter, error) {
 		switch st = strings.ToLower(strings.TrimSpace(st)); st {
 		case "":
 		case "active":
-			f.Statuses = append(f.Statuses, jobs.StatusStarting, jobs.StatusRunning)
+			f.Statuses = append(f.Statuses, jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning)
 		case "finished":
 			f.Statuses = append(f.Statuses, jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost)
 		case "error": // the original interfaces' words, as results use them
@@ -280,7 +280,7 @@ func lastAccess(j jobs.Job) time.Time {
 }
 
 // statuses are the words list's status filter takes (besides active).
-var statuses = []jobs.Status{jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
+var statuses = []jobs.Status{jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
 	jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost}
 
 func joinStatuses() string {

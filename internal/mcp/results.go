@@ -20,7 +20,7 @@ import (
 // after 30m0s", "supervisor … lost track of it").
 func openclawStatus(st jobs.Status) string {
 	switch st {
-	case jobs.StatusStarting, jobs.StatusRunning:
+	case jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning:
 		return "running"
 	case jobs.StatusDone:
 		return "done"

@@ -227,7 +227,7 @@ func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult
 		return nil, err
 	}
 	_, _ = c.noticeLost(ctx)
-	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning}})
+	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []vocab.Status{vocab.StatusQueued, vocab.StatusStarting, vocab.StatusRunning}})
 	if err != nil {
 		return nil, err
 	}

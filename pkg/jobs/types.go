@@ -12,8 +12,12 @@ import (
 // statuses are the engine's own (one vocabulary for every layer).
 type Status = vocab.Status
 
-// The seven statuses.
+// The eight statuses.
 const (
+	// StatusQueued means the job waits for its turn (its queue, the
+	// scope's running cap, the jobs it comes after); it has no process
+	// yet.
+	StatusQueued = vocab.StatusQueued
 	// StatusStarting means the job row exists and its process is being
 	// spawned. A job stays here only for the moment a spawn takes.
 	StatusStarting = vocab.StatusStarting
