@@ -163,6 +163,7 @@ func (c *Client) ListPage(ctx context.Context, f Filter) (Page, error) {
 		return Page{}, err
 	}
 	p := Page{Jobs: c.views(rows)}
+	c.addPositions(ctx, p.Jobs, nil)
 	if pos == nil || len(rows) < df.Limit {
 		return p, nil
 	}
