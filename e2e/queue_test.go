@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // enqueue starts a job that may wait and returns its id: stdout has the
@@ -362,5 +364,34 @@ func TestRestartAndQueueMCP(t *testing.T) {
 	}
 	if j, _ := w.status(qid); j.Status != "done" {
 		t.Errorf("the queued job is %s after wait, want done; wait said: %s", j.Status, text)
+	}
+}
+
+// The job page's Restart button (--allow-control) starts a new job like
+// the failed one and opens it; the read-only view has no such button.
+func TestUIRestartButton(t *testing.T) {
+	w := newWorld(t)
+	old := w.start("--name", "uiflaky", "echo try; exit 6")
+	w.jobs("wait", old)
+
+	ctx := browser(t)
+	ro := w.ui()
+	run(t, ctx, "the read-only job page", chromedp.Navigate(ro+"job/"+old), visible(`#log`))
+	if eval[int](t, ctx, `document.querySelectorAll("#restart").length`) != 0 {
+		t.Fatal("the read-only view shows a restart button")
+	}
+	u := w.ui("--allow-control")
+	run(t, ctx, "the job page with control", chromedp.Navigate(u+"job/"+old), visible(`#restart`))
+	run(t, ctx, "click restart", chromedp.Click(chromedp.CSS(`#restart`)))
+	var newID string
+	waitFor(t, 30*time.Second, "a job restarted from the old one", func() bool {
+		j := w.restartView("uiflaky")
+		newID = j.ID
+		return j.ID != old && j.RestartedFrom == old
+	})
+	within(t, ctx, 20*time.Second, "the page opens the new job", until(fmt.Sprintf(`location.pathname.endsWith("/job/%s")`, newID)))
+	w.jobs("wait", newID)
+	if n := w.restartView(newID); n.Status != "failed" || n.ExitCode == nil || *n.ExitCode != 6 || n.Name != "uiflaky" {
+		t.Errorf("the restarted job: %+v", n)
 	}
 }
