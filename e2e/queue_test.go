@@ -389,7 +389,14 @@ func TestUIRestartButton(t *testing.T) {
 		newID = j.ID
 		return j.ID != old && j.RestartedFrom == old
 	})
-	within(t, ctx, 20*time.Second, "the page opens the new job", until(fmt.Sprintf(`location.pathname.endsWith("/job/%s")`, newID)))
+	// The page navigates: a look during the navigation finds no page to
+	// evaluate in, so looks that fail are retried.
+	waitFor(t, 30*time.Second, "the page to open the new job", func() bool {
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		loc, err := chromedp.Run(lctx, chromedp.Evaluate[string](`location.pathname`))
+		return err == nil && strings.HasSuffix(loc, "/job/"+newID)
+	})
 	w.jobs("wait", newID)
 	if n := w.restartView(newID); n.Status != "failed" || n.ExitCode == nil || *n.ExitCode != 6 || n.Name != "uiflaky" {
 		t.Errorf("the restarted job: %+v", n)
