@@ -215,6 +215,24 @@ func (s *Supervisor) adoptQueued(ctx context.Context) {
 	}
 }
 
+// endQueued moves the queued jobs this supervisor owns to killed with
+// reason.
+func (s *Supervisor) endQueued(ctx context.Context, reason string) {
+	ctx, cancel := context.WithTimeout(ctx, FinalWriteTimeout)
+	defer cancel()
+	queued, err := s.db.FindJobs(ctx, db.Filter{AllScopes: true, SupervisorID: s.id, Statuses: []vocab.Status{vocab.StatusQueued}})
+	if err != nil {
+		s.logf("end queued jobs: %v", err)
+		return
+	}
+	for _, j := range queued {
+		if _, err := s.db.Transition(ctx, j.ID, db.Transition{To: vocab.StatusKilled, Reason: reason}); err != nil &&
+			!errors.Is(err, vocab.ErrInvalidTransition) {
+			s.logf("end queued job %s: %v", j.ID, err)
+		}
+	}
+}
+
 // KillQueued ends a queued job before its turn: status killed, reason
 // "killed while queued". done is false when the job is not queued (any
 // more): the caller then kills it as a job with a process.

@@ -428,6 +428,14 @@ func (s *Supervisor) shutdown() {
 		}()
 	}
 	kills.Wait()
+	if s.cfg.Kind == "embedded" && s.registered {
+		// An embedded supervisor's jobs end with its program, the queued
+		// ones too: no other supervisor is to start them later. A
+		// detached one leaves them queued for the next (queue.go).
+		s.dispatchMu.Lock() // no look at the queue is under way
+		s.endQueued(context.Background(), "supervisor closed")
+		s.dispatchMu.Unlock()
+	}
 
 	s.cancel()
 	s.mu.Lock()
