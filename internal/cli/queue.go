@@ -17,8 +17,8 @@ func queueStartFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "queue", Usage: "wait in queue `NAME` of the scope, which runs its jobs in order (jobs queue NAME --parallel N; 1 at a time when new)"},
 		&ucli.IntFlag{Name: "priority", Usage: "start before the queue's jobs of lower `N` (default 0)"},
-		&ucli.StringSliceFlag{Name: "after", Usage: "start once job `ID|NAME` has ended, whatever its result (repeatable)"},
-		&ucli.StringSliceFlag{Name: "after-ok", Usage: "start once job `ID|NAME` has ended done; if it did not, this job fails (repeatable)"},
+		&ucli.StringSliceFlag{Name: "after", Usage: "start once job `ID` (or name) has ended, whatever its result (repeatable)"},
+		&ucli.StringSliceFlag{Name: "after-ok", Usage: "start once job `ID` (or name) has ended done; if it did not, this job fails (repeatable)"},
 		&ucli.BoolFlag{Name: "no-queue", Usage: "refuse the start at the scope's running cap instead of queueing it"},
 	}
 }
