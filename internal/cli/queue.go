@@ -56,15 +56,17 @@ func applyQueueFlags(cc *ucli.Context, verb string, spec *jobs.Spec) error {
 
 // queuedNote says on stderr why a job just started waits, and how it goes
 // on: its id alone goes to stdout, as for any start.
-func (r *runner) queuedNote(j jobs.Job) {
+func (r *runner) queuedNote(j jobs.Job, spec jobs.Spec) {
 	if j.Status != jobs.StatusQueued {
 		return
 	}
 	switch {
 	case j.Queue != "":
 		r.note("job %s queued in %s", j.ID, quoted(j.Queue))
+	case len(spec.After) > 0 || len(spec.AfterOK) > 0:
+		r.note("job %s queued: it starts when the jobs it comes after have ended", j.ID)
 	default:
-		r.note("job %s queued: it starts when the jobs it comes after have ended and the scope's running cap has room", j.ID)
+		r.note("job %s queued: the scope is at its running cap; it starts when a running job ends (--no-queue refuses instead)", j.ID)
 	}
 }
 
@@ -295,6 +297,6 @@ func (r *runner) restart(cc *ucli.Context) error {
 		return r.printJSON(j)
 	}
 	fmt.Fprintln(r.stdout, j.ID)
-	r.queuedNote(j)
+	r.queuedNote(j, q)
 	return nil
 }

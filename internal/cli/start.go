@@ -251,7 +251,7 @@ func (r *runner) start(cc *ucli.Context) error {
 		return r.printJSON(j)
 	}
 	fmt.Fprintln(r.stdout, j.ID)
-	r.queuedNote(j)
+	r.queuedNote(j, req.spec)
 	return nil
 }
 

@@ -118,7 +118,11 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	}
 	if job.Status == jobs.StatusQueued {
 		r.Queued, r.Queue, r.QueuePosition = true, job.Queue, job.QueuePosition
-		notes = append(notes, fmt.Sprintf("queued (#%d%s): it starts in its turn; follow with process action=wait sessionId=%s", job.QueuePosition, queueIn(job), job.ID))
+		why := "it starts in its turn"
+		if job.Queue == "" && len(spec.After) == 0 && len(spec.AfterOK) == 0 {
+			why = "the scope is at its running cap; it starts when a running job ends"
+		}
+		notes = append(notes, fmt.Sprintf("queued (#%d%s): %s; follow with process action=wait sessionId=%s", job.QueuePosition, queueIn(job), why, job.ID))
 	}
 	switch {
 	case job.Status == jobs.StatusQueued:
