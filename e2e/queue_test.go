@@ -402,3 +402,33 @@ func TestUIRestartButton(t *testing.T) {
 		t.Errorf("the restarted job: %+v", n)
 	}
 }
+
+// The 51st running job of a scope waits instead of being refused, and its
+// start says why; --no-queue asks for the refusal.
+func TestScopeCapQueuesTheFiftyFirst(t *testing.T) {
+	w := newWorld(t)
+	t.Cleanup(func() { w.jobs("kill", "--all") })
+	var first string
+	for i := 0; i < 50; i++ {
+		id := w.start("--no-stdin", "sleep 600")
+		if i == 0 {
+			first = id
+		}
+	}
+	r := w.jobs("start", "echo after the cap")
+	if r.code != 0 || !strings.Contains(r.stderr, "running cap") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("the 51st start: %v", r)
+	}
+	late := strings.TrimSpace(r.stdout)
+	if j, _ := w.status(late); j.Status != "queued" {
+		t.Fatalf("the 51st job is %s, want queued", j.Status)
+	}
+	if r := w.jobs("start", "--no-queue", "true"); r.code != 1 || !strings.Contains(r.stderr, "too many running jobs") {
+		t.Fatalf("a --no-queue start past the cap: %v", r)
+	}
+	w.ok("kill", first)
+	waitFor(t, 30*time.Second, "the queued job to run once there is room", func() bool {
+		j, _ := w.status(late)
+		return j.Status == "done"
+	})
+}
