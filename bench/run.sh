@@ -16,7 +16,8 @@
 # Size knobs (environment): BENCH_CAPTURE_BYTES (e.g. 256MiB), BENCH_START_RUNS,
 # BENCH_POLL_RUNS, BENCH_CONC_JOBS, BENCH_CONC_RATE, BENCH_CONC_SECS,
 # BENCH_HISTORY_JOBS, BENCH_HISTORY_EVENTS, BENCH_HISTORY_EXPIRE, BENCH_HISTORY_RUNS,
-# BENCH_KILL_TRIALS. Run the full mode on a quiet machine (see `uptime`).
+# BENCH_KILL_TRIALS, BENCH_QUEUE_JOBS. Run the full mode on a quiet machine (see
+# `uptime`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -68,3 +69,52 @@ fi
 
 mkdir -p bench/out
 JOBS_BIN="$bin/jobs" "$bin/jobsbench" run -out bench/out/results.md ${args[@]+"${args[@]}"}
+
+# Queued against plain starts: the same number of short jobs (true), once
+# started plainly and once through a queue of parallel 2, each in a fresh
+# database with its own supervisor; what the supervisor spent (user+system
+# CPU from /proc, its start-up included) from the first start until every
+# job ended. A queued job costs a claim and, while jobs wait, a look at the
+# queue every half second.
+queue_jobs=${BENCH_QUEUE_JOBS:-100}
+for a in ${args[@]+"${args[@]}"}; do
+	[ "$a" = --quick ] && queue_jobs=${BENCH_QUEUE_JOBS:-20}
+done
+tick=$(getconf CLK_TCK)
+queue_run() { # queue_run plain|queued → "cpu_ms wall_ms"
+	local dir db pid start end t0 t1 i
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/jobsbench-q.XXXXXX")
+	db=$dir/jobs.db
+	export JOBS_DB=$db XDG_RUNTIME_DIR=$dir/run
+	local q=()
+	if [ "$1" = queued ]; then
+		"$bin/jobs" queue bench --parallel 2 >/dev/null
+		q=(--queue bench)
+	fi
+	t0=$(date +%s%N)
+	for ((i = 0; i < queue_jobs; i++)); do
+		"$bin/jobs" start ${q[@]+"${q[@]}"} true >/dev/null 2>&1
+	done
+	while "$bin/jobs" --json list --status active --limit 1 | grep -q '"id"'; do
+		sleep 0.05
+	done
+	t1=$(date +%s%N)
+	pid=$(ps -eo pid=,args= | awk -v a="$bin/jobs supervise --db $db" '{p=$1; $1=""; sub(/^ /, "")} $0 == a {print p}')
+	read -r start end < <(awk '{print $14, $15}' "/proc/$pid/stat")
+	echo "$(((start + end) * 1000 / tick)) $(((t1 - t0) / 1000000))"
+	kill "$pid" 2>/dev/null || true
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	rm -rf "$dir"
+	unset JOBS_DB XDG_RUNTIME_DIR
+}
+read -r plain_cpu plain_wall < <(queue_run plain)
+read -r queued_cpu queued_wall < <(queue_run queued)
+{
+	echo
+	echo "### Queue: $queue_jobs jobs (true) through a queue of parallel 2 against $queue_jobs plain starts"
+	echo
+	echo "| run | supervisor CPU (ms) | wall (ms) |"
+	echo "| --- | ---: | ---: |"
+	echo "| $queue_jobs plain starts | $plain_cpu | $plain_wall |"
+	echo "| $queue_jobs queued, parallel 2 | $queued_cpu | $queued_wall |"
+} | tee -a bench/out/results.md

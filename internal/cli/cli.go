@@ -328,6 +328,8 @@ func (r *runner) app() *ucli.App {
 func (r *runner) commands() []*ucli.Command {
 	return []*ucli.Command{
 		r.startCommand(),
+		r.restartCommand(),
+		r.queueCommand(),
 		r.pollCommand(),
 		r.logCommand(),
 		r.writeCommand(),

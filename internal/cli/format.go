@@ -127,8 +127,13 @@ func statusText(j jobs.Job) string {
 	var extra []string
 	if e := exitText(j); e != "" && j.Status != jobs.StatusDone {
 		extra = append(extra, e)
+	} else if j.Status == jobs.StatusFailed && j.StartedAt == nil && strings.HasPrefix(j.Reason, "dependency ") {
+		extra = append(extra, oneLine(j.Reason)) // the engine's words: "dependency X failed"
 	} else if j.Status == jobs.StatusFailed && j.StartedAt == nil {
 		extra = append(extra, "could not start")
+	}
+	if j.Status == jobs.StatusQueued && j.QueuePosition > 0 {
+		extra = append(extra, fmt.Sprintf("#%d in %s", j.QueuePosition, queueName(j.Queue)))
 	}
 	if j.Stopped {
 		extra = append(extra, "stopped")
@@ -187,7 +192,7 @@ func (p painter) status(st jobs.Status, s string) string {
 	switch st {
 	case jobs.StatusDone:
 		return p.paint("32", s)
-	case jobs.StatusRunning, jobs.StatusStarting:
+	case jobs.StatusRunning, jobs.StatusStarting, jobs.StatusQueued:
 		return p.paint("36", s)
 	case jobs.StatusFailed, jobs.StatusTimedOut:
 		return p.paint("31", s)

@@ -14,7 +14,7 @@ import (
 )
 
 var allStatuses = []jobs.Status{
-	jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
+	jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
 	jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost,
 }
 
@@ -27,7 +27,7 @@ func (r *runner) listCommand() *ucli.Command {
 			"{\"jobs\": […], \"more\": N, \"next_cursor\": C}: pass C to --cursor for the next page.\n" +
 			"--name, --label and --command keep jobs whose field contains the text.",
 		Flags: []ucli.Flag{
-			&ucli.StringSliceFlag{Name: "status", Usage: "only jobs in `STATUS` (repeatable or comma separated; 'active' = starting,running; 'finished' = the rest)"},
+			&ucli.StringSliceFlag{Name: "status", Usage: "only jobs in `STATUS` (repeatable or comma separated; 'active' = queued,starting,running; 'finished' = the rest)"},
 			&ucli.StringFlag{Name: "since", Usage: "only jobs created in the last `DURATION` (e.g. 30m, 2h)"},
 			&ucli.StringFlag{Name: "name", Usage: "only jobs whose name contains `TEXT`"},
 			&ucli.StringFlag{Name: "label", Usage: "only jobs whose label contains `TEXT`"},
@@ -52,7 +52,7 @@ func parseStatuses(verb string, vals []string) ([]jobs.Status, error) {
 			case "":
 				continue
 			case "active":
-				out = append(out, jobs.StatusStarting, jobs.StatusRunning)
+				out = append(out, jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning)
 				continue
 			case "finished":
 				out = append(out, jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost)

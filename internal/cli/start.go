@@ -24,7 +24,7 @@ func (r *runner) startCommand() *ucli.Command {
 			"With --wait the output streams here and jobs exits with the job's status. With --yield DUR\n" +
 			"(default $PI_BASH_YIELD_MS milliseconds when set) jobs waits up to DUR: a job that finished\n" +
 			"is shown as --wait shows it, else the id is printed followed by 'running'.",
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.StringFlag{Name: "name", Usage: "a `NAME` unique among the scope's active jobs; works wherever an id does"},
 			&ucli.BoolFlag{Name: "replace", Usage: "end the running job with the same --name first"},
 			&ucli.StringFlag{Name: "cwd", Usage: "working `DIR` (default: the current directory)"},
@@ -41,7 +41,7 @@ func (r *runner) startCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "on-exit", Usage: "run shell `CMD` once when the job ends (JOBS_ID, JOBS_STATUS, JOBS_EXIT_CODE … set)"},
 			&ucli.BoolFlag{Name: "wait", Usage: "stream the output and exit with the job's status"},
 			&ucli.StringFlag{Name: "yield", Usage: "wait up to `DUR`: show the result if it finished, else print the id and 'running'"},
-		},
+		}, queueStartFlags()...), // queue.go
 		Action: r.start,
 	}
 }
@@ -187,7 +187,7 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 		return req, usagef(verb, "empty --cwd")
 	}
 	spec.Cwd = cwd
-	return req, nil
+	return req, applyQueueFlags(cc, verb, spec)
 }
 
 // noneIfZero maps the CLI's "0 means none" to the Spec's Unlimited (0 in
@@ -251,6 +251,7 @@ func (r *runner) start(cc *ucli.Context) error {
 		return r.printJSON(j)
 	}
 	fmt.Fprintln(r.stdout, j.ID)
+	r.queuedNote(j, req.spec)
 	return nil
 }
 

@@ -77,6 +77,15 @@ type Job struct {
 	// SurvivorsGone is set once a reader saw no process of the finished
 	// job alive (see MarkSurvivorsGone).
 	SurvivorsGone bool
+
+	// Queue is the named queue the job waited in; "" when none (a job
+	// queued for the scope's running cap or its dependencies only).
+	Queue string
+	// QueuePriority orders a queue, higher first.
+	QueuePriority int
+	// RestartedFrom is the job this one repeats (jobs restart); "" when
+	// none.
+	RestartedFrom string
 }
 
 // NewJob is what CreateJob needs to create a job. Empty Mode and Stdin mean
@@ -94,6 +103,29 @@ type NewJob struct {
 	OnExit                          string
 	Timeout, TTL                    time.Duration
 	MaxOutput                       int64
+
+	// Queue, when set, makes the job wait in status queued in this named
+	// queue of its scope (created with parallel 1 when new).
+	Queue string
+	// Priority orders the job in its queue, higher first.
+	Priority int
+	// After lists the jobs this one waits for; a job with any waits in
+	// status queued.
+	After []Dep
+	// QueueOnLimit makes a start that would pass the scope's (or the
+	// total) running cap wait in status queued instead of failing with a
+	// *vocab.LimitError.
+	QueueOnLimit bool
+	// RestartedFrom is the job this one repeats.
+	RestartedFrom string
+}
+
+// Dep is one job a queued job waits for.
+type Dep struct {
+	ID string // the job's id
+	// OK makes the wait succeed only when the job ends done; otherwise the
+	// waiting job fails with the reason "dependency ID failed".
+	OK bool
 }
 
 // Limits caps the number of active (starting or running) jobs. Zero means
@@ -138,7 +170,8 @@ const jobColumns = `id, scope, name, label, command, argv, cwd, env_names, mode,
 	status, exit_code, signal, reason, pid, pgid, pid_start, supervisor_id, stdin, color, on_exit,
 	created_at, started_at, ended_at, last_access_at, timeout_ms, ttl_ms, max_output,
 	output_bytes, output_lines, evicted_bytes, dropped_bytes, last_output_at, read_cursor,
-	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms, survivors_gone, boot_id, end_ticks, tmux_socket`
+	user_cpu_ms, sys_cpu_ms, max_rss_kb, duration_ms, survivors_gone, boot_id, end_ticks, tmux_socket,
+	queue, queue_priority, restarted_from`
 
 // jobRow is a jobs row as stored.
 type jobRow struct {
@@ -184,6 +217,9 @@ type jobRow struct {
 	BootID        sql.NullString `db:"boot_id"`
 	TmuxSocket    sql.NullString `db:"tmux_socket"`
 	EndTicks      sql.NullInt64  `db:"end_ticks"`
+	Queue         sql.NullString `db:"queue"`
+	QueuePriority int            `db:"queue_priority"`
+	RestartedFrom sql.NullString `db:"restarted_from"`
 }
 
 // job converts a stored row to a Job.
@@ -224,6 +260,9 @@ func (r *jobRow) job() (Job, error) {
 		TmuxSocket:    r.TmuxSocket.String,
 		TmuxSocketSet: r.TmuxSocket.Valid,
 		EndTicks:      r.EndTicks.Int64,
+		Queue:         r.Queue.String,
+		QueuePriority: r.QueuePriority,
+		RestartedFrom: r.RestartedFrom.String,
 	}
 	if r.ExitCode.Valid {
 		c := int(r.ExitCode.Int64)
@@ -361,21 +400,33 @@ func (d *DB) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 const (
 	insertJobQuery = `INSERT INTO jobs (id, scope, name, label, command, argv, cwd, env_names,
 	mode, tmux_session, tmux_socket, status, supervisor_id, stdin, color, on_exit, created_at, last_access_at,
-	timeout_ms, ttl_ms, max_output)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	timeout_ms, ttl_ms, max_output, queue, queue_priority, queue_pos, restarted_from)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? = 'queued' THEN (SELECT coalesce(max(queue_pos), 0) + 1 FROM jobs WHERE status = 'queued') END, ?)
 	RETURNING ` + jobColumns
 	activeNameQuery = `SELECT id FROM jobs
-	WHERE scope = ? AND name = ? AND status IN ('starting', 'running')`
+	WHERE scope = ? AND name = ? AND status IN ('queued', 'starting', 'running')`
 	insertCreateEventQuery = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
-	VALUES (?, ?, ?, 'transition', NULL, 'starting', ?)`
+	VALUES (?, ?, ?, 'transition', NULL, ?, ?)`
 	jobByIDQuery = `SELECT ` + jobColumns + ` FROM jobs WHERE id = ?`
 )
 
 // CreateJob inserts a job in status starting and its creation event (from
 // no status to starting). In the same transaction it checks that no active
-// job of the scope has the name (*vocab.NameTakenError) and that the limits allow
-// one more active job (*vocab.LimitError).
+// (or queued) job of the scope has the name (*vocab.NameTakenError) and that
+// the limits allow one more active job (*vocab.LimitError).
+//
+// A job with a Queue or After is created in status queued instead, and so
+// is one with QueueOnLimit that the scope's or the total cap would refuse;
+// request is then kept with it (queued_starts) for the supervisor that
+// starts it (ClaimQueued). After's jobs must exist in the scope; a cycle
+// cannot form, since a new job comes after existing ones only.
 func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
+	return d.CreateJobQueued(ctx, n, lim, nil)
+}
+
+// CreateJobQueued is CreateJob with the start request kept for a job that
+// is queued.
+func (d *DB) CreateJobQueued(ctx context.Context, n NewJob, lim Limits, request []byte) (Job, error) {
 	if err := validateNewJob(&n); err != nil {
 		return Job{}, fmt.Errorf("create job: %w", err)
 	}
@@ -407,15 +458,25 @@ func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
 				return err
 			}
 		}
+		status := vocab.StatusStarting
+		if n.Queue != "" || len(n.After) > 0 {
+			status = vocab.StatusQueued
+		}
 		inScope, total, err := countActive(ctx, tx, n.Scope)
 		if err != nil {
 			return err
 		}
+		var limitErr error
 		if lim.PerScope > 0 && inScope >= lim.PerScope {
-			return &vocab.LimitError{Scope: n.Scope, Running: inScope, Max: lim.PerScope}
+			limitErr = &vocab.LimitError{Scope: n.Scope, Running: inScope, Max: lim.PerScope}
+		} else if lim.Total > 0 && total >= lim.Total {
+			limitErr = &vocab.LimitError{Scope: n.Scope, Running: total, Max: lim.Total, Total: true}
 		}
-		if lim.Total > 0 && total >= lim.Total {
-			return &vocab.LimitError{Scope: n.Scope, Running: total, Max: lim.Total, Total: true}
+		if limitErr != nil && status != vocab.StatusQueued {
+			if !n.QueueOnLimit {
+				return limitErr
+			}
+			status = vocab.StatusQueued
 		}
 		if lim.PerLabel > 0 {
 			var withLabel int
@@ -426,15 +487,30 @@ func (d *DB) CreateJob(ctx context.Context, n NewJob, lim Limits) (Job, error) {
 				return &vocab.LimitError{Scope: n.Scope, Label: n.Label, Running: withLabel, Max: lim.PerLabel}
 			}
 		}
+		if status == vocab.StatusQueued {
+			if err := checkDeps(ctx, tx, n); err != nil {
+				return err
+			}
+		}
+		var queue sql.NullString
+		if status == vocab.StatusQueued || n.Queue != "" {
+			queue = sql.NullString{String: n.Queue, Valid: true}
+		}
 		job, err = getJob(ctx, tx, insertJobQuery,
 			n.ID, n.Scope, nullString(n.Name), n.Label, n.Command, string(argv), n.Cwd, string(envNames),
-			n.Mode, nullString(n.TmuxSession), tmuxSocket(n), nullString(n.SupervisorID), n.Stdin, n.Color, n.OnExit,
+			n.Mode, nullString(n.TmuxSession), tmuxSocket(n), string(status), nullString(n.SupervisorID), n.Stdin, n.Color, n.OnExit,
 			now, now, millis(n.Timeout), millis(n.TTL), n.MaxOutput,
+			queue, n.Priority, string(status), nullString(n.RestartedFrom),
 		)
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, insertCreateEventQuery, n.ID, n.Scope, now, string(detail))
+		if status == vocab.StatusQueued {
+			if err := enqueue(ctx, tx, n, now, request); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, insertCreateEventQuery, n.ID, n.Scope, now, string(status), string(detail))
 		return err
 	})
 	if err != nil {
@@ -492,6 +568,22 @@ func createDetail(n NewJob) map[string]any {
 	}
 	if n.SupervisorID != "" {
 		m["supervisor_id"] = n.SupervisorID
+	}
+	if n.Queue != "" {
+		m["queue"] = n.Queue
+	}
+	if n.Priority != 0 {
+		m["priority"] = n.Priority
+	}
+	if len(n.After) > 0 {
+		after := make([]map[string]any, 0, len(n.After))
+		for _, dep := range n.After {
+			after = append(after, map[string]any{"id": dep.ID, "ok": dep.OK})
+		}
+		m["after"] = after
+	}
+	if n.RestartedFrom != "" {
+		m["restarted_from"] = n.RestartedFrom
 	}
 	return m
 }

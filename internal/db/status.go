@@ -7,6 +7,9 @@ import "github.com/agentjobs/jobs/internal/vocab"
 
 // allowedMoves lists every transition Transition accepts.
 var allowedMoves = map[vocab.Status][]vocab.Status{
+	// A queued job has no process: it starts, fails without one (a
+	// dependency failed) or is killed before its turn.
+	vocab.StatusQueued:   {vocab.StatusStarting, vocab.StatusFailed, vocab.StatusKilled},
 	vocab.StatusStarting: {vocab.StatusRunning, vocab.StatusFailed, vocab.StatusKilled, vocab.StatusLost},
 	vocab.StatusRunning:  {vocab.StatusDone, vocab.StatusFailed, vocab.StatusKilled, vocab.StatusTimedOut, vocab.StatusLost},
 }

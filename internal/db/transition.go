@@ -79,12 +79,19 @@ const (
 	dropped_bytes = max(dropped_bytes, coalesce(?, 0))
 	WHERE id = ? AND status = ?
 	RETURNING ` + jobColumns
+	// A queued job's turn: it keeps no more than its row says.
+	toStartingQuery = `UPDATE jobs SET status = 'starting', queue_pos = NULL
+	WHERE id = ? AND status = ?
+	RETURNING ` + jobColumns
+	// The start request kept for a queued job goes when it leaves the queue.
+	dropQueuedStartQuery       = `DELETE FROM queued_starts WHERE job_id = ?`
 	insertTransitionEventQuery = `INSERT INTO events (job_id, scope, at, kind, from_status, to_status, detail)
 	SELECT id, scope, ?, 'transition', ?, ?, ? FROM jobs WHERE id = ?`
 )
 
 // Transition moves job id to t.To and appends the event row, in one
 // transaction; it returns the job as it is afterwards. The allowed moves are
+// queued → starting | failed | killed,
 // starting → running | failed | killed | lost and running → done | failed |
 // killed | timed_out | lost. Anything else, including every move out of a
 // terminal status, is vocab.ErrInvalidTransition, wrapped with both statuses. A
@@ -111,7 +118,14 @@ func (d *DB) Transition(ctx context.Context, id string, t Transition) (Job, erro
 			return fmt.Errorf("from %s to %s: %w", from, t.To, vocab.ErrInvalidTransition)
 		}
 		var err error
-		if t.To == vocab.StatusRunning {
+		if from == vocab.StatusQueued {
+			if _, err := tx.ExecContext(ctx, dropQueuedStartQuery, id); err != nil {
+				return err
+			}
+		}
+		if t.To == vocab.StatusStarting {
+			job, err = getJob(ctx, tx, toStartingQuery, id, from)
+		} else if t.To == vocab.StatusRunning {
 			job, err = getJob(ctx, tx, toRunningQuery, when,
 				nullInt(int64(t.PID)), nullInt(int64(t.PGID)), nullInt(t.PIDStart),
 				nullString(proc.BootID()), id, from)

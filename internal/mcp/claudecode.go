@@ -158,7 +158,7 @@ func schemaOf[T any](tool string) *jsonschema.Schema {
 // it has exited; killed stays killed here, as kill_shell said.)
 func claudeStatus(st jobs.Status) string {
 	switch st {
-	case jobs.StatusStarting, jobs.StatusRunning:
+	case jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning:
 		return "running"
 	case jobs.StatusDone:
 		return "completed"

@@ -307,7 +307,7 @@ func (s *server) claudeErrors(ctx context.Context, j jobs.Job, keep int) (int, [
 // the scope and the newest ended ones, claudeMaxProcesses in all (more
 // only when more run), in the order they started.
 func (s *server) claudeRegistry(ctx context.Context) ([]jobs.Job, error) {
-	running, err := s.c.List(ctx, jobs.Filter{Statuses: []jobs.Status{jobs.StatusStarting, jobs.StatusRunning}})
+	running, err := s.c.List(ctx, jobs.Filter{Statuses: []jobs.Status{jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning}})
 	if err != nil {
 		return nil, err
 	}

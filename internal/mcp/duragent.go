@@ -99,7 +99,7 @@ type duragentProc struct {
 // document has no word for it); viewProc adds killed: true.
 func duragentStatus(st jobs.Status) string {
 	switch st {
-	case jobs.StatusStarting, jobs.StatusRunning:
+	case jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning:
 		return "running"
 	case jobs.StatusDone:
 		return "completed"

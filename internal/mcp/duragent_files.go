@@ -117,7 +117,7 @@ func (f *duragentFiles) meta(j jobs.Job) duragentMeta {
 		Status: duragentStatus(j.Status), Killed: j.Status == jobs.StatusKilled, ExitCode: j.ExitCode,
 		TmuxSession: j.TmuxSession, LogFile: log, Session: j.Scope,
 		CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, EndedAt: j.EndedAt}
-	if j.Status == jobs.StatusStarting {
+	if j.Status == jobs.StatusStarting || j.Status == jobs.StatusQueued {
 		m.Status = "spawned"
 	}
 	if j.Status.Terminal() {

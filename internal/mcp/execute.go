@@ -31,6 +31,9 @@ type executeResult struct {
 	Offloaded       bool        `json:"offloaded,omitempty"`
 	OutputFilePath  string      `json:"outputFilePath,omitempty"`
 	Note            string      `json:"note,omitempty"`
+	Queued          bool        `json:"queued,omitempty"`
+	Queue           string      `json:"queue,omitempty"`
+	QueuePosition   int         `json:"queue_position,omitempty"`
 }
 
 // maxSeconds bounds durations given in seconds (about 30 years), so that
@@ -113,7 +116,16 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 		RuntimeMs:       job.Runtime.Milliseconds(),
 		WaitingForInput: job.WaitingForInput || reason == jobs.WaitInput,
 	}
+	if job.Status == jobs.StatusQueued {
+		r.Queued, r.Queue, r.QueuePosition = true, job.Queue, job.QueuePosition
+		why := "it starts in its turn"
+		if job.Queue == "" && len(spec.After) == 0 && len(spec.AfterOK) == 0 {
+			why = "the scope is at its running cap; it starts when a running job ends"
+		}
+		notes = append(notes, fmt.Sprintf("queued (#%d%s): %s; follow with process action=wait sessionId=%s", job.QueuePosition, queueIn(job), why, job.ID))
+	}
 	switch {
+	case job.Status == jobs.StatusQueued:
 	case job.Status.Terminal():
 		pr, err := s.tail(ctx, job.ID, resultChars)
 		if err != nil {
@@ -181,6 +193,9 @@ func specFor(in executeInput) (jobs.Spec, error) {
 		Name:    in.Name,
 		Replace: in.Replace,
 		Tmux:    in.Tmux,
+		Queue:   strings.TrimSpace(in.Queue),
+		After:   in.After,
+		AfterOK: in.AfterOK,
 	}
 	if spec.Label == "" {
 		spec.Label = in.Description

@@ -212,7 +212,7 @@ type macOutput struct {
 // after a SIGSTOP. exitCode tells the two stopped apart.
 func macStatus(j jobs.Job) string {
 	switch j.Status {
-	case jobs.StatusStarting:
+	case jobs.StatusQueued, jobs.StatusStarting:
 		return "starting"
 	case jobs.StatusRunning:
 		if j.Stopped {
@@ -232,7 +232,7 @@ func macPaused(j jobs.Job) bool { return j.Status == jobs.StatusRunning && j.Sto
 
 // macStatuses are the engine's statuses behind each of the document's.
 var macStatuses = map[string][]jobs.Status{
-	"starting": {jobs.StatusStarting},
+	"starting": {jobs.StatusQueued, jobs.StatusStarting},
 	"running":  {jobs.StatusRunning},
 	"stopped":  {jobs.StatusDone, jobs.StatusRunning},
 	"failed":   {jobs.StatusFailed, jobs.StatusLost},

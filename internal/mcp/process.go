@@ -80,6 +80,12 @@ func (s *server) processSession(ctx context.Context, req *sdk.CallToolRequest, r
 		return s.remove(ctx, ref)
 	case "pause":
 		return s.signal(ctx, ref, "STOP")
+	case "restart":
+		j, err := s.c.Restart(ctx, ref, nil)
+		if err != nil {
+			return nil, nil, describe(ref, err)
+		}
+		return s.status(ctx, j.ID)
 	default: // "resume"
 		return s.signal(ctx, ref, "CONT")
 	}
@@ -174,6 +180,8 @@ type listView struct {
 	OutputFilePath string `json:"outputFilePath,omitempty"`
 	Name           string `json:"name,omitempty"`
 	RuntimeMs      int64  `json:"runtime_ms"`
+	Queue          string `json:"queue,omitempty"`
+	QueuePosition  int    `json:"queue_position,omitempty"`
 }
 
 // listFilter reads list's arguments. status takes one word or several
@@ -196,7 +204,7 @@ func listFilter(in processInput) (jobs.Filter, error) {
 		switch st = strings.ToLower(strings.TrimSpace(st)); st {
 		case "":
 		case "active":
-			f.Statuses = append(f.Statuses, jobs.StatusStarting, jobs.StatusRunning)
+			f.Statuses = append(f.Statuses, jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning)
 		case "finished":
 			f.Statuses = append(f.Statuses, jobs.StatusDone, jobs.StatusFailed, jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost)
 		case "error": // the original interfaces' words, as results use them
@@ -238,7 +246,8 @@ func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult
 	for _, j := range js {
 		v := listView{SessionID: j.ID, Name: j.Name, Status: openclawStatus(j.Status), ExitCode: j.ExitCode,
 			CreatedAt: j.CreatedAt.UnixMilli(), LastAccessedAt: lastAccess(j).UnixMilli(), OutputLength: j.OutputBytes,
-			RuntimeMs: j.Runtime.Milliseconds(), Command: cutEnd(textclean.Escape(commandLine(j)), listCommandChars)}
+			RuntimeMs: j.Runtime.Milliseconds(), Command: cutEnd(textclean.Escape(commandLine(j)), listCommandChars),
+			Queue: j.Queue, QueuePosition: j.QueuePosition}
 		if !j.Status.Terminal() {
 			v.PID = j.PID
 		}
@@ -253,6 +262,9 @@ func (s *server) list(ctx context.Context, in processInput) (*sdk.CallToolResult
 		}
 		if j.WaitingForInput {
 			b.WriteString(" (input)")
+		}
+		if j.Status == jobs.StatusQueued {
+			fmt.Fprintf(&b, " (queued #%d%s)", j.QueuePosition, queueIn(j))
 		}
 		fmt.Fprintf(&b, " %s", round(j.Runtime))
 		if j.Name != "" {
@@ -280,7 +292,7 @@ func lastAccess(j jobs.Job) time.Time {
 }
 
 // statuses are the words list's status filter takes (besides active).
-var statuses = []jobs.Status{jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
+var statuses = []jobs.Status{jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning, jobs.StatusDone, jobs.StatusFailed,
 	jobs.StatusKilled, jobs.StatusTimedOut, jobs.StatusLost}
 
 func joinStatuses() string {

@@ -20,7 +20,7 @@ import (
 // after 30m0s", "supervisor … lost track of it").
 func openclawStatus(st jobs.Status) string {
 	switch st {
-	case jobs.StatusStarting, jobs.StatusRunning:
+	case jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning:
 		return "running"
 	case jobs.StatusDone:
 		return "done"
@@ -235,6 +235,15 @@ func round(d time.Duration) string {
 }
 
 // summary is the one line that says where a job is.
+// queueIn names a queued job's queue for a note: " in queue NAME", or ""
+// for the scope's own.
+func queueIn(j jobs.Job) string {
+	if j.Queue == "" {
+		return ""
+	}
+	return " in queue " + textclean.Escape(j.Queue)
+}
+
 func summary(j jobs.Job) string {
 	name := j.ID
 	if j.Name != "" {

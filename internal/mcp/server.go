@@ -263,6 +263,7 @@ Actions (each takes only the parameters listed):
 - clear (sessionId): drop the job's stored output and empty its offloaded file (offsets stay absolute).
 - remove (sessionId): delete the job, its output and its offloaded file, killing it first if it runs.
 - pause / resume (sessionId): stop (SIGSTOP) and continue the job's processes; a paused job shows stopped=true.
+- restart (sessionId): start a new job with the same command, directory, name and settings (the old one keeps its history); returns the new job's status, restarted_from naming the old.
 Output past 10 KB is also offloaded to a file: offloaded=true and outputFilePath in poll, log and list (read it with your file tools).`
 }
 
@@ -287,6 +288,9 @@ type executeInput struct {
 	RunInBackground bool              `json:"run_in_background,omitempty" jsonschema:"the same as background"`
 	YieldMs         *count            `json:"yieldMs,omitempty" jsonschema:"how long to wait for the command to finish before returning its sessionId, in milliseconds (default 10000 or $PI_BASH_YIELD_MS; capped at the call bound)"`
 	Tmux            bool              `json:"tmux,omitempty" jsonschema:"run in a tmux session (for TTY programs; use capture and send_keys)"`
+	Queue           string            `json:"queue,omitempty" jsonschema:"wait in this named queue, which runs its jobs in order (one at a time unless the user set more); the job is queued until its turn"`
+	After           []string          `json:"after,omitempty" jsonschema:"start only once these sessions (ids or names) have ended, whatever their result"`
+	AfterOK         []string          `json:"after_ok,omitempty" jsonschema:"start only once these sessions have ended successfully; if one did not, this one fails with the reason 'dependency X failed'"`
 }
 
 // processInput is the arguments of process.
@@ -347,6 +351,7 @@ var actions = []actionParams{
 	{"remove", []string{"sessionId"}},
 	{"pause", []string{"sessionId"}},
 	{"resume", []string{"sessionId"}},
+	{"restart", []string{"sessionId"}},
 }
 
 // killActions are kill_process's actions and their parameters.

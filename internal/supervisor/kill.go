@@ -45,6 +45,12 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 	if err != nil {
 		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
+	if res, done, err := KillQueued(ctx, s.db, job); done {
+		return res, err
+	} else if job.Status == vocab.StatusQueued {
+		// Its turn came meanwhile: kill it as a job with a process.
+		return s.Kill(ctx, jobID, grace)
+	}
 	if job.Mode == "tmux" {
 		return s.killTmux(ctx, job, grace) // needs no owner: tmux.go
 	}

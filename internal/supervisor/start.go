@@ -62,6 +62,9 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 			return db.Job{}, fmt.Errorf("start job: replace %q: %w", nj.Name, err)
 		}
 	}
+	if queued(nj) {
+		return s.startQueued(ctx, req, nj) // queue.go
+	}
 	base := req.BaseEnv
 	if base == nil {
 		base = os.Environ()
@@ -71,10 +74,17 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
 	c.timeoutGrace = cmp.Or(req.TimeoutGrace, s.cfg.Grace) // before run reads it
-	job, err := s.db.CreateJob(ctx, nj, s.limitsFor(req))
+	plain := nj
+	plain.QueueOnLimit = false // its request is kept only by startQueued
+	job, err := s.db.CreateJob(ctx, plain, s.limitsFor(req))
 	if err != nil {
 		s.complete(c, db.Job{})
 		s.wg.Done()
+		var lim *vocab.LimitError
+		if nj.QueueOnLimit && errors.As(err, &lim) && lim.Label == "" {
+			// The scope's (or the total) cap: wait for room.
+			return s.startQueued(ctx, req, nj)
+		}
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
 	c.mu.Lock()
@@ -169,7 +179,7 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 // replace ends the active jobs of scope named name, wherever they run.
 func (s *Supervisor) replace(ctx context.Context, scope, name string) error {
 	jobs, err := s.db.FindJobs(ctx, db.Filter{
-		Scope: scope, Name: name, Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning},
+		Scope: scope, Name: name, Statuses: []vocab.Status{vocab.StatusQueued, vocab.StatusStarting, vocab.StatusRunning},
 	})
 	if err != nil {
 		return err
@@ -213,6 +223,7 @@ func (s *Supervisor) complete(c *child, final db.Job) {
 	}
 	s.mu.Unlock()
 	s.poke()
+	s.kickQueue() // a place in a queue or under a cap may be free now
 	c.readyOnce.Do(func() { close(c.ready) })
 	close(c.done)
 }

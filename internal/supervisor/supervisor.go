@@ -140,6 +140,13 @@ type Supervisor struct {
 	idleSince time.Time
 	dropped   map[string]*dropNote
 	activity  chan struct{} // poked when children come and go
+	// queueKick asks the dispatcher for a look at the queue (queue.go);
+	// dispatchMu makes the looks one at a time; queuedCount is how many
+	// queued jobs the supervisor owns, as of its last look (it keeps the
+	// supervisor from its idle exit).
+	queueKick   chan struct{}
+	dispatchMu  sync.Mutex
+	queuedCount atomic.Int64
 	// replaced is set once the database file was removed or replaced
 	// (see retire); the supervisor then takes no new job.
 	replaced error
@@ -207,6 +214,7 @@ func New(cfg Config) (*Supervisor, error) {
 		conns:       map[net.Conn]struct{}{},
 		dropped:     map[string]*dropNote{},
 		activity:    make(chan struct{}, 1),
+		queueKick:   make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		idleDone:    make(chan struct{}),
 	}
@@ -341,7 +349,15 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 			go s.serve(l)
 		}
 	}
-	s.wg.Add(3)
+	// Queued jobs of supervisors that are gone (crashed, or closed while
+	// jobs waited) are this one's now: they start in their order.
+	s.adoptQueued(ctx)
+	if n, err := s.db.CountQueued(ctx, s.id); err == nil {
+		s.queuedCount.Store(int64(n))
+	}
+	s.wg.Add(4)
+	go s.dispatcher()
+	s.kickQueue()
 	go s.janitor()
 	go s.watchFile()
 	go s.idleWatch()
@@ -412,6 +428,14 @@ func (s *Supervisor) shutdown() {
 		}()
 	}
 	kills.Wait()
+	if s.cfg.Kind == "embedded" && s.registered {
+		// An embedded supervisor's jobs end with its program, the queued
+		// ones too: no other supervisor is to start them later. A
+		// detached one leaves them queued for the next (queue.go).
+		s.dispatchMu.Lock() // no look at the queue is under way
+		s.endQueued(context.Background(), "supervisor closed")
+		s.dispatchMu.Unlock()
+	}
 
 	s.cancel()
 	s.mu.Lock()
@@ -491,7 +515,7 @@ func (s *Supervisor) idleWatch() {
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		busy := len(s.children) > 0
+		busy := len(s.children) > 0 || s.queuedCount.Load() > 0
 		left := s.cfg.IdleExit - time.Since(s.idleSince)
 		if s.replaced != nil {
 			left = 0 // retired: nothing more to wait for once idle

@@ -73,6 +73,22 @@ func (s *Server) stdin(w http.ResponseWriter, r *http.Request) {
 	answer(w, msg, map[string]any{"bytes": written, "eof": eof})
 }
 
+// restart starts a new job like this one (jobs restart); the answer names
+// it, and the page opens it.
+func (s *Server) restart(w http.ResponseWriter, r *http.Request) {
+	c, err := s.client(r.Context(), r.URL.Query().Get("scope"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	j, err := c.Restart(r.Context(), r.PathValue("id"), nil)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	answer(w, fmt.Sprintf("restarted as %s (%s)", j.ID, j.Status), map[string]any{"id": j.ID, "status": j.Status})
+}
+
 // answer writes an action's result as JSON: a sentence for the page and
 // the details.
 func answer(w http.ResponseWriter, msg string, detail any) {

@@ -38,6 +38,7 @@ func (s *Server) routes() {
 		m.HandleFunc("POST /job/{id}/kill", s.kill)
 		m.HandleFunc("POST /job/{id}/signal", s.signal)
 		m.HandleFunc("POST /job/{id}/stdin", s.stdin)
+		m.HandleFunc("POST /job/{id}/restart", s.restart)
 	}
 	s.mux = m
 }

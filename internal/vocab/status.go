@@ -5,8 +5,14 @@ package vocab
 type Status string
 
 const (
+	// StatusQueued: the job waits for its turn: a place in its queue, room
+	// under the scope's running cap, or the end of the jobs it comes after.
+	// No process exists yet; it moves to starting when its turn comes (or
+	// to failed when a job it needed to succeed did not, or to killed).
+	StatusQueued Status = "queued"
+
 	// StatusStarting: the job row exists and its process is being started.
-	// Every job is created in this status.
+	// Every job that does not wait is created in this status.
 	StatusStarting Status = "starting"
 
 	// StatusRunning: the main process was started; pid, pgid and the start
@@ -32,8 +38,8 @@ const (
 	StatusLost Status = "lost"
 )
 
-// Statuses lists the seven statuses in the order of a job's life.
-var Statuses = []Status{StatusStarting, StatusRunning, StatusDone, StatusFailed, StatusKilled, StatusTimedOut, StatusLost}
+// Statuses lists the eight statuses in the order of a job's life.
+var Statuses = []Status{StatusQueued, StatusStarting, StatusRunning, StatusDone, StatusFailed, StatusKilled, StatusTimedOut, StatusLost}
 
 // Terminal reports whether s is a final status: the job has an end time and
 // no further transition is allowed.
@@ -45,7 +51,7 @@ func (s Status) Terminal() bool {
 	return false
 }
 
-// Valid reports whether s is one of the seven statuses.
+// Valid reports whether s is one of the eight statuses.
 func (s Status) Valid() bool {
-	return s == StatusStarting || s == StatusRunning || s.Terminal()
+	return s == StatusQueued || s == StatusStarting || s == StatusRunning || s.Terminal()
 }

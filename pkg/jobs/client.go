@@ -438,6 +438,9 @@ func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	if req.Job.After, err = c.deps(ctx, spec); err != nil {
+		return Job{}, err
+	}
 	s, err := c.starter(ctx, false)
 	if err != nil {
 		return Job{}, err
@@ -462,7 +465,9 @@ func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 	if err != nil {
 		return Job{}, publicErr(spec.Name, err)
 	}
-	return fromDB(j, time.Now()), nil
+	out := fromDB(j, time.Now())
+	c.addPositions(ctx, []Job{out}, func(p int) { out.QueuePosition = p })
+	return out, nil
 }
 
 func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
@@ -556,6 +561,11 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 			Timeout:   pick(spec.Timeout, DefaultTimeout),
 			TTL:       pick(spec.TTL, DefaultTTL),
 			MaxOutput: pickN(spec.MaxOutput, DefaultMaxOutput),
+
+			Queue:         spec.Queue,
+			Priority:      spec.Priority,
+			QueueOnLimit:  !spec.NoQueue && spec.MaxRunningInScope <= 0,
+			RestartedFrom: spec.restartedFrom,
 		},
 		Env:          spec.Env,
 		Replace:      spec.Replace,

@@ -136,6 +136,14 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	if err != nil {
 		return KillResult{}, fmt.Errorf("kill job %s: %w", echo(j.ID), err)
 	}
+	if r, done, err := supervisor.KillQueued(ctx, c.db, j); done {
+		// No process yet: the kill is a move in the database.
+		return r, publicErr(j.ID, err)
+	} else if j.Status == StatusQueued {
+		if cur, err := c.db.FindJobByID(ctx, j.ID); err == nil {
+			j = cur // its turn came meanwhile
+		}
+	}
 	if j.Mode == "tmux" {
 		// Any process can end a tmux job: it records the stop first, so
 		// whoever records the exit says killed.
@@ -227,7 +235,7 @@ func (c *Client) KillAll(ctx context.Context, grace time.Duration) ([]KillResult
 		return nil, err
 	}
 	_, _ = c.noticeLost(ctx)
-	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []vocab.Status{vocab.StatusStarting, vocab.StatusRunning}})
+	rows, err := c.db.FindJobs(ctx, db.Filter{Scope: c.opts.Scope, Statuses: []vocab.Status{vocab.StatusQueued, vocab.StatusStarting, vocab.StatusRunning}})
 	if err != nil {
 		return nil, err
 	}

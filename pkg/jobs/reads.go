@@ -54,7 +54,8 @@ func (c *Client) view(j db.Job) Job { return c.viewFull(j, true) }
 
 func (c *Client) viewFull(j db.Job, full bool) Job {
 	out := fromDB(j, time.Now())
-	if c.readOnly() {
+	if c.readOnly() || j.Status == StatusQueued {
+		// A queued job has no process yet.
 		// The file may come from another host, or be a copy whose
 		// processes are not ours: this host's processes say nothing of it.
 		return out
@@ -80,7 +81,9 @@ func (c *Client) Get(ctx context.Context, ref string) (Job, error) {
 		return Job{}, err
 	}
 	c.touch(ctx, j)
-	return c.view(j), nil
+	out := c.view(j)
+	c.addPositions(ctx, []Job{out}, func(p int) { out.QueuePosition = p })
+	return out, nil
 }
 
 // List returns the scope's jobs that f selects, newest first; f.Limit 0
@@ -98,7 +101,9 @@ func (c *Client) List(ctx context.Context, f Filter) ([]Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.views(rows), nil
+	out := c.views(rows)
+	c.addPositions(ctx, out, nil)
+	return out, nil
 }
 
 // views converts a listing's rows. The live facts of a running job come
@@ -158,6 +163,7 @@ func (c *Client) ListPage(ctx context.Context, f Filter) (Page, error) {
 		return Page{}, err
 	}
 	p := Page{Jobs: c.views(rows)}
+	c.addPositions(ctx, p.Jobs, nil)
 	if pos == nil || len(rows) < df.Limit {
 		return p, nil
 	}

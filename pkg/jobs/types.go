@@ -12,8 +12,12 @@ import (
 // statuses are the engine's own (one vocabulary for every layer).
 type Status = vocab.Status
 
-// The seven statuses.
+// The eight statuses.
 const (
+	// StatusQueued means the job waits for its turn (its queue, the
+	// scope's running cap, the jobs it comes after); it has no process
+	// yet.
+	StatusQueued = vocab.StatusQueued
 	// StatusStarting means the job row exists and its process is being
 	// spawned. A job stays here only for the moment a spawn takes.
 	StatusStarting = vocab.StatusStarting
@@ -134,6 +138,27 @@ type Spec struct {
 	// run by a supervisor: for a job found lost after its supervisor died,
 	// by the next supervisor to start on the database (a read starts none).
 	OnExit string `json:"on_exit,omitempty"`
+
+	// Queue makes the job wait (status queued) in this named queue of the
+	// scope, which runs its jobs in order, Parallel at a time (see
+	// SetQueue; a new queue runs one at a time).
+	Queue string `json:"queue,omitempty"`
+	// Priority orders the job in its queue: higher starts first.
+	Priority int `json:"priority,omitempty"`
+	// After lists jobs (ids or names) that must end, whatever their
+	// result, before this one starts; AfterOK jobs that must end done,
+	// or this one fails with the reason "dependency X failed". The job
+	// waits in status queued meanwhile.
+	After   []string `json:"after,omitempty"`
+	AfterOK []string `json:"after_ok,omitempty"`
+	// NoQueue refuses the start with ErrLimit when the scope's running
+	// cap is reached, instead of queueing the job until there is room.
+	// A start with its own cap (MaxRunningInScope) always refuses: a
+	// front end that sets one documents its refusal.
+	NoQueue bool `json:"no_queue,omitempty"`
+
+	// restartedFrom is set by Restart.
+	restartedFrom string
 }
 
 // Defaults for Spec fields left zero.
@@ -239,6 +264,14 @@ type Job struct {
 	// as the kernel sees them (state T): the main process while it runs,
 	// else every process still alive. The status stays what it was.
 	Stopped bool `json:"stopped"`
+
+	// Queue is the named queue the job waits or waited in.
+	Queue string `json:"queue,omitempty"`
+	// QueuePosition is a queued job's place in its queue, 1 for the next
+	// to start; 0 when not queued (set by List and Get).
+	QueuePosition int `json:"queue_position,omitempty"`
+	// RestartedFrom is the job this one repeats (Restart).
+	RestartedFrom string `json:"restarted_from,omitempty"`
 }
 
 // Event is one row of the audit trail: a status transition or a note.

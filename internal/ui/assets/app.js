@@ -76,12 +76,18 @@
         });
         const text = await r.text();
         if (!r.ok) { result.textContent = text.trim(); return; }
-        result.textContent = JSON.parse(text).message;
+        const answer = JSON.parse(text);
+        result.textContent = answer.message;
+        if (verb === "restart" && answer.result && answer.result.id) {
+          // The new job is the one to follow now.
+          location.href = base + "/job/" + encodeURIComponent(answer.result.id) + scope;
+        }
       } catch (e) {
         result.textContent = String(e);
       }
     }
     document.getElementById("kill").addEventListener("click", () => act("kill", {}));
+    document.getElementById("restart").addEventListener("click", () => act("restart", {}));
     document.getElementById("send-signal").addEventListener("click", () =>
       act("signal", { signal: document.getElementById("signal").value }));
     document.getElementById("send-stdin").addEventListener("click", () => {
