@@ -78,6 +78,8 @@ type runner struct {
 	opened []*jobs.Client
 	// writeTimeout is jobs write's --timeout, for the client's options.
 	writeTimeout time.Duration
+	// cfg is the config file and environment, read on first use.
+	cfg *config
 }
 
 // client opens the database in detached mode, once, after the verb has
@@ -102,12 +104,16 @@ func (r *runner) openClient(cc *ucli.Context, lazy bool) (*jobs.Client, error) {
 			return nil, err
 		}
 	}
+	scope, err := r.scope(cc)
+	if err != nil {
+		return nil, err
+	}
 	exe, _ := os.Executable()
 	// gc is the janitor of the host whose supervisors write the database:
 	// another host's database it leaves as it is, like a read.
 	c, err := jobs.Open(cc.Context, jobs.Options{
 		DB:           path,
-		Scope:        cc.String("scope"),
+		Scope:        scope,
 		Detached:     true,
 		Executable:   exe,
 		LazyOpen:     lazy,
@@ -347,6 +353,7 @@ func (r *runner) commands() []*ucli.Command {
 		r.mcpCommand(),
 		r.uiCommand(),
 		r.completionCommand(),
+		r.configCommand(),
 		r.superviseCommand(),
 		r.tmuxPipeCommand(), // hidden: tmux runs it for tmux jobs (tmuxpipe.go)
 		r.tmuxExecCommand(), // hidden: a tmux job's pane starts with it (tmuxpipe.go)
