@@ -561,7 +561,7 @@ func (d *DB) findJob(ctx context.Context, scope, ref string) (Job, error) {
 		return j, err
 	}
 	var ambiguous error
-	if len(id) >= 4 && isIDText(id) {
+	if len(id) >= MinPrefix && isIDText(id) {
 		upper := id[:len(id)-1] + string(id[len(id)-1]+1)
 		jobs, err := queryJobs(ctx, d, jobsByPrefixQuery, id, upper, scope, maxCandidates+1)
 		if err != nil {
