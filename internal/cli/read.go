@@ -168,7 +168,12 @@ func (r *runner) logCommand() *ucli.Command {
 		ArgsUsage: "ID",
 		Description: "Without a selection, prints the last 500 characters. Select a byte range with\n" +
 			"--offset/--limit, a line range with --from-line/--lines (lines count from 1), or the last\n" +
-			"N lines with --tail. What the read left out is said on stderr.",
+			"N lines with --tail. What the read left out is said on stderr.\n\n" +
+			"--grep searches the whole retained log, a page at a time, and prints each matching line\n" +
+			"after its line number (--json: line and byte offset); --lines N shows the first N matches,\n" +
+			"--tail N the last N, --from-line N starts at line N. Every match is counted, and what\n" +
+			"could not be searched (output evicted by --max-output) is said on stderr. With\n" +
+			"--offset/--limit or --stream, --grep filters that page instead.",
 		Flags: []ucli.Flag{
 			&ucli.Int64Flag{Name: "offset", Usage: "start at absolute byte `OFFSET`"},
 			&ucli.Int64Flag{Name: "limit", Usage: fmt.Sprintf("read at most `N` bytes (default %s, at most %s)", parse.FormatSize(jobs.DefaultPageBytes), parse.FormatSize(jobs.MaxPageBytes))},
@@ -176,7 +181,7 @@ func (r *runner) logCommand() *ucli.Command {
 			&ucli.Int64Flag{Name: "lines", Usage: fmt.Sprintf("read `N` lines (default %d)", jobs.DefaultLogLines)},
 			&ucli.Int64Flag{Name: "tail", Usage: "read the last `N` lines"},
 			&ucli.StringFlag{Name: "stream", Usage: "only `STREAM`: stdout or stderr"},
-			&ucli.StringFlag{Name: "grep", Usage: "keep only lines matching `REGEX`"},
+			&ucli.StringFlag{Name: "grep", Usage: "search the whole log for lines matching `REGEX`"},
 			&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing output as it comes until the job ends, then exit with its status"},
 			&ucli.BoolFlag{Name: "clean", Usage: "strip escape codes and collapse carriage-return overwrites"},
 			&ucli.BoolFlag{Name: "all", Usage: "print all retained output (from --offset, default 0) to the end, page by page"},
@@ -305,6 +310,9 @@ func (r *runner) log(cc *ucli.Context) error {
 			return err
 		}
 		return r.finish(final)
+	}
+	if searches(rg) {
+		return r.search(cc, c, ref, rg)
 	}
 	out, err := c.Log(cc.Context, ref, rg)
 	if err != nil {
