@@ -439,6 +439,13 @@ func (cp *completion) refs(ctx context.Context) []string {
 		scope = os.Getenv("JOBS_SCOPE")
 	}
 	if scope == "" {
+		// The config file's scope, as the verbs use it; a broken file
+		// offers the default scope's jobs (a completion never errs).
+		if cfg, err := loadConfig(); err == nil && cfg.values["scope"].Source != fromDefault {
+			scope = cfg.values["scope"].raw
+		}
+	}
+	if scope == "" {
 		scope = jobs.DefaultScope
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

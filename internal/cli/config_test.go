@@ -138,3 +138,13 @@ func TestConfigBadFile(t *testing.T) {
 	e.extra = append(e.extra, "JOBS_MAX_OUTPUT=lots")
 	checkError(t, e.run2("start", "true"), 1, "JOBS_MAX_OUTPUT")
 }
+
+// TestConfigScopeCompletion: completion offers the jobs of the config
+// file's scope, as the verbs use it.
+func TestConfigScopeCompletion(t *testing.T) {
+	e, _ := configEnv(t, "scope = \"people\"\n")
+	e.start("--name", "mine", "sleep 30")
+	if out := e.ok("__complete", "bash", "kill", ""); !strings.Contains(out, "\nmine\n") {
+		t.Errorf("completion of kill in the config's scope: %q", out)
+	}
+}
