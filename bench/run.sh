@@ -16,8 +16,9 @@
 # Size knobs (environment): BENCH_CAPTURE_BYTES (e.g. 256MiB), BENCH_START_RUNS,
 # BENCH_POLL_RUNS, BENCH_CONC_JOBS, BENCH_CONC_RATE, BENCH_CONC_SECS,
 # BENCH_HISTORY_JOBS, BENCH_HISTORY_EVENTS, BENCH_HISTORY_EXPIRE, BENCH_HISTORY_RUNS,
-# BENCH_KILL_TRIALS, BENCH_QUEUE_JOBS. Run the full mode on a quiet machine (see
-# `uptime`).
+# BENCH_KILL_TRIALS, BENCH_QUEUE_JOBS, BENCH_GREP_BYTES (the log `jobs log
+# --grep` searches: 1GiB in the full mode, 64MiB with --quick; 0 leaves the
+# part out). Run the full mode on a quiet machine (see `uptime`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -118,3 +119,46 @@ read -r queued_cpu queued_wall < <(queue_run queued)
 	echo "| $queue_jobs plain starts | $plain_cpu | $plain_wall |"
 	echo "| $queue_jobs queued, parallel 2 | $queued_cpu | $queued_wall |"
 } | tee -a bench/out/results.md
+
+# --grep over a large log: jobs log ID --grep searches the whole stored log a
+# page at a time; its time and peak memory are set against grep -c on the
+# same bytes (the file the job printed), measured in the same run.
+grep_bytes=${BENCH_GREP_BYTES:-1GiB}
+for a in ${args[@]+"${args[@]}"}; do
+	[ "$a" = --quick ] && grep_bytes=${BENCH_GREP_BYTES:-64MiB}
+done
+case "$grep_bytes" in
+*GiB) grep_n=$((${grep_bytes%GiB} << 30)) ;;
+*MiB) grep_n=$((${grep_bytes%MiB} << 20)) ;;
+*) grep_n=$grep_bytes ;;
+esac
+if [ "$grep_n" -gt 0 ]; then
+	scratch=$(mktemp -d "${TMPDIR:-/tmp}/jobsbench-grep.XXXXXX")
+	trap 'rm -rf "$bin" "$scratch"' EXIT
+	mkdir -p "$scratch/state" "$scratch/run" "$scratch/config"
+	export XDG_STATE_HOME="$scratch/state" XDG_RUNTIME_DIR="$scratch/run" XDG_CONFIG_HOME="$scratch/config"
+	# Lines of 64 bytes; one in a thousand holds ERROR.
+	awk -v n="$grep_n" 'BEGIN { for (i = 1; i * 64 <= n; i++) printf "%s line %09d padding padding padding padding padding .\n", (i % 1000 == 7 ? "ERROR" : "info "), i }' >"$scratch/log"
+	size=$(stat -c %s "$scratch/log")
+	id=$("$bin/jobs" start --max-output 0 --timeout 0 --ttl 0 -- cat "$scratch/log")
+	"$bin/jobs" wait "$id" >/dev/null
+	measure() { # prints "wall-seconds peak-KiB cpu-seconds" of the command, its stdout to $scratch/out
+		/usr/bin/time -f '%e %M %U %S' -o "$scratch/time" "$@" >"$scratch/out" 2>"$scratch/err"
+		awk '{ printf "%s %s %.2f\n", $1, $2, $3 + $4 }' "$scratch/time"
+	}
+	read -r jt jm jcpu <<<"$(measure "$bin/jobs" log "$id" --grep ERROR --lines 1)"
+	jc=$(grep -o '[0-9]* lines matched' "$scratch/err" | cut -d' ' -f1)
+	read -r gt gm gcpu <<<"$(measure grep -c ERROR "$scratch/log")"
+	gc=$(cat "$scratch/out")
+	"$bin/jobs" kill --all >/dev/null 2>&1 || true
+	{
+		echo
+		echo "### jobs log --grep over a $((size >> 20)) MiB log"
+		echo
+		echo "| command | matches | wall (s) | CPU (s) | peak RSS (MiB) |"
+		echo "| --- | ---: | ---: | ---: | ---: |"
+		echo "| jobs log ID --grep ERROR | $jc | $jt | $jcpu | $((jm / 1024)) |"
+		echo "| grep -c ERROR (same bytes, from a file) | $gc | $gt | $gcpu | $((gm / 1024)) |"
+	} | tee -a bench/out/results.md
+	[ "$jc" = "$gc" ] || { echo "bench/run.sh: jobs log --grep found $jc matches, grep -c $gc" >&2; exit 1; }
+fi

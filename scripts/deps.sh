@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests drive when it is missing: tmux, sqlite3, python3,
+# zsh, fish and bash-completion (the completion tests),
 # chromium (headless, for the browser tests of `jobs ui`), the MCP client
 # scenarios' node packages and litestream (the replication test; installed
 # with go install). Without root, a missing chromium is only
@@ -9,6 +10,11 @@ need=()
 command -v tmux >/dev/null || need+=(tmux)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v python3 >/dev/null || need+=(python3)
+# The completion tests drive real shells: bash with bash-completion, zsh,
+# fish.
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
+[ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
 browser=()
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || browser+=(chromium)
 if ((${#need[@]} + ${#browser[@]})); then

@@ -48,7 +48,7 @@ func (r *runner) run(ctx context.Context, args []string) int {
 	line := reorder(app.Commands, args)
 	r.line = line
 	if len(args) > 2 && args[1] == "help" && findCommand(app.Commands, args[2]) == nil {
-		msg, code := errorLine(usagef("", "no help for %s: it is not a command", quoted(args[2])))
+		msg, code := errorLine(usagef("", "no help for %s: it is not a command%s", quoted(args[2]), didYouMean(args[2], commandNames(app.Commands), "")))
 		fmt.Fprintln(stderr, msg)
 		return code
 	}
@@ -78,6 +78,8 @@ type runner struct {
 	opened []*jobs.Client
 	// writeTimeout is jobs write's --timeout, for the client's options.
 	writeTimeout time.Duration
+	// cfg is the config file and environment, read on first use.
+	cfg *config
 }
 
 // client opens the database in detached mode, once, after the verb has
@@ -102,12 +104,16 @@ func (r *runner) openClient(cc *ucli.Context, lazy bool) (*jobs.Client, error) {
 			return nil, err
 		}
 	}
+	scope, err := r.scope(cc)
+	if err != nil {
+		return nil, err
+	}
 	exe, _ := os.Executable()
 	// gc is the janitor of the host whose supervisors write the database:
 	// another host's database it leaves as it is, like a read.
 	c, err := jobs.Open(cc.Context, jobs.Options{
 		DB:           path,
-		Scope:        cc.String("scope"),
+		Scope:        scope,
 		Detached:     true,
 		Executable:   exe,
 		LazyOpen:     lazy,
@@ -282,7 +288,9 @@ func (r *runner) app() *ucli.App {
 		Description: "Jobs keeps every job's metadata, status history and output in one SQLite database.\n" +
 			"Start one with 'jobs start -- CMD…', read it with 'jobs poll ID' or 'jobs log ID'.\n" +
 			"Exit status: 0 ok; 1 error; 2 usage; wait and start --wait exit with the job's status\n" +
-			"(128+n for signal n); 124 when wait --timeout passes with the job still running.",
+			"(128+n for signal n), as log -f does; 124 when wait --timeout passes with the job still running;\n" +
+			"125 when wait --until, --idle or --input did not happen before the jobs ended; 130 when interrupted.\n" +
+			"Defaults come from ~/.config/jobs/config.toml and the environment: 'jobs config' shows them.",
 		Reader:          r.stdin,
 		Writer:          r.stdout,
 		ErrWriter:       r.stderr,
@@ -300,11 +308,12 @@ func (r *runner) app() *ucli.App {
 		// A path may hold a comma; --status and --env split their own.
 		DisableSliceFlagSeparator: true,
 		OnUsageError: func(cc *ucli.Context, err error, _ bool) error {
-			return rewriteFlagError("", err)
+			return rewriteFlagError("", err, flagNames(cc.App.Flags))
 		},
 		Action: func(cc *ucli.Context) error {
 			if cc.Args().Present() {
-				return usagef("", "unknown command %s", quoted(cc.Args().First()))
+				verb := cc.Args().First()
+				return usagef("", "unknown command %s%s", quoted(verb), didYouMean(verb, commandNames(cc.App.Commands), ""))
 			}
 			return ucli.ShowAppHelp(cc)
 		},
@@ -318,8 +327,9 @@ func (r *runner) app() *ucli.App {
 				b.DisableDefaultText = true
 			}
 		}
+		flags := append(flagNames(c.Flags), flagNames(app.Flags)...)
 		c.OnUsageError = func(cc *ucli.Context, err error, _ bool) error {
-			return rewriteFlagError(name, err)
+			return rewriteFlagError(name, err, flags)
 		}
 	}
 	return app
@@ -349,6 +359,7 @@ func (r *runner) commands() []*ucli.Command {
 		r.mcpCommand(),
 		r.uiCommand(),
 		r.completionCommand(),
+		r.configCommand(),
 		r.superviseCommand(),
 		r.tmuxPipeCommand(), // hidden: tmux runs it for tmux jobs (tmuxpipe.go)
 		r.tmuxExecCommand(), // hidden: a tmux job's pane starts with it (tmuxpipe.go)

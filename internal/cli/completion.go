@@ -31,10 +31,11 @@ func (r *runner) completionCommand() *ucli.Command {
 		ArgsUsage: "SHELL",
 		Description: "The script completes verbs, flags, signal and status names, scopes, and the ids and\n" +
 			"names of the scope's jobs, asked from the database as you type (read-only: it starts\n" +
-			"no supervisor and creates no database).\n" +
-			"  bash: jobs completion bash > ~/.local/share/bash-completion/completions/jobs\n" +
-			"  zsh:  jobs completion zsh > \"${fpath[1]}/_jobs\"\n" +
-			"  fish: jobs completion fish > ~/.config/fish/completions/jobs.fish",
+			"no supervisor and creates no database). Install (see docs/completion.md; 'env jobs'\n" +
+			"reaches the program past the shell's builtin jobs):\n" +
+			"  bash: " + installLines["bash"] + "\n" +
+			"  zsh:  " + installLines["zsh"] + "\n" +
+			"  fish: " + installLines["fish"],
 		Action: func(cc *ucli.Context) error {
 			a := args(cc)
 			if len(a) != 1 {
@@ -48,6 +49,24 @@ func (r *runner) completionCommand() *ucli.Command {
 			return err
 		},
 	}
+}
+
+// installLines install each shell's script on a fresh account: they
+// create the directories and the start-up line they need.
+//
+// bash: bash-completion loads a file of its completions directory only for
+// a command that has no completion yet, and it gives the builtin jobs one
+// (job specs), so a file there is never loaded; ~/.bashrc sources it after
+// bash-completion has run, which replaces that rule for the word jobs.
+// zsh: the file is named _jobs_cli, since zsh's own _jobs is the helper
+// that completes job specs for kill, fg and bg; the directory goes first
+// in fpath so that its #compdef jobs wins over zsh's for the builtin.
+// fish: a function named jobs runs the program, as functions come before
+// builtins in fish; the completion file replaces fish's for the builtin.
+var installLines = map[string]string{
+	"bash": `mkdir -p ~/.local/share/bash-completion/completions && env jobs completion bash > ~/.local/share/bash-completion/completions/jobs && echo '. ~/.local/share/bash-completion/completions/jobs' >> ~/.bashrc`,
+	"zsh":  `mkdir -p ~/.local/share/zsh/site-functions && env jobs completion zsh > ~/.local/share/zsh/site-functions/_jobs_cli && echo 'fpath=(~/.local/share/zsh/site-functions $fpath); autoload -Uz compinit && compinit' >> ~/.zshrc`,
+	"fish": `mkdir -p ~/.config/fish/completions ~/.config/fish/functions && env jobs completion fish > ~/.config/fish/completions/jobs.fish && printf 'function jobs --description "jobs: durable background jobs"\n    command jobs $argv\nend\n' > ~/.config/fish/functions/jobs.fish`,
 }
 
 // The scripts hand the words to `jobs __complete SHELL WORD…`, which
@@ -81,8 +100,9 @@ _jobs() {
 complete -F _jobs jobs
 `,
 	"zsh": `#compdef jobs
-# zsh completion for jobs
-_jobs() {
+# zsh completion for jobs. Its name is _jobs_cli: zsh's own _jobs completes
+# job specs (kill %<TAB>) and must stay.
+_jobs_cli() {
 	local prog=${words[1]} out
 	# "jobs" is also a zsh builtin: run the program on PATH.
 	[[ $prog == */* ]] || prog=${commands[$prog]}
@@ -97,10 +117,10 @@ _jobs() {
 	cands=("${(@f)${out#*$'\n'}}")
 	compadd -a cands
 }
-if [[ ${funcstack[1]} == _jobs ]]; then
-	_jobs "$@"
+if [[ ${funcstack[1]} == _jobs_cli ]]; then
+	_jobs_cli "$@"
 else
-	compdef _jobs jobs
+	compdef _jobs_cli jobs
 fi
 `,
 	"fish": `# fish completion for jobs
@@ -417,6 +437,13 @@ func (cp *completion) refs(ctx context.Context) []string {
 	scope := cp.scope
 	if scope == "" {
 		scope = os.Getenv("JOBS_SCOPE")
+	}
+	if scope == "" {
+		// The config file's scope, as the verbs use it; a broken file
+		// offers the default scope's jobs (a completion never errs).
+		if cfg, err := loadConfig(); err == nil && cfg.values["scope"].Source != fromDefault {
+			scope = cfg.values["scope"].raw
+		}
 	}
 	if scope == "" {
 		scope = jobs.DefaultScope

@@ -127,12 +127,16 @@ func (e *env) environ() []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "JOBS_DB", "JOBS_SCOPE", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "NO_COLOR",
-			"PI_BASH_YIELD_MS", "PI_BASH_MAX_OUTPUT_CHARS", "OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", "PI_BASH_JOB_TTL_MS":
+			"PI_BASH_YIELD_MS", "PI_BASH_MAX_OUTPUT_CHARS", "OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", "PI_BASH_JOB_TTL_MS",
+			"XDG_CONFIG_HOME", "JOBS_TIMEOUT", "JOBS_TTL", "JOBS_MAX_OUTPUT", "JOBS_SHELL":
 			continue
 		}
 		out = append(out, kv)
 	}
 	out = append(out, "XDG_STATE_HOME="+e.state, "XDG_RUNTIME_DIR="+e.run)
+	// A config file of the person running the tests must not change
+	// the defaults the tests expect.
+	out = append(out, "XDG_CONFIG_HOME="+filepath.Join(filepath.Dir(e.state), "config"))
 	if e.scope != "" {
 		out = append(out, "JOBS_SCOPE="+e.scope)
 	}

@@ -137,9 +137,15 @@ var flagErrorPatterns = sync.OnceValue(func() []flagErrorPattern {
 	}
 })
 
-// rewriteFlagError turns a flag parsing error into a usage error for verb.
-func rewriteFlagError(verb string, err error) error {
+// rewriteFlagError turns a flag parsing error into a usage error for verb;
+// an unknown flag close to one of flags is followed by the suggestion.
+func rewriteFlagError(verb string, err error, flags []string) error {
 	msg := err.Error()
+	suggest := ""
+	if m := flagErrorPatterns()[0].re.FindStringSubmatch(msg); m != nil {
+		name, _, _ := strings.Cut(m[1], "=")
+		suggest = didYouMean(name, flags, "--")
+	}
 	for _, p := range flagErrorPatterns() {
 		if m := p.re.FindStringSubmatchIndex(msg); m != nil {
 			// The captures are what the user typed: echo them capped.
@@ -153,5 +159,5 @@ func rewriteFlagError(verb string, err error) error {
 	}
 	// Single-letter flags are spelt with one dash.
 	msg = regexp.MustCompile(`--([a-zA-Z])\b([^-]|$)`).ReplaceAllString(msg, "-$1$2")
-	return &usageError{msg: msg, verb: verb}
+	return &usageError{msg: msg + suggest, verb: verb}
 }

@@ -180,9 +180,9 @@ func TestErrorLine(t *testing.T) {
 		{errors.New("two\nlines"), "jobs: two; lines", 1},
 		{&exitError{code: 3}, "", 3},
 		{fmt.Errorf("bad regex: %w", jobs.ErrInvalid), "jobs: bad regex: invalid argument", 2},
-		{rewriteFlagError("log", errors.New("flag provided but not defined: -x")), "jobs: unknown flag -x (run 'jobs help log')", 2},
-		{rewriteFlagError("log", errors.New("flag provided but not defined: -bogus")), "jobs: unknown flag --bogus (run 'jobs help log')", 2},
-		{rewriteFlagError("log", errors.New(`invalid value "q" for flag -tail: parse error`)), `jobs: invalid value "q" for --tail (run 'jobs help log')`, 2},
+		{rewriteFlagError("log", errors.New("flag provided but not defined: -x"), nil), "jobs: unknown flag -x (run 'jobs help log')", 2},
+		{rewriteFlagError("log", errors.New("flag provided but not defined: -bogus"), nil), "jobs: unknown flag --bogus (run 'jobs help log')", 2},
+		{rewriteFlagError("log", errors.New(`invalid value "q" for flag -tail: parse error`), nil), `jobs: invalid value "q" for --tail (run 'jobs help log')`, 2},
 	} {
 		line, code := errorLine(tc.err)
 		if line != tc.line || code != tc.code {
@@ -305,9 +305,10 @@ func TestGoldenStatus(t *testing.T) {
 
 func TestGoldenWait(t *testing.T) {
 	js := goldenJobs()
-	golden(t, "wait_exited.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitExited, Jobs: []jobs.Job{js[1]}}))
-	golden(t, "wait_timeout.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitTimedOut, Jobs: []jobs.Job{js[0], js[1]}}))
-	golden(t, "wait_matched.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitMatched, JobID: js[0].ID, Match: "Local: http://localhost:5173/", Jobs: []jobs.Job{js[0]}}))
+	golden(t, "wait_exited.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitExited, Jobs: []jobs.Job{js[1]}}, jobs.WaitOptions{}))
+	golden(t, "wait_timeout.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitTimedOut, Jobs: []jobs.Job{js[0], js[1]}}, jobs.WaitOptions{}))
+	golden(t, "wait_matched.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitMatched, JobID: js[0].ID, Match: "Local: http://localhost:5173/", Jobs: []jobs.Job{js[0]}}, jobs.WaitOptions{}))
+	golden(t, "wait_unmatched.golden", formatWait(jobs.WaitResult{Reason: jobs.WaitExited, Jobs: []jobs.Job{js[1]}}, jobs.WaitOptions{Until: "Local:"}))
 }
 
 func TestAmbiguousHint(t *testing.T) {

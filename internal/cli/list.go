@@ -37,6 +37,7 @@ func (r *runner) listCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "cursor", Usage: "continue after the page whose next_cursor is `CURSOR`"},
 			&ucli.BoolFlag{Name: "all-scopes", Usage: "list every scope's jobs"},
 			&ucli.Int64Flag{Name: "tail", Usage: "show the last `N` lines of each job's output"},
+			&ucli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "redraw the table whenever the database changes, until interrupted"},
 		},
 		Action: r.list,
 	}
@@ -143,6 +144,9 @@ func (r *runner) list(cc *ucli.Context) error {
 		f.Limit = listTerminalRows
 	default:
 		f.Limit = listPipedRows
+	}
+	if cc.Bool("watch") {
+		return r.watchList(cc, f, tail)
 	}
 	var items []listItem
 	var page jobs.Page

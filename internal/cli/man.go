@@ -49,16 +49,19 @@ func ManPage() string {
 		}
 	}
 	w(".SH ENVIRONMENT\n")
-	for _, e := range [][2]string{
-		{"JOBS_DB", "the database path (\\fB\\-\\-db\\fR)"},
-		{"JOBS_SCOPE", "the scope (\\fB\\-\\-scope\\fR)"},
-		{"XDG_STATE_HOME", "where the default database lives: $XDG_STATE_HOME/jobs/jobs.db, else ~/.local/state/jobs/jobs.db"},
-		{"XDG_RUNTIME_DIR", "where the supervisor's socket and lock live"},
-	} {
-		w(".TP\n.B %s\n%s\n", e[0], e[1])
+	for _, e := range manEnvironment {
+		w(".TP\n.B %s\n%s\n", e[0], roffText(e[1]))
 	}
-	w(".SH EXIT STATUS\n0 ok; 1 error; 2 usage; \\fBwait\\fR and \\fBstart \\-\\-wait\\fR exit with the job's status (128+n for signal n); 124 when \\fBwait \\-\\-timeout\\fR passes with the job still running.\n")
+	w(".SH EXIT STATUS\n")
+	for _, e := range manExitStatus {
+		w(".TP\n.B %s\n%s\n", e[0], roffText(e[1]))
+	}
+	w(".SH EXAMPLES\n")
+	for _, e := range manExamples {
+		w(".PP\n%s\n.PP\n.RS\n.nf\n%s\n.fi\n.RE\n", roffText(e[0]), roffEscape(e[1]))
+	}
 	w(".SH FILES\n.TP\n.I ~/.local/state/jobs/jobs.db\nthe database: every job's metadata, status history and output (SQLite; read it with \\fBsqlite3\\fR)\n")
+	w(".TP\n.I ~/.config/jobs/config.toml\nthe defaults of \\fBjobs start\\fR and the scope: timeout, ttl, max_output, shell, scope (\\fBjobs config\\fR shows them)\n")
 	w(".SH SEE ALSO\n\\fBsqlite3\\fR(1), \\fBtmux\\fR(1)\n")
 	return b.String()
 }
@@ -157,4 +160,48 @@ func roffEscape(s string) string {
 
 func roffQuoted(s string) string {
 	return strings.ReplaceAll(roffEscape(s), `"`, `""`)
+}
+
+// manEnvironment is every variable jobs reads, as the man page lists it.
+var manEnvironment = [][2]string{
+	{"JOBS_DB", "the database path (--db)"},
+	{"JOBS_SCOPE", "the scope (--scope)"},
+	{"JOBS_TIMEOUT", "the default of start --timeout (beats the config file)"},
+	{"JOBS_TTL", "the default of start --ttl (beats the config file)"},
+	{"JOBS_MAX_OUTPUT", "the default of start --max-output (beats the config file)"},
+	{"JOBS_SHELL", "the default of start --shell (beats the config file)"},
+	{"JOBS_MCP_PROFILE", "the profile jobs mcp serves (--profile)"},
+	{"JOBS_EXECUTABLE", "the jobs binary a program embedding the Go package starts supervisors with"},
+	{"PI_BASH_YIELD_MS", "the default of start --yield, in milliseconds"},
+	{"PI_BASH_JOB_TTL_MS", "the default ttl, in milliseconds (JOBS_TTL beats it)"},
+	{"PI_BASH_MAX_OUTPUT_CHARS", "the characters poll and start --yield show (default 500)"},
+	{"OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", "the same, when PI_BASH_MAX_OUTPUT_CHARS is not set"},
+	{"NO_COLOR", "when set, no colour in list, poll and status (also TERM=dumb)"},
+	{"XDG_CONFIG_HOME", "where the config file lives: $XDG_CONFIG_HOME/jobs/config.toml, else ~/.config/jobs/config.toml"},
+	{"XDG_STATE_HOME", "where the default database lives: $XDG_STATE_HOME/jobs/jobs.db, else ~/.local/state/jobs/jobs.db"},
+	{"XDG_RUNTIME_DIR", "where the supervisor's socket and lock live"},
+}
+
+// manExitStatus is the exit statuses of jobs (see exitcodes.go).
+var manExitStatus = [][2]string{
+	{"0", "the verb did what was asked"},
+	{"1", "an error: unknown job, unreachable supervisor, a bad config file, a database problem"},
+	{"2", "a usage error: unknown verb or flag, missing argument, malformed value"},
+	{"124", "wait --timeout passed with a job still running"},
+	{"125", "wait --until, --idle or --input: the jobs ended without the condition happening"},
+	{"127", "start --wait: the job could not start (its program was not found, say)"},
+	{"128+n", "wait, start --wait and log -f: the job died of signal n"},
+	{"130", "jobs was interrupted while waiting or following; the job keeps running"},
+	{"other", "wait, start --wait and log -f exit with the job's own exit status"},
+}
+
+// manExamples are the first commands a person runs.
+var manExamples = [][2]string{
+	{"Start a dev server, wait until it is ready, and read its output:", "jobs start --name web --timeout 0 'npm run dev'\njobs wait web --until 'Local:' --timeout 60s\njobs log web --tail 20"},
+	{"Run a build and exit with its status, its output streaming here:", "jobs start --wait 'make -j4'"},
+	{"Find every error in a long log, with line numbers:", "jobs log build --grep 'ERROR|FATAL'"},
+	{"Answer a prompt, then follow the output to the end:", "printf 'y\\n' | jobs write installer -\njobs log installer -f"},
+	{"See what ran today, and what failed:", "jobs list --status failed\njobs events --job ID"},
+	{"Stop a job, its children too:", "jobs kill web"},
+	{"Keep jobs for a week by default:", "mkdir -p ~/.config/jobs\necho 'ttl = \"168h\"' >> ~/.config/jobs/config.toml\njobs config"},
 }

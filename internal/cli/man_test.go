@@ -100,3 +100,16 @@ func manMissing(page string) []string {
 	}
 	return missing
 }
+
+// TestManPageExamplesExitEnvironment: the page has examples, every exit
+// status of exitcodes.go, and the variables a person sets.
+func TestManPageExamplesExitEnvironment(t *testing.T) {
+	page := ManPage()
+	for _, want := range []string{".SH EXAMPLES", ".SH EXIT STATUS", ".B 124", ".B 125", ".B 130", ".B 128+n",
+		"JOBS_TIMEOUT", "JOBS_TTL", "JOBS_MAX_OUTPUT", "JOBS_SHELL", "JOBS_MCP_PROFILE", "XDG_CONFIG_HOME",
+		"PI_BASH_YIELD_MS", "PI_BASH_JOB_TTL_MS", "PI_BASH_MAX_OUTPUT_CHARS", "OPENCLAW_BASH_PENDING_MAX_OUTPUT_CHARS", "NO_COLOR"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the man page lacks %q", want)
+		}
+	}
+}

@@ -87,9 +87,13 @@ func (r *runner) sources(cc *ucli.Context) ([]*source, error) {
 		}
 		seen[p] = true
 	}
+	scope, err := r.scope(cc)
+	if err != nil {
+		return nil, err
+	}
 	for _, p := range paths {
 		c, err := jobs.Open(cc.Context, jobs.Options{
-			DB: p, Scope: cc.String("scope"), Detached: true, ReadOnly: true,
+			DB: p, Scope: scope, Detached: true, ReadOnly: true,
 		})
 		if err != nil {
 			return nil, err

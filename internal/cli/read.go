@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -167,7 +168,12 @@ func (r *runner) logCommand() *ucli.Command {
 		ArgsUsage: "ID",
 		Description: "Without a selection, prints the last 500 characters. Select a byte range with\n" +
 			"--offset/--limit, a line range with --from-line/--lines (lines count from 1), or the last\n" +
-			"N lines with --tail. What the read left out is said on stderr.",
+			"N lines with --tail. What the read left out is said on stderr.\n\n" +
+			"--grep searches the whole retained log, a page at a time, and prints each matching line\n" +
+			"after its line number (--json: line and byte offset); --lines N shows the first N matches,\n" +
+			"--tail N the last N, --from-line N starts at line N. Every match is counted, and what\n" +
+			"could not be searched (output evicted by --max-output) is said on stderr. With\n" +
+			"--offset/--limit or --stream, --grep filters that page instead.",
 		Flags: []ucli.Flag{
 			&ucli.Int64Flag{Name: "offset", Usage: "start at absolute byte `OFFSET`"},
 			&ucli.Int64Flag{Name: "limit", Usage: fmt.Sprintf("read at most `N` bytes (default %s, at most %s)", parse.FormatSize(jobs.DefaultPageBytes), parse.FormatSize(jobs.MaxPageBytes))},
@@ -175,8 +181,8 @@ func (r *runner) logCommand() *ucli.Command {
 			&ucli.Int64Flag{Name: "lines", Usage: fmt.Sprintf("read `N` lines (default %d)", jobs.DefaultLogLines)},
 			&ucli.Int64Flag{Name: "tail", Usage: "read the last `N` lines"},
 			&ucli.StringFlag{Name: "stream", Usage: "only `STREAM`: stdout or stderr"},
-			&ucli.StringFlag{Name: "grep", Usage: "keep only lines matching `REGEX`"},
-			&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing output as it comes until the job ends"},
+			&ucli.StringFlag{Name: "grep", Usage: "search the whole log for lines matching `REGEX`"},
+			&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing output as it comes until the job ends, then exit with its status"},
 			&ucli.BoolFlag{Name: "clean", Usage: "strip escape codes and collapse carriage-return overwrites"},
 			&ucli.BoolFlag{Name: "all", Usage: "print all retained output (from --offset, default 0) to the end, page by page"},
 		},
@@ -292,7 +298,21 @@ func (r *runner) log(cc *ucli.Context) error {
 		if !rg.ByteRange && rg.FromLine == 0 && rg.TailLines == 0 {
 			rg.TailLines = 10
 		}
-		return c.Follow(cc.Context, ref, rg, r.stdout)
+		if err := c.Follow(cc.Context, ref, rg, r.stdout); err != nil {
+			if cc.Context.Err() != nil {
+				return &exitError{code: ExitInterrupted, msg: "interrupted; the job keeps running"}
+			}
+			return err
+		}
+		// The job ended: exit with its status, as wait and start --wait do.
+		final, err := c.Get(cc.Context, ref)
+		if err != nil {
+			return err
+		}
+		return r.finish(final)
+	}
+	if searches(rg) {
+		return r.search(cc, c, ref, rg)
 	}
 	out, err := c.Log(cc.Context, ref, rg)
 	if err != nil {
@@ -300,6 +320,11 @@ func (r *runner) log(cc *ucli.Context) error {
 	}
 	if jsonOut(cc) {
 		return r.printJSON(out)
+	}
+	if defaultRead(rg) && out.Start > 0 {
+		if out, err = startAtLine(cc.Context, c, ref, out); err != nil {
+			return err
+		}
 	}
 	if _, err := fmt.Fprint(r.stdout, out.Text); err != nil {
 		return err
@@ -335,4 +360,38 @@ func (r *runner) logAll(cc *ucli.Context, c *jobs.Client, ref string, rg jobs.Ra
 		fmt.Fprintf(r.stderr, "[%s of this range %s]\n", parse.FormatSize(evicted), gapWords(evictedTotal, droppedTotal))
 	}
 	return nil
+}
+
+// defaultRead reports whether rg is log's read without a selection: the
+// last DefaultTailChars characters.
+func defaultRead(rg jobs.Range) bool {
+	return !rg.ByteRange && rg.FromLine == 0 && rg.Lines == 0 && rg.TailLines == 0 && rg.Tail == 0 && rg.Grep == "" && !rg.Clean
+}
+
+// startAtLine drops the partial first line of a tail that began mid-line,
+// so that what is printed (and what a pipe such as head -1 takes first) is
+// whole lines; the note on what was left out then counts it as earlier. A
+// tail that is one partial line is kept whole: better part of a line than
+// nothing.
+func startAtLine(ctx context.Context, c *jobs.Client, ref string, out jobs.Output) (jobs.Output, error) {
+	prev, err := c.Log(ctx, ref, jobs.Range{ByteRange: true, Offset: out.Start - 1, Limit: 1})
+	if err != nil {
+		return out, err
+	}
+	if prev.Text == "\n" || prev.Text == "" {
+		// At a line start already, or the byte before is gone (evicted):
+		// nothing tells where the line began.
+		return out, nil
+	}
+	i := strings.IndexByte(out.Text, '\n')
+	if i < 0 || i == len(out.Text)-1 {
+		return out, nil
+	}
+	cut := int64(i + 1)
+	out.Text = out.Text[cut:]
+	out.Start += cut
+	out.OmittedBefore += cut
+	out.FirstLine++
+	out.Lines--
+	return out, nil
 }

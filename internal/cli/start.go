@@ -97,6 +97,9 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 			return req, usagef(verb, "empty --shell")
 		}
 	}
+	if err := r.startDefaults(cc, spec); err != nil {
+		return req, err
+	}
 	spec.Name = cc.String("name")
 	spec.Replace = cc.Bool("replace")
 	if spec.Replace && spec.Name == "" {
@@ -139,10 +142,6 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 		if err != nil {
 			return req, err
 		}
-		spec.TTL = noneIfZero(d)
-	} else if d, ok, err := envMillis(verb, "PI_BASH_JOB_TTL_MS"); err != nil {
-		return req, err
-	} else if ok {
 		spec.TTL = noneIfZero(d)
 	}
 	if cc.IsSet("max-output") {

@@ -111,7 +111,7 @@ func (r *runner) wait(cc *ucli.Context) error {
 			return err
 		}
 	} else {
-		fmt.Fprint(r.stdout, formatWait(res))
+		fmt.Fprint(r.stdout, formatWait(res, o))
 	}
 	if code := waitExitCode(res, o); code != 0 {
 		return &exitError{code: code}
@@ -148,9 +148,24 @@ func waitExitCode(res jobs.WaitResult, o jobs.WaitOptions) int {
 	return 0
 }
 
-// formatWait says why wait returned, then one line per job.
-func formatWait(res jobs.WaitResult) string {
+// formatWait says why wait returned, then one line per job. When the jobs
+// ended before --until, --idle or --input fired it says that first: the
+// exit status 125 alone does not tell a person what did not happen.
+func formatWait(res jobs.WaitResult, o jobs.WaitOptions) string {
 	var b strings.Builder
+	if waitExitCode(res, o) == ExitNotHappened {
+		var missed []string
+		if o.Until != "" {
+			missed = append(missed, "no line matched --until "+quoted(o.Until))
+		}
+		if o.Idle > 0 {
+			missed = append(missed, "output never went quiet for "+shortDuration(o.Idle))
+		}
+		if o.Input {
+			missed = append(missed, "no job waited for input")
+		}
+		fmt.Fprintf(&b, "%s before the jobs ended\n", strings.Join(missed, "; "))
+	}
 	switch res.Reason {
 	case jobs.WaitMatched:
 		fmt.Fprintf(&b, "%s matched: %s\n", res.JobID, truncate(shown(res.Match), 200))

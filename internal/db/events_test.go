@@ -106,14 +106,18 @@ func TestEventsOutliveJobs(t *testing.T) {
 		t.Errorf("chunks after delete: %d, %v", chunks, err)
 	}
 	evs, err := d.Events(ctx, EventFilter{Scope: "s", JobID: j.ID})
-	if err != nil || len(evs) != 3 {
+	// Created, running, done, and the note of the deletion.
+	if err != nil || len(evs) != 4 {
 		t.Fatalf("events after delete: %d, %v", len(evs), err)
+	}
+	if last := evs[len(evs)-1]; last.Kind != "note" || !strings.Contains(string(last.Detail), `"by":"rm"`) {
+		t.Errorf("last event %+v, want the deletion note", last)
 	}
 	var commands []string
 	if err := d.Select(&commands, `SELECT command FROM job_history WHERE job_id = ? ORDER BY event_id`, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(commands, "|") != "echo hi|echo hi|echo hi" {
+	if strings.Join(commands, "|") != "echo hi|echo hi|echo hi|echo hi" {
 		t.Errorf("job_history commands of a deleted job: %q", commands)
 	}
 }
@@ -144,8 +148,9 @@ func TestDeleteEventsBefore(t *testing.T) {
 			t.Errorf("event %d at %v survived", e.ID, e.At)
 		}
 	}
-	if len(evs) != 2 {
-		t.Errorf("%d events left, want 2", len(evs))
+	// The recent transition, the second job's creation, the deletion note.
+	if len(evs) != 3 {
+		t.Errorf("%d events left, want 3", len(evs))
 	}
 	if n, err := d.DeleteEventsBefore(ctx, cut); err != nil || n != 0 {
 		t.Errorf("second run = %d, %v", n, err)

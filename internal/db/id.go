@@ -18,6 +18,13 @@ func NewID() string {
 	return idEncoding.EncodeToString(b[:])
 }
 
+// MinPrefix is the fewest characters of an id that select a job: fewer
+// would match too many ids to be worth a query, and could be a name.
+const MinPrefix = 4
+
+// IsIDText reports whether s could be an id prefix (see isIDText).
+func IsIDText(s string) bool { return isIDText(strings.ToLower(s)) }
+
 // isIDText reports whether s consists only of characters an id can hold, so
 // that it can be used as an id prefix.
 func isIDText(s string) bool {

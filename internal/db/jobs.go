@@ -653,7 +653,7 @@ func (d *DB) findJob(ctx context.Context, scope, ref string) (Job, error) {
 		return j, err
 	}
 	var ambiguous error
-	if len(id) >= 4 && isIDText(id) {
+	if len(id) >= MinPrefix && isIDText(id) {
 		upper := id[:len(id)-1] + string(id[len(id)-1]+1)
 		jobs, err := queryJobs(ctx, d, jobsByPrefixQuery, id, upper, scope, maxCandidates+1)
 		if err != nil {
@@ -901,12 +901,40 @@ func (d *DB) AdvanceReadCursor(ctx context.Context, id string, from, to int64) (
 	return false, nil
 }
 
-const deleteJobQuery = `DELETE FROM jobs WHERE id = ?`
+const (
+	deleteJobQuery = `DELETE FROM jobs WHERE id = ?`
+	// deleteNoteQuery records a job's deletion on its audit trail, which
+	// outlives it; it inserts nothing when the job is not there.
+	deleteNoteQuery = `INSERT INTO events (job_id, scope, at, kind, detail)
+	SELECT id, scope, ?, 'note', json_object('message', 'deleted', 'by', ?) FROM jobs WHERE id = ?`
+)
 
-// DeleteJob deletes the job; its output chunks go with it (ON DELETE
-// CASCADE), its events stay for their own retention.
+// Who deleted a job, as its deletion note says.
+const (
+	DeletedByRemove = "rm"
+	DeletedByTTL    = "ttl"
+)
+
+// DeleteJob deletes the job and leaves a note on its events that it was
+// deleted by jobs rm, in one transaction; its output chunks go with it (ON
+// DELETE CASCADE), its events stay for their own retention.
 func (d *DB) DeleteJob(ctx context.Context, id string) error {
-	if err := d.execOne(ctx, deleteJobQuery, id); err != nil {
+	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, deleteNoteQuery, FormatTime(d.Now()), DeletedByRemove, id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, deleteJobQuery, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return vocab.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("delete job %s: %w", id, err)
 	}
 	return nil
@@ -972,7 +1000,10 @@ const (
 	ORDER BY last_access_at LIMIT ?`
 	deleteChunkSliceQuery = `DELETE FROM chunks WHERE rowid IN
 	(SELECT rowid FROM chunks WHERE job_id = ? ORDER BY byte_offset LIMIT ?)`
-	deleteExpiredJobQuery = `DELETE FROM jobs WHERE id = ? AND ended_at IS NOT NULL`
+	deleteExpiredJobQuery  = `DELETE FROM jobs WHERE id = ? AND ended_at IS NOT NULL`
+	deleteExpiredNoteQuery = `INSERT INTO events (job_id, scope, at, kind, detail)
+	SELECT id, scope, ?, 'note', json_object('message', 'deleted', 'by', ?, 'ttl_ms', ttl_ms) FROM jobs
+	WHERE id = ? AND ended_at IS NOT NULL`
 )
 
 // ExpiredJobIDs returns up to limit ids of the finished jobs whose ttl has
@@ -1019,8 +1050,8 @@ func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error)
 		stmts := 0
 		for _, id := range ids {
 			for {
-				// The job's own delete needs a statement after this one.
-				if time.Since(start) > BatchBudget || stmts+2 > BatchStatements {
+				// The job's note and delete need two statements after this one.
+				if time.Since(start) > BatchBudget || stmts+3 > BatchStatements {
 					return nil
 				}
 				stmts++
@@ -1034,7 +1065,12 @@ func (d *DB) deleteBatch(ctx context.Context, ids []string) (batchResult, error)
 					break
 				}
 			}
-			stmts++
+			stmts += 2
+			// The audit trail says why the job is gone; a job that is not
+			// finished (not deleted below) gets no note.
+			if _, err := tx.ExecContext(ctx, deleteExpiredNoteQuery, FormatTime(d.Now()), DeletedByTTL, id); err != nil {
+				return err
+			}
 			res, err := tx.ExecContext(ctx, deleteExpiredJobQuery, id)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -298,13 +299,38 @@ func (c *Client) Signal(ctx context.Context, ref string, sig string) ([]int, err
 // tagged processes) and returns the pids stopped. The job keeps its status
 // and reads report it Stopped; Resume continues it. A timeout or kill still
 // ends a paused job: kill sends SIGCONT after SIGTERM.
+// Each pause leaves a note on the job's events.
 func (c *Client) Pause(ctx context.Context, ref string) ([]int, error) {
-	return c.Signal(ctx, ref, "STOP")
+	return c.signalNoted(ctx, ref, "STOP", "paused")
 }
 
 // Resume continues a paused job (SIGCONT) and returns the pids continued.
+// Each resume leaves a note on the job's events.
 func (c *Client) Resume(ctx context.Context, ref string) ([]int, error) {
-	return c.Signal(ctx, ref, "CONT")
+	return c.signalNoted(ctx, ref, "CONT", "resumed")
+}
+
+// signalNoted is Signal, then a note on the audit trail: a pause is no
+// status transition, yet an audit must be able to tell why a job sat
+// still. A note that cannot be written fails the call after the signal
+// was sent, so the caller knows the trail is short.
+func (c *Client) signalNoted(ctx context.Context, ref, sig, message string) ([]int, error) {
+	pids, err := c.Signal(ctx, ref, sig)
+	if err != nil {
+		return pids, err
+	}
+	j, err := c.find(ctx, ref)
+	if err != nil {
+		return pids, err
+	}
+	detail, err := json.Marshal(map[string]any{"message": message, "pids": len(pids)})
+	if err != nil {
+		return pids, err
+	}
+	if _, err := c.db.AddEvent(context.WithoutCancel(ctx), db.Event{JobID: j.ID, Scope: j.Scope, Kind: "note", Detail: detail}); err != nil {
+		return pids, fmt.Errorf("record %s: %w", message, err)
+	}
+	return pids, nil
 }
 
 // Clear drops a job's stored output. Offsets stay absolute: what was

@@ -140,6 +140,10 @@ func publicErr(ref string, err error) error {
 	case errors.As(err, &amb):
 		return fmt.Errorf("job prefix \"%s\" is %w: matches %s", echo(ref), ErrAmbiguous, joinIDs(amb.Candidates))
 	case errors.Is(err, vocab.ErrNotFound):
+		if len(ref) < db.MinPrefix && db.IsIDText(ref) {
+			// Neither a name nor an id: say what would select one.
+			return fmt.Errorf("job %s %w: an id prefix needs at least %d characters", echo(ref), ErrNotFound, db.MinPrefix)
+		}
 		return fmt.Errorf("job %s %w", echo(ref), ErrNotFound)
 	case errors.As(err, &taken):
 		return fmt.Errorf("%w: job %s is already running as \"%s\"", ErrNameTaken, taken.ID, echo(taken.Name))
