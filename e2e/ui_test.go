@@ -231,8 +231,8 @@ func TestUIJobPageFollowsOutput(t *testing.T) {
 	took := time.Since(began)
 	w.ok("write", "--newline", id, "bye")
 	within(t, ctx, 15*time.Second, "the third line and the end", until(`document.getElementById("log").textContent.includes("third") && document.getElementById("status").textContent === "done"`))
-	run(t, ctx, "search the output", chromedp.Navigate(u+"job/"+id+"?grep=sec"), visible(`#log`))
-	if got := text(t, ctx, `#log`); !strings.Contains(got, "second hello") || strings.Contains(got, "first") || strings.Contains(got, "third") {
+	run(t, ctx, "search the output", chromedp.Navigate(u+"job/"+id+"?grep=sec"), visible(`#matches`))
+	if got := text(t, ctx, `#matches`); !strings.Contains(got, "second hello") || strings.Contains(got, "first") || strings.Contains(got, "third") {
 		t.Fatalf("a search for \"sec\" shows %q", got)
 	}
 	t.Logf("output written after the page opened showed in %d ms; the end showed without a reload", took.Milliseconds())
