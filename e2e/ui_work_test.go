@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,7 +92,7 @@ func TestUISearchWholeLargeLog(t *testing.T) {
 	big := w.start("--name", "big", "--max-output", "0", "--", "true")
 	w.waitTerminal(big, 30*time.Second)
 	w.bigLog(big, size)
-	u := w.ui()
+	u, pid := w.uiProcess()
 	ctx := browser(t)
 	// Every line of a 64 KiB chunk is the chunk's offset: a chunk near the
 	// start and the last one match 4096 lines each.
@@ -126,7 +127,12 @@ func TestUISearchWholeLargeLog(t *testing.T) {
 	if got := text(t, ctx, `#count`); got != "8192" {
 		t.Fatalf("a later page of matches counts %s, want 8192", got)
 	}
-	t.Logf("%s log: 8192 matches counted, first on line %s, in %d ms", sizeText(size), firstLine, took.Milliseconds())
+	// Memory is a page of output and the listed matches, not the log.
+	hwm := peakRSS(pid)
+	if hwm > 256<<20 {
+		t.Fatalf("the ui process peaked at %d MiB searching a %s log", hwm>>20, sizeText(size))
+	}
+	t.Logf("%s log: 8192 matches counted, first on line %s, in %d ms; ui peak RSS %d MiB", sizeText(size), firstLine, took.Milliseconds(), hwm>>20)
 }
 
 // TestUIJobPageOutputFirstLineLinks: the output comes before the folded
@@ -280,4 +286,33 @@ func TestUIErrorPages(t *testing.T) {
 	}
 	run(t, ctx, "back to the list", followLink(t, ctx, `#back`), visible(`tr[data-id="`+id+`"]`))
 	t.Logf("missing job, bad offset, bad line, unknown path: pages with the layout and a way back")
+}
+
+// TestUISearchAcrossCapGap: in a job whose output cap removed its middle,
+// a search finds lines on both sides of the gap with their true numbers,
+// says what could not be searched, and a match's link opens its line.
+func TestUISearchAcrossCapGap(t *testing.T) {
+	w := newWorld(t)
+	// 40000 lines of 8 bytes (n=00001) under a 64 KiB cap: the first
+	// lines and the newest stay, the middle goes.
+	id := w.start("--name", "capped", "--max-output", "64KiB", "--", "bash", "-c", `for i in $(seq 1 40000); do printf 'n=%05d\n' $i; done`)
+	w.waitTerminal(id, 60*time.Second)
+	u := w.ui()
+	ctx := browser(t)
+	run(t, ctx, "search both sides of the gap", chromedp.Navigate(u+"job/"+id+"?grep="+url.QueryEscape(`^n=(00002|39999|20000)$`)), visible(`#count`))
+	count := text(t, ctx, `#count`)
+	lines := eval[[]string](t, ctx, `[...document.querySelectorAll("#matches .match a.n")].map(a => a.textContent)`)
+	rangeText := text(t, ctx, `#range`)
+	if count != "2" || len(lines) != 2 || lines[0] != "2" || lines[1] != "39999" {
+		t.Fatalf("the search counts %s and lists lines %v, want 2: lines 2 and 39999 (range %q)", count, lines, rangeText)
+	}
+	if !strings.Contains(rangeText, "output cap") {
+		t.Fatalf("the search does not say what the cap removed: %q", rangeText)
+	}
+	run(t, ctx, "open the match after the gap", followLink(t, ctx, `#matches .match:last-child a.n`))
+	settle(t, ctx, 20*time.Second, "line 39999 marked", `location.hash === "#L39999" && document.querySelector("#log .l:target") !== null`)
+	if got := eval[string](t, ctx, `document.querySelector("#log .l:target").textContent`); got != "n=39999\n" {
+		t.Fatalf("the link to line 39999 marks %q", got)
+	}
+	t.Logf("a capped log: matches before and after the gap on their true lines; %q", rangeText)
 }

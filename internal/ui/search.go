@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
+	"unsafe"
 
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -51,6 +53,15 @@ type searcher struct {
 	res   searchResult
 	keep  int
 
+	// lits, when set, are strings one of which every match holds (in
+	// lower case when fold): lines are found by looking for them, which
+	// is many times faster than running the pattern over every byte
+	// (Go's regexp has no fast path for a pattern that does not begin
+	// with a literal, such as (?i)error or ^(a|b)$).
+	lits  []string
+	fold  bool
+	lower []byte // the run in lower case, when fold
+
 	carry      []byte // the start of a line the last read cut
 	carryAt    int64  // its offset
 	carryLine  int64  // its number
@@ -70,7 +81,94 @@ func newSearcher(pattern string, after int64, keep int) (*searcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: bad regular expression %q: %v", jobs.ErrInvalid, clip(pattern), err)
 	}
-	return &searcher{line: re, multi: multi, keep: keep, res: searchResult{After: after}}, nil
+	s := &searcher{line: re, multi: multi, keep: keep, res: searchResult{After: after}}
+	if t, err := syntax.Parse(pattern, syntax.Perl); err == nil {
+		s.lits, s.fold, _ = required(t.Simplify())
+		if s.fold {
+			// Strings of a case-sensitive part are looked for in lower
+			// case too: the lines found are then tested by the pattern.
+			for i, l := range s.lits {
+				s.lits[i] = asciiLower(l)
+			}
+		}
+	}
+	return s, nil
+}
+
+// maxLits bounds the strings a search looks for at once.
+const maxLits = 8
+
+// required returns strings one of which every match of t contains, and
+// whether they are to be found in any case (fold); ok is false when no
+// such set is known.
+func required(t *syntax.Regexp) (lits []string, fold, ok bool) {
+	switch t.Op {
+	case syntax.OpLiteral:
+		l := string(t.Rune)
+		if t.Flags&syntax.FoldCase == 0 {
+			return []string{l}, false, true
+		}
+		// Found by lowering ASCII: a literal of other letters, or of k or s
+		// (which fold with U+212A and U+017F), is not.
+		for _, r := range l {
+			if r >= 0x80 || r == 'k' || r == 'K' || r == 's' || r == 'S' {
+				return nil, false, false
+			}
+		}
+		return []string{asciiLower(l)}, true, true
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(t.Sub[0])
+	case syntax.OpRepeat:
+		if t.Min >= 1 {
+			return required(t.Sub[0])
+		}
+	case syntax.OpConcat:
+		// Runs of factors whose text is one of a few strings give
+		// their products (the parser turns a|b into a common prefix
+		// and the rests); of those and the other factors' strings, the
+		// set whose shortest is longest picks the fewest lines.
+		best := 0
+		consider := func(l []string, f bool) {
+			if len(l) == 0 {
+				return
+			}
+			short := len(l[0])
+			for _, x := range l {
+				short = min(short, len(x))
+			}
+			if short > best {
+				best, lits, fold = short, l, f
+			}
+		}
+		run, runFold, inRun := []string{""}, false, false
+		for _, sub := range t.Sub {
+			if e, f, ok := exact(sub); ok && (!inRun || f == runFold || allEmpty(e) || allEmpty(run)) && len(run)*len(e) <= maxLits {
+				run, runFold, inRun = product(run, e), runFold || f, true
+				continue
+			}
+			consider(run, runFold)
+			run, runFold, inRun = []string{""}, false, false
+			if e, f, ok := exact(sub); ok {
+				run, runFold, inRun = e, f, true
+				continue
+			}
+			if l, f, ok := required(sub); ok {
+				consider(l, f)
+			}
+		}
+		consider(run, runFold)
+		return lits, fold, best > 0
+	case syntax.OpAlternate:
+		for _, sub := range t.Sub {
+			l, f, ok := required(sub)
+			if !ok || len(lits)+len(l) > maxLits || (len(lits) > 0 && f != fold) {
+				return nil, false, false
+			}
+			lits, fold = append(lits, l...), f
+		}
+		return lits, fold, len(lits) > 0
+	}
+	return nil, false, false
 }
 
 // search reads job id's whole retained output and returns the matches of
@@ -212,7 +310,7 @@ func (s *searcher) lines(text string, at, first int64) {
 		}
 		e := end + strings.IndexByte(text[end:], '\n')
 		raw := text[end:e]
-		s.test(string(textclean.CleanLine([]byte(raw))), at+int64(end), lineOf(end))
+		s.test(raw, at+int64(end), lineOf(end))
 		pos = e + 1
 	}
 }
@@ -220,6 +318,10 @@ func (s *searcher) lines(text string, at, first int64) {
 // plain searches run, whole lines without escape sequences, which begins at
 // index base of the text lineOf counts in.
 func (s *searcher) plain(run string, at int64, base int, lineOf func(int) int64) {
+	if len(s.lits) > 0 {
+		s.byLiterals(run, at, base, lineOf)
+		return
+	}
 	p := 0
 	for p < len(run) {
 		loc := s.multi.FindStringIndex(run[p:])
@@ -239,10 +341,109 @@ func (s *searcher) plain(run string, at int64, base int, lineOf func(int) int64)
 	}
 }
 
+// byLiterals is plain for a pattern with required strings: each line that
+// holds one is tested.
+func (s *searcher) byLiterals(run string, at int64, base int, lineOf func(int) int64) {
+	hay := run
+	if s.fold {
+		s.lower = appendASCIILower(s.lower[:0], run)
+		hay = unsafeString(s.lower)
+	}
+	next := make([]int, len(s.lits)) // where each string is next found, from p
+	for i := range next {
+		next[i] = -2 // not looked for yet
+	}
+	p := 0
+	for p < len(run) {
+		m := -1
+		for i, l := range s.lits {
+			if next[i] != -1 && next[i] < p {
+				next[i] = strings.Index(hay[p:], l)
+				if next[i] >= 0 {
+					next[i] += p
+				}
+			}
+			if next[i] >= 0 && (m < 0 || next[i] < m) {
+				m = next[i]
+			}
+		}
+		if m < 0 {
+			return
+		}
+		ls := strings.LastIndexByte(run[:m], '\n') + 1
+		le := ls + strings.IndexByte(run[ls:], '\n')
+		if s.line.MatchString(run[ls:le]) {
+			s.hit(run[ls:le], at+int64(ls), lineOf(base+ls))
+		}
+		p = le + 1
+	}
+}
+
+// exact returns every string t matches, when they are few literals (zero-
+// width assertions match ""), and whether they are to be found in any
+// case.
+func exact(t *syntax.Regexp) ([]string, bool, bool) {
+	switch t.Op {
+	case syntax.OpLiteral:
+		return required(t)
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return []string{""}, false, true
+	case syntax.OpCapture:
+		return exact(t.Sub[0])
+	case syntax.OpAlternate:
+		var out []string
+		fold := false
+		for i, sub := range t.Sub {
+			e, f, ok := exact(sub)
+			if !ok || len(out)+len(e) > maxLits || (i > 0 && f != fold && !allEmpty(e)) {
+				return nil, false, false
+			}
+			out, fold = append(out, e...), fold || f
+		}
+		return out, fold, true
+	case syntax.OpConcat:
+		out, fold := []string{""}, false
+		for _, sub := range t.Sub {
+			e, f, ok := exact(sub)
+			if !ok || len(out)*len(e) > maxLits || (f != fold && !allEmpty(e) && !allEmpty(out)) {
+				return nil, false, false
+			}
+			out, fold = product(out, e), fold || f
+		}
+		return out, fold, true
+	}
+	return nil, false, false
+}
+
+func allEmpty(l []string) bool {
+	for _, x := range l {
+		if x != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// product is every string of a followed by one of b.
+func product(a, b []string) []string {
+	out := make([]string, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, x+y)
+		}
+	}
+	return out
+}
+
 // test tests one line as it is shown.
-func (s *searcher) test(shown string, at, line int64) {
+func (s *searcher) test(line string, at, n int64) {
+	shown := line
+	if strings.ContainsAny(line, "\x1b\r") {
+		shown = string(textclean.CleanLine([]byte(line)))
+	}
 	if s.line.MatchString(shown) {
-		s.hit(shown, at, line)
+		s.hit(shown, at, n)
 	}
 }
 
@@ -261,3 +462,22 @@ func (s *searcher) hit(text string, at, line int64) {
 	}
 	s.res.Hits = append(s.res.Hits, hit{Line: line, Offset: at, Text: visible(shorten(text, 500))})
 }
+
+// unsafeString views b as a string without a copy; b is not changed while
+// the string is in use (one byLiterals call).
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// appendASCIILower appends s with its ASCII letters in lower case; other
+// bytes stay as they are, so offsets are those of s.
+func appendASCIILower(b []byte, s string) []byte {
+	n := len(b)
+	b = append(b, s...)
+	for i := n; i < len(b); i++ {
+		if c := b[i]; 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return b
+}
+
+func asciiLower(s string) string { return string(appendASCIILower(nil, s)) }
