@@ -567,8 +567,13 @@ func TestUITimelineAndScreenshots(t *testing.T) {
 			}
 		}
 		shot("ui-timeline.png")
+		// A paused job, for the list's picture.
+		watcher := w.start("--cwd", "/tmp", "--name", "file-watcher", "--timeout", "120s", "--", "bash", "-c", `echo 'watching src/ for changes'; sleep 100`)
+		w.waitOutput(watcher, "watching")
+		w.ok("pause", watcher)
+		defer w.ok("kill", watcher)
 		shot("ui-list.png", chromedp.Navigate(u), visible(`tr[data-id="`+build+`"]`),
-			visible(`#live.on`))
+			visible(`tr[data-id="`+watcher+`"] .badge.st-paused`), visible(`#live.on`))
 		shot("ui-job.png", chromedp.Navigate(u+"job/"+build), visible(`#log`),
 			visible(`#live.on`))
 		t.Log("wrote docs/ui-list.png, docs/ui-job.png, docs/ui-timeline.png")
