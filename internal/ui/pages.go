@@ -419,6 +419,10 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out, err = c.Log(ctx, j.ID, jobs.Range{FromLine: max(n-lineContext, jobs.FirstLine), Lines: lineSpan})
+		if err == nil {
+			// Long lines: the page keeps pageBytes around the line.
+			out = aroundLine(out, n, pageBytes)
+		}
 	case q.Get("offset") != "":
 		d.Offset = q.Get("offset")
 		off, perr := strconv.ParseInt(d.Offset, 10, 64)
@@ -453,6 +457,43 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		d.Stream = p + d.ScopeAnd
 	}
 	s.render(w, "job.html", d)
+}
+
+// aroundLine cuts a page read by lines to at most size bytes of whole
+// lines: from the line a quarter of size before line n's start on, so a
+// jump to a line shows what led to it and what follows whatever the lines'
+// lengths.
+func aroundLine(out jobs.Output, n int64, size int) jobs.Output {
+	text := out.Text
+	if len(text) <= size {
+		return out
+	}
+	// The start of line n in text: after its (n - FirstLine)th newline.
+	at := 0
+	for k := out.FirstLine; k < n; k++ {
+		i := strings.IndexByte(text[at:], '\n')
+		if i < 0 {
+			break
+		}
+		at += i + 1
+	}
+	from := 0
+	if at > size/4 {
+		from = strings.IndexByte(text[at-size/4:at], '\n') + at - size/4 + 1
+		if from <= at-size/4 {
+			from = at // one line longer than a quarter page before it
+		}
+	}
+	to := min(from+size, len(text))
+	if i := strings.LastIndexByte(text[from:to], '\n'); i >= 0 && to < len(text) && from+i+1 > at {
+		to = from + i + 1
+	}
+	out.FirstLine += int64(strings.Count(text[:from], "\n"))
+	out.Start += int64(from)
+	out.End = out.Start + int64(to-from)
+	out.Lines = int64(strings.Count(text[from:to], "\n"))
+	out.Text = text[from:to]
+	return out
 }
 
 // jobStream follows one job: its output from ?from= on (event "out", HTML)

@@ -196,3 +196,31 @@ func TestSearcherRequiredStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestAroundLineBoundsAPage: a jump to a line among long lines keeps a page
+// of whole lines holding the line, with its offsets and number.
+func TestAroundLineBoundsAPage(t *testing.T) {
+	var b strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&b, "%03d %s\n", i+1, strings.Repeat("x", 995)) // 1000 bytes a line
+	}
+	in := jobs.Output{Text: b.String(), Start: 5000, FirstLine: 1, End: 5000 + int64(b.Len())}
+	out := aroundLine(in, 50, 8000)
+	if len(out.Text) > 8000 || !strings.HasSuffix(out.Text, "\n") {
+		t.Fatalf("the page holds %d bytes, want at most 8000 of whole lines", len(out.Text))
+	}
+	first := int64(0)
+	fmt.Sscanf(out.Text, "%d", &first)
+	if first != out.FirstLine || first > 50 || first < 45 {
+		t.Fatalf("the page starts with line %d, says %d; want a few lines before 50", first, out.FirstLine)
+	}
+	if want := 5000 + (first-1)*1000; out.Start != want || out.End != out.Start+int64(len(out.Text)) {
+		t.Fatalf("the page covers %d-%d, want from %d", out.Start, out.End, want)
+	}
+	if !strings.Contains(out.Text, "050 x") {
+		t.Fatal("the page lacks line 50")
+	}
+	if small := aroundLine(jobs.Output{Text: "a\nb\n", FirstLine: 1}, 2, 8000); small.Text != "a\nb\n" {
+		t.Fatalf("a small page was cut: %q", small.Text)
+	}
+}
