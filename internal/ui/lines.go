@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"html"
 	"strconv"
 	"strings"
 )
@@ -17,11 +18,11 @@ type lineRenderer struct {
 	r       *renderer
 	next    int64  // the number of the line the next byte belongs to
 	atStart bool   // the next byte begins a line
-	query   string // appended to each line's link: the job's scope
+	query   string // appended to each line's link (the job's scope), HTML-escaped
 }
 
 func newLineRenderer(first int64, atStart bool, query string) *lineRenderer {
-	return &lineRenderer{r: newRenderer(), next: first, atStart: atStart, query: query}
+	return &lineRenderer{r: newRenderer(), next: first, atStart: atStart, query: html.EscapeString(query)}
 }
 
 // resync starts a new line numbered n: after bytes that are not stored,
@@ -39,7 +40,7 @@ func (l *lineRenderer) render(data []byte, final bool) (string, int) {
 		if i := bytes.IndexByte(seg, '\n'); i >= 0 {
 			seg, full = seg[:i+1], true
 		}
-		html, n := l.r.render(seg, final || full)
+		text, n := l.r.render(seg, final || full)
 		if n == 0 {
 			break // a sequence cut at the very start: wait for the rest
 		}
@@ -49,7 +50,7 @@ func (l *lineRenderer) render(data []byte, final bool) (string, int) {
 		} else {
 			b.WriteString(`<span class="l c">`)
 		}
-		b.WriteString(html)
+		b.WriteString(text)
 		b.WriteString("</span>")
 		done += n
 		if full && n == len(seg) {

@@ -151,9 +151,9 @@ func TestLineRendererNumbersLines(t *testing.T) {
 		t.Fatalf("consumed %d, want 16", n)
 	}
 	for _, want := range []string{
-		`<span class="l" id="L7"><a class="n" href="?line=7&scope=s#L7" data-n="7"></a>one` + "\n</span>",
-		`<span class="l" id="L8"><a class="n" href="?line=8&scope=s#L8" data-n="8"></a><span class="f1">two` + "\n</span></span>",
-		`<span class="l" id="L9"><a class="n" href="?line=9&scope=s#L9" data-n="9"></a><span class="f1">thr</span></span>`,
+		`<span class="l" id="L7"><a class="n" href="?line=7&amp;scope=s#L7" data-n="7"></a>one` + "\n</span>",
+		`<span class="l" id="L8"><a class="n" href="?line=8&amp;scope=s#L8" data-n="8"></a><span class="f1">two` + "\n</span></span>",
+		`<span class="l" id="L9"><a class="n" href="?line=9&amp;scope=s#L9" data-n="9"></a><span class="f1">thr</span></span>`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Fatalf("rendered\n%s\nlacks\n%s", html, want)
@@ -222,5 +222,26 @@ func TestAroundLineBoundsAPage(t *testing.T) {
 	}
 	if small := aroundLine(jobs.Output{Text: "a\nb\n", FirstLine: 1}, 2, 8000); small.Text != "a\nb\n" {
 		t.Fatalf("a small page was cut: %q", small.Text)
+	}
+}
+
+// TestJobPageLinksKeepTheScope: a job of another scope keeps its scope in
+// every link of its page: the pager, the matches, the next matches.
+func TestJobPageLinksKeepTheScope(t *testing.T) {
+	s, _ := serve(t)
+	d := jobData{Page: s.page("x", "job"), Job: jobs.Job{ID: "abc", Scope: "other one", Status: jobs.StatusDone}, State: "done",
+		HasPrev: true, HasNext: true, ScopeArg: "?scope=other+one", ScopeAnd: "&scope=other+one",
+		Search: &searchResult{Count: 1, Hits: []hit{{Line: 7, Text: "x"}}, More: true}, MoreLink: "?grep=x&after=7&scope=other+one"}
+	html, err := s.fragment("job.html", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`?offset=0&amp;scope=other%20one"`, `?line=7&amp;scope=other%20one#L7"`, `href="?grep=x&amp;after=7&amp;scope=other&#43;one"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(html)
 	}
 }
