@@ -233,8 +233,8 @@ func TestUIJobPageFollowsOutput(t *testing.T) {
 	took := time.Since(began)
 	w.ok("write", "--newline", id, "bye")
 	within(t, ctx, 15*time.Second, "the third line and the end", until(`document.getElementById("log").textContent.includes("third") && document.getElementById("status").textContent === "done"`))
-	run(t, ctx, "search the output", chromedp.Navigate(u+"job/"+id+"?grep=sec"), visible(`#log`))
-	if got := text(t, ctx, `#log`); !strings.Contains(got, "second hello") || strings.Contains(got, "first") || strings.Contains(got, "third") {
+	run(t, ctx, "search the output", chromedp.Navigate(u+"job/"+id+"?grep=sec"), visible(`#matches`))
+	if got := text(t, ctx, `#matches`); !strings.Contains(got, "second hello") || strings.Contains(got, "first") || strings.Contains(got, "third") {
 		t.Fatalf("a search for \"sec\" shows %q", got)
 	}
 	t.Logf("output written after the page opened showed in %d ms; the end showed without a reload", took.Milliseconds())
@@ -574,8 +574,13 @@ func TestUITimelineAndScreenshots(t *testing.T) {
 			}
 		}
 		shot("ui-timeline.png")
+		// A paused job, for the list's picture.
+		watcher := w.start("--cwd", "/tmp", "--name", "file-watcher", "--timeout", "120s", "--", "bash", "-c", `echo 'watching src/ for changes'; sleep 100`)
+		w.waitOutput(watcher, "watching")
+		w.ok("pause", watcher)
+		defer w.ok("kill", watcher)
 		shot("ui-list.png", chromedp.Navigate(u), visible(`tr[data-id="`+build+`"]`),
-			visible(`#live.on`))
+			visible(`tr[data-id="`+watcher+`"] .badge.st-paused`), visible(`#live.on`))
 		shot("ui-job.png", chromedp.Navigate(u+"job/"+build), visible(`#log`),
 			visible(`#live.on`))
 		t.Log("wrote docs/ui-list.png, docs/ui-job.png, docs/ui-timeline.png")

@@ -34,6 +34,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /timeline.sse", s.timelineStream)
 	m.HandleFunc("GET /static/app.css", s.static("text/css; charset=utf-8"))
 	m.HandleFunc("GET /static/app.js", s.static("text/javascript; charset=utf-8"))
+	m.HandleFunc("GET /", s.notFound)
 	if s.cfg.AllowControl {
 		m.HandleFunc("POST /job/{id}/kill", s.kill)
 		m.HandleFunc("POST /job/{id}/signal", s.signal)
@@ -110,6 +111,44 @@ func fail(w http.ResponseWriter, err error) {
 	http.Error(w, "jobs ui: "+clip(err.Error()), code)
 }
 
+// errorData is what an error page shows.
+type errorData struct {
+	Page
+	Code    int
+	Message string
+	Back    string // where the link back goes
+	BackTo  string // what it is called
+}
+
+// failPage answers a page's error with a page: the layout, the reason in
+// one line and a link back (to the job when back names one, else the
+// list).
+func (s *Server) failPage(w http.ResponseWriter, err error, back, backTo string) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, jobs.ErrInvalid):
+		code = http.StatusBadRequest
+	}
+	if back == "" {
+		back, backTo = s.base()+"/", "the list of jobs"
+	}
+	d := errorData{Page: s.page(http.StatusText(code), ""), Code: code, Message: clip(err.Error()), Back: back, BackTo: backTo}
+	var b bytes.Buffer
+	if terr := s.tmpl.ExecuteTemplate(&b, "error.html", d); terr != nil {
+		fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.failPage(w, fmt.Errorf("%w: no such page %s", jobs.ErrNotFound, clip(r.URL.Path)), "", "")
+}
+
 // row is one job in the list.
 type row struct {
 	jobs.Job
@@ -127,6 +166,7 @@ type row struct {
 // jobs that wrote since, and reports their rate.
 type lister struct {
 	s     *Server
+	q     listQuery
 	last  map[string]lastSeen
 	prevT time.Time
 }
@@ -136,10 +176,12 @@ type lastSeen struct {
 	line  string
 }
 
-func newLister(s *Server) *lister { return &lister{s: s, last: map[string]lastSeen{}} }
+func newLister(s *Server, q listQuery) *lister {
+	return &lister{s: s, q: q, last: map[string]lastSeen{}}
+}
 
 func (l *lister) rows(ctx context.Context) ([]row, error) {
-	js, err := l.s.cfg.Client.List(ctx, jobs.Filter{AllScopes: l.s.cfg.AllScopes, Limit: listLimit})
+	js, err := l.q.list(ctx, l.s.cfg.Client, l.s.cfg.AllScopes)
 	if err != nil {
 		return nil, err
 	}
@@ -215,28 +257,44 @@ func procs(j jobs.Job) string {
 
 type listData struct {
 	Page
-	Rows []row
+	Rows     []row
+	Query    listQuery
+	Statuses []string
+	Sorts    [][2]string
 }
 
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
-	rows, err := newLister(s).rows(r.Context())
+	q, err := parseListQuery(r.URL.Query())
 	if err != nil {
-		fail(w, err)
+		s.failPage(w, err, "", "")
+		return
+	}
+	rows, err := newLister(s, q).rows(r.Context())
+	if err != nil {
+		s.failPage(w, err, "", "")
 		return
 	}
 	p := s.page("jobs", "list")
 	p.Stream = s.base() + "/list.sse"
-	s.render(w, "list.html", listData{Page: p, Rows: rows})
+	if e := q.encode(); e != "" {
+		p.Stream += "?" + e
+	}
+	s.render(w, "list.html", listData{Page: p, Rows: rows, Query: q, Statuses: statusChoices, Sorts: sortChoices})
 }
 
 func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
-	l := newLister(s)
+	q, err := parseListQuery(r.URL.Query())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	l := newLister(s, q)
 	s.stream(w, r, 250*time.Millisecond, func(ctx context.Context, send sender) (bool, error) {
 		rows, err := l.rows(ctx)
 		if err != nil {
 			return false, err
 		}
-		html, err := s.fragment("rows", listData{Page: s.page("", "list"), Rows: rows})
+		html, err := s.fragment("rows", listData{Page: s.page("", "list"), Rows: rows, Query: q})
 		if err != nil {
 			return false, err
 		}
@@ -248,6 +306,7 @@ func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
 type jobData struct {
 	Page
 	Job      jobs.Job
+	State    string // the status, or paused
 	Meta     template.HTML
 	Output   template.HTML
 	Start    int64
@@ -256,16 +315,27 @@ type jobData struct {
 	Evicted  int64
 	Follow   bool // the page shows the end and follows new output
 	Grep     string
-	Matches  int64
+	Search   *searchResult
+	MoreLink string // the next page of matches
 	Offset   string
+	Line     string // the line asked for
 	Prev     int64
 	Next     int64
 	Middle   int64
 	HasPrev  bool
 	HasNext  bool
 	Signals  []string
-	ScopeArg string
+	ScopeArg string // "?scope=…" when the job is of another scope
+	ScopeAnd string // "&scope=…" likewise
 }
+
+// lineContext is how many lines a jump to a line shows before it, and
+// lineSpan how many it reads in all (a bounded read: at most
+// jobs.MaxPageBytes).
+const (
+	lineContext = 200
+	lineSpan    = 1000
+)
 
 // metaData is the part of the job page that updates as the job runs.
 type metaData struct {
@@ -296,38 +366,69 @@ func (s *Server) meta(ctx context.Context, c *jobs.Client, j jobs.Job) (string, 
 
 func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	scope := r.URL.Query().Get("scope")
+	q := r.URL.Query()
+	scope := q.Get("scope")
 	c, err := s.client(ctx, scope)
 	if err != nil {
-		fail(w, err)
+		s.failPage(w, err, "", "")
 		return
 	}
 	j, err := c.Get(ctx, r.PathValue("id"))
 	if err != nil {
-		fail(w, err)
+		s.failPage(w, err, "", "")
 		return
 	}
-	meta, err := s.meta(ctx, c, j)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	q := r.URL.Query()
-	d := jobData{Page: s.page(title(j), "job"), Job: j, Meta: template.HTML(meta), Total: j.OutputBytes, Signals: signalChoices}
+	d := jobData{Page: s.page(title(j), "job"), Job: j, State: state(j), Total: j.OutputBytes, Signals: signalChoices}
 	if scope != "" {
 		d.ScopeArg = "?scope=" + urlQueryEscape(scope)
+		d.ScopeAnd = "&scope=" + urlQueryEscape(scope)
 	}
+	back := s.base() + "/job/" + j.ID + d.ScopeArg
+	bad := func(err error) { s.failPage(w, err, back, "the job's page") }
+	meta, err := s.meta(ctx, c, j)
+	if err != nil {
+		bad(err)
+		return
+	}
+	d.Meta = template.HTML(meta)
 	d.Middle = j.OutputBytes / 2
 	var out jobs.Output
 	switch {
 	case q.Get("grep") != "":
 		d.Grep = q.Get("grep")
-		out, err = c.Log(ctx, j.ID, jobs.Range{Grep: d.Grep, TailLines: 1000})
+		after, perr := strconv.ParseInt(q.Get("after"), 10, 64)
+		if q.Get("after") != "" && (perr != nil || after < 0) {
+			bad(fmt.Errorf("%w: after %q is not a line number", jobs.ErrInvalid, clip(q.Get("after"))))
+			return
+		}
+		res, err := search(ctx, c, j.ID, d.Grep, after, searchShown)
+		if err != nil {
+			bad(err)
+			return
+		}
+		d.Search = &res
+		if res.More && len(res.Hits) > 0 {
+			d.MoreLink = "?grep=" + urlQueryEscape(d.Grep) + "&after=" + strconv.FormatInt(res.Hits[len(res.Hits)-1].Line, 10) + d.ScopeAnd
+		}
+		s.render(w, "job.html", d)
+		return
+	case q.Get("line") != "":
+		d.Line = q.Get("line")
+		n, perr := strconv.ParseInt(d.Line, 10, 64)
+		if perr != nil || n < jobs.FirstLine {
+			bad(fmt.Errorf("%w: line %q is not a line number (lines count from %d)", jobs.ErrInvalid, clip(d.Line), jobs.FirstLine))
+			return
+		}
+		out, err = c.Log(ctx, j.ID, jobs.Range{FromLine: max(n-lineContext, jobs.FirstLine), Lines: lineSpan})
+		if err == nil {
+			// Long lines: the page keeps pageBytes around the line.
+			out = aroundLine(out, n, pageBytes)
+		}
 	case q.Get("offset") != "":
 		d.Offset = q.Get("offset")
 		off, perr := strconv.ParseInt(d.Offset, 10, 64)
 		if perr != nil || off < 0 {
-			fail(w, fmt.Errorf("%w: offset %q is not a byte offset", jobs.ErrInvalid, clip(d.Offset)))
+			bad(fmt.Errorf("%w: offset %q is not a byte offset", jobs.ErrInvalid, clip(d.Offset)))
 			return
 		}
 		off = min(off, j.OutputBytes)
@@ -337,27 +438,63 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		out, err = c.Log(ctx, j.ID, jobs.Range{ByteRange: true, Offset: max(j.OutputBytes-pageBytes, 0), Limit: pageBytes})
 	}
 	if err != nil {
-		fail(w, err)
+		bad(err)
 		return
 	}
-	html, _ := newRenderer().render([]byte(out.Text), true)
+	lr := newLineRenderer(out.FirstLine, true, d.ScopeAnd)
+	html, _ := lr.render([]byte(out.Text), true)
 	d.Output = template.HTML(html) // escaped by the renderer: text becomes entities, colours spans
 	d.Start, d.End, d.Evicted = out.Start, out.End, out.Evicted
-	if d.Grep != "" {
-		d.Matches = out.Lines
-	}
 	d.Prev = max(out.Start-pageBytes, 0)
 	d.HasPrev = out.Start > 0
 	d.Next = out.End
 	d.HasNext = out.End < j.OutputBytes
 	if d.Follow {
-		p := s.base() + "/job/" + j.ID + "/out.sse?from=" + strconv.FormatInt(out.End, 10)
-		if scope != "" {
-			p += "&scope=" + urlQueryEscape(scope)
+		// The stream goes on numbering where the page stops.
+		p := s.base() + "/job/" + j.ID + "/out.sse?from=" + strconv.FormatInt(out.End, 10) + "&line=" + strconv.FormatInt(lr.next, 10)
+		if !lr.atStart {
+			p += "&mid=1"
 		}
-		d.Stream = p
+		d.Stream = p + d.ScopeAnd
 	}
 	s.render(w, "job.html", d)
+}
+
+// aroundLine cuts a page read by lines to at most size bytes of whole
+// lines: from the line a quarter of size before line n's start on, so a
+// jump to a line shows what led to it and what follows whatever the lines'
+// lengths.
+func aroundLine(out jobs.Output, n int64, size int) jobs.Output {
+	text := out.Text
+	if len(text) <= size {
+		return out
+	}
+	// The start of line n in text: after its (n - FirstLine)th newline.
+	at := 0
+	for k := out.FirstLine; k < n; k++ {
+		i := strings.IndexByte(text[at:], '\n')
+		if i < 0 {
+			break
+		}
+		at += i + 1
+	}
+	from := 0
+	if at > size/4 {
+		from = strings.IndexByte(text[at-size/4:at], '\n') + at - size/4 + 1
+		if from <= at-size/4 {
+			from = at // one line longer than a quarter page before it
+		}
+	}
+	to := min(from+size, len(text))
+	if i := strings.LastIndexByte(text[from:to], '\n'); i >= 0 && to < len(text) && from+i+1 > at {
+		to = from + i + 1
+	}
+	out.FirstLine += int64(strings.Count(text[:from], "\n"))
+	out.Start += int64(from)
+	out.End = out.Start + int64(to-from)
+	out.Lines = int64(strings.Count(text[from:to], "\n"))
+	out.Text = text[from:to]
+	return out
 }
 
 // jobStream follows one job: its output from ?from= on (event "out", HTML)
@@ -375,8 +512,12 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: from must be a byte offset", jobs.ErrInvalid))
 		return
 	}
+	line, err := strconv.ParseInt(r.URL.Query().Get("line"), 10, 64)
+	if err != nil || line < jobs.FirstLine {
+		line = jobs.FirstLine
+	}
 	id := r.PathValue("id")
-	rd := newRenderer()
+	rd := newLineRenderer(line, r.URL.Query().Get("mid") != "1", scopeAnd(r.URL.Query().Get("scope")))
 	s.stream(w, r, 100*time.Millisecond, func(ctx context.Context, send sender) (bool, error) {
 		j, err := c.Get(ctx, id)
 		if err != nil {
@@ -393,10 +534,14 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
 			}
 			data := []byte(out.Text)
 			final := j.Status.Terminal() && out.End >= j.OutputBytes
-			html, n := rd.render(data, final)
+			gap := ""
 			if out.Start > off && out.Evicted > 0 {
-				html = `<span class="gap">[` + strconv.FormatInt(out.Evicted, 10) + " bytes evicted by the output cap]</span>\n" + html
+				// Lines start again after the gap where the store says.
+				gap = `<span class="gap">[` + strconv.FormatInt(out.Evicted, 10) + " bytes evicted by the output cap]</span>\n"
+				rd.resync(out.FirstLine)
 			}
+			html, n := rd.render(data, final)
+			html = gap + html
 			if html != "" {
 				if err := send.event("out", html); err != nil {
 					return false, err
@@ -423,6 +568,14 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) {
 		}
 		return false, nil
 	})
+}
+
+// scopeAnd is the query parameter naming a job's scope, after another.
+func scopeAnd(scope string) string {
+	if scope == "" {
+		return ""
+	}
+	return "&scope=" + urlQueryEscape(scope)
 }
 
 // signalChoices are the signals the control form offers.
@@ -462,6 +615,7 @@ var funcs = template.FuncMap{
 		}
 		return strconv.Itoa(*p)
 	},
-	"join": func(s []string, sep string) string { return visible(strings.Join(s, sep)) },
-	"vis":  visible,
+	"join":  func(s []string, sep string) string { return visible(strings.Join(s, sep)) },
+	"vis":   visible,
+	"state": state,
 }

@@ -249,7 +249,7 @@ func (s *Server) timelinePage(w http.ResponseWriter, r *http.Request) {
 	want := s.span(r)
 	d, err := s.timeline(r.Context(), want)
 	if err != nil {
-		fail(w, err)
+		s.failPage(w, err, "", "")
 		return
 	}
 	d.Stream = s.base() + "/timeline.sse?span=" + strconv.Itoa(int(want))

@@ -31,7 +31,19 @@
     follow(stream, { charts: (html) => { charts.innerHTML = html; } });
   }
   if (log) {
-    log.scrollTop = log.scrollHeight;
+    // A link to a line (#L123) shows that line; the live end shows the
+    // newest output; a page by offset or line starts at its top.
+    // A jump by the line form names no fragment: add it, so the line is
+    // marked (:target) and the address links to it.
+    if (!location.hash && log.dataset.line && document.getElementById("L" + log.dataset.line)) {
+      location.replace("#L" + log.dataset.line);
+    }
+    const target = location.hash && document.getElementById(location.hash.slice(1));
+    if (target) {
+      target.scrollIntoView({ block: "center" });
+    } else if (log.classList.contains("follow")) {
+      log.scrollTop = log.scrollHeight;
+    }
   }
   if (stream && log) {
     const meta = document.getElementById("meta");
