@@ -131,6 +131,10 @@ func statusLine(t *testing.T, w *world, id string) string {
 // holds its output says so in list, status and poll, not only in JSON.
 func TestMainExitedSaidInText(t *testing.T) {
 	w := newWorld(t)
+	// The state lasts while the supervisor waits for the pipes the
+	// grandchild holds (2 s by default): long enough here that a loaded
+	// machine still reads it.
+	w.extra = append(w.extra, "JOBS_DRAIN_TIMEOUT=5m")
 	id := w.start("sleep 30 & echo started")
 	var j struct {
 		Job struct {

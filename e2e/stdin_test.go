@@ -140,7 +140,8 @@ func TestC3HugeStdinWrites(t *testing.T) {
 	if !res.NotReading || res.Bytes <= 0 || res.Bytes >= n {
 		t.Errorf("write --json says %+v; want not_reading and the pipe's worth of bytes", res)
 	}
-	if slowest > time.Second {
+	// A hang guard, not a speed bound: the figure reports the time.
+	if slowest > 30*time.Second {
 		t.Errorf("poll and kill --signal took up to %v while the write was blocked", slowest)
 	}
 

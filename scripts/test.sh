@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 
 scripts/deps.sh
 
-echo "== go test -race -count=1 -timeout 30m ./..."
-go test -race -count=1 -timeout 30m ./...
+echo "== go test -race -count=1 -timeout 60m ./..."
+go test -race -count=1 -timeout 60m ./...
 
 if [ -x scripts/fuzz-smoke.sh ]; then
 	echo "== fuzz smoke"

@@ -47,6 +47,9 @@ func Supervise(ctx context.Context, dbPath string, cfg Config) error {
 	if cfg.Limits.Total == 0 {
 		cfg.Limits.Total = envLimit("JOBS_MAX_RUNNING")
 	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = envDuration("JOBS_DRAIN_TIMEOUT")
+	}
 	switch {
 	case cfg.IdleExit == 0:
 		cfg.IdleExit = DefaultIdleExit
@@ -83,6 +86,16 @@ func envLimit(name string) int {
 		return 0
 	}
 	return n
+}
+
+// envDuration reads a positive duration (Go syntax: 2s, 1m) from the
+// environment, or 0 (the default) when unset or malformed.
+func envDuration(name string) time.Duration {
+	d, err := time.ParseDuration(os.Getenv(name))
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
 }
 
 // shedInheritance drops what the launching shell gave this process and
