@@ -123,6 +123,22 @@ func (b *bench) waiters(ctx context.Context) error {
 		}
 	}
 
+	// What every waiter pays before it waits at all: start-up, opening
+	// the database, the first look (a wait of 1 ms), median of 5.
+	for _, bb := range bins {
+		var ds []time.Duration
+		for range 5 {
+			c := exec.Command(bb.bin, "wait", "--timeout", "1ms", quiet)
+			c.Env = w.environ("")
+			_ = c.Run() // exits 124, timed out
+			if c.ProcessState == nil {
+				return fmt.Errorf("jobs wait --timeout 1ms did not run")
+			}
+			ds = append(ds, c.ProcessState.UserTime()+c.ProcessState.SystemTime())
+		}
+		b.add(row{workload: "waiting (idle)", metric: fmt.Sprintf("of which start-up and first look: `jobs wait --timeout 1ms` CPU (%s, median of 5)", bb.name),
+			jobs: fmt.Sprintf("%.3f s", median(ds).Seconds())})
+	}
 	fmt.Fprintf(os.Stderr, "   idle, %d s\n", secs)
 	cpu, err := measure()
 	if err != nil {
