@@ -316,7 +316,7 @@ func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) e
 func (c *Client) follow(ctx context.Context, ref string, r Range, w io.Writer, cleanMatch bool) error {
 	// Made before the first read, so that a write after it wakes the
 	// first wait.
-	wt := newWatcher(c.db.Path)
+	wt := newWatcher(c.path)
 	defer wt.Close()
 	first, err := c.log(ctx, ref, r, cleanMatch)
 	if err != nil {
