@@ -16,9 +16,9 @@
 # Size knobs (environment): BENCH_CAPTURE_BYTES (e.g. 256MiB), BENCH_START_RUNS,
 # BENCH_POLL_RUNS, BENCH_CONC_JOBS, BENCH_CONC_RATE, BENCH_CONC_SECS,
 # BENCH_HISTORY_JOBS, BENCH_HISTORY_EVENTS, BENCH_HISTORY_EXPIRE, BENCH_HISTORY_RUNS,
-# BENCH_KILL_TRIALS, BENCH_QUEUE_JOBS, BENCH_GREP_BYTES (the log `jobs log
-# --grep` searches: 1GiB in the full mode, 64MiB with --quick; 0 leaves the
-# part out). Run the full mode on a quiet machine (see `uptime`).
+# BENCH_KILL_TRIALS, BENCH_QUEUE_JOBS, BENCH_WAIT_SECS, BENCH_GREP_BYTES (the log
+# `jobs log --grep` searches: 1GiB in the full mode, 64MiB with --quick; 0
+# leaves the part out). Run the full mode on a quiet machine (see `uptime`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -58,8 +58,9 @@ const (
 	// macStreamWait is how long stream_process_output waits for new lines
 	// when not told (seconds), within the call bound.
 	macStreamWait = 10 * time.Second
-	// macStreamTick is how often it looks.
-	macStreamTick = 100 * time.Millisecond
+	// macStreamLook is how often it looks while nothing is written: for
+	// a process whose supervisor died without recording its end.
+	macStreamLook = 5 * time.Second
 	// macSignalSettle bounds how long kill_process waits for a STOP or
 	// CONT it sent to show in the process's state.
 	macSignalSettle = 2 * time.Second
@@ -827,8 +828,10 @@ func (m *macShell) stream(ctx context.Context, req *sdk.CallToolRequest, in macS
 		after = max(int64(*in.AfterLine), 0)
 	}
 	deadline := time.Now().Add(wait)
-	tick := time.NewTicker(macStreamTick)
-	defer tick.Stop()
+	// Woken by a change of the database, not on a timer: a stream of a
+	// quiet process costs nothing while it waits.
+	ch := m.c.Changes()
+	defer ch.Close()
 	for {
 		j, err := m.c.Get(ctx, in.ProcessID)
 		if err != nil {
@@ -851,10 +854,11 @@ func (m *macShell) stream(ctx context.Context, req *sdk.CallToolRequest, in macS
 			}
 			return jsonResult(macOutput{ProcessID: j.ID, Status: macStatus(j), TotalLines: o.TotalLines, RequestedLines: int64(len(lines)), Output: lines, NextLine: next, Paused: macPaused(j)})
 		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-tick.C:
+		// Every look that did not return found nothing for this
+		// process; the bound lets a read notice a supervisor that died.
+		ch.Looked(false)
+		if err := ch.Wait(ctx, min(time.Until(deadline), macStreamLook)); err != nil {
+			return nil, nil, err
 		}
 	}
 }

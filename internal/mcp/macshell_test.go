@@ -177,3 +177,21 @@ func TestMacLineTimestamps(t *testing.T) {
 		t.Errorf("fromLine=2: %+v", from.Output)
 	}
 }
+
+// TestMacStreamWakesForALine: stream_process_output, which sleeps until
+// the database changes, returns a line written after it began waiting,
+// while the process still runs (neither its end nor the timeout).
+func TestMacStreamWakesForALine(t *testing.T) {
+	t.Parallel()
+	c, cs := macClient(t)
+	run := callOK[map[string]any](t, cs, "run_background", map[string]any{"command": "sleep 1.5; echo late; sleep 120"})
+	id, _ := run["processId"].(string)
+	defer c.Kill(t.Context(), id, 0)
+	out := callOK[macOutput](t, cs, "stream_process_output", map[string]any{"processId": id, "afterLine": 0, "timeout": 60})
+	if len(out.Output) != 1 || out.Output[0].Content != "late" {
+		t.Fatalf("stream: %+v, want the line late", out.Output)
+	}
+	if out.Status != "running" {
+		t.Errorf("stream returned with the process %s, want running", out.Status)
+	}
+}

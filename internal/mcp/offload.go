@@ -47,12 +47,14 @@ func offloadDir(db, scope string) string {
 	return filepath.Join(filepath.Dir(db), sessions, scopeDir(scope))
 }
 
-var plainScope = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+// plainScope is compiled when first used: its counted repetition compiles
+// to many states, which every jobs command would pay at start-up.
+var plainScope = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 
 // scopeDir is a scope as one path component: itself when it is plain, else
 // a hash of it (a scope may hold any text).
 func scopeDir(scope string) string {
-	if plainScope.MatchString(scope) {
+	if plainScope().MatchString(scope) {
 		return scope
 	}
 	sum := sha256.Sum256([]byte(scope))

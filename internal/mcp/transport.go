@@ -306,9 +306,16 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 // find its id.
 const idProbe = 4096
 
+// The id patterns and hugeNumber are compiled when first used, not when
+// the program starts: their counted repetitions compile to thousands of
+// states, which every jobs command paid at start-up, MCP or not.
 var (
-	idAtStart = regexp.MustCompile(`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?[0-9][0-9.eE+-]{0,400}|"(?:[^"\\]|\\.){0,200}")\s*,`)
-	idAtEnd   = regexp.MustCompile(`,\s*"id"\s*:\s*(-?[0-9][0-9.eE+-]{0,400}|"(?:[^"\\]|\\.){0,200}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$`)
+	idAtStart = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?[0-9][0-9.eE+-]{0,400}|"(?:[^"\\]|\\.){0,200}")\s*,`)
+	})
+	idAtEnd = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`,\s*"id"\s*:\s*(-?[0-9][0-9.eE+-]{0,400}|"(?:[^"\\]|\\.){0,200}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$`)
+	})
 )
 
 // oversizeID reads the id of an oversize request from the ends kept by
@@ -316,9 +323,9 @@ var (
 // safely.
 func oversizeID(ends []byte) json.RawMessage {
 	head, tail, _ := bytes.Cut(ends, []byte{'\n'})
-	m := idAtStart.FindSubmatch(head)
+	m := idAtStart().FindSubmatch(head)
 	if m == nil {
-		m = idAtEnd.FindSubmatch(tail)
+		m = idAtEnd().FindSubmatch(tail)
 	}
 	if m == nil || !json.Valid(m[1]) {
 		return nil
@@ -329,7 +336,7 @@ func oversizeID(ends []byte) json.RawMessage {
 // check reports whether a message (not a batch) is one the SDK can decode.
 // If not, it returns the error to answer with.
 func check(frame []byte) (code int64, msg string) {
-	if hugeNumber.Match(frame) {
+	if hugeNumber().Match(frame) {
 		// The SDK decodes arguments into float64: a number past its
 		// range would come back as the decoder's account of Go types.
 		var v any
@@ -350,7 +357,9 @@ func check(frame []byte) (code int64, msg string) {
 
 // hugeNumber finds what may be a number past float64's range: an exponent
 // of three digits or a run of 300 digits.
-var hugeNumber = regexp.MustCompile(`[0-9][eE]\+?[0-9]{3}|[0-9]{300}`)
+var hugeNumber = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[0-9][eE]\+?[0-9]{3}|[0-9]{300}`)
+})
 
 // reply writes a JSON-RPC error response directly to the client; id is
 // the client's, as it wrote it (nil for null).

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -141,6 +142,10 @@ type Client struct {
 	closed bool
 	sup    *supervisor.Supervisor // in-process mode
 	conn   *protocol.Conn         // detached mode: the default supervisor
+
+	// looks counts the looks at the database of Wait, Follow and Events
+	// while they wait: what tests count to see that a wait sleeps.
+	looks atomic.Int64
 }
 
 // Open opens (creating and migrating when needed) the database and returns

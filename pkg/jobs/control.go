@@ -383,6 +383,7 @@ func (c *Client) waitTerminal(ctx context.Context, id string, bound time.Duratio
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	w := newWatcher(c.db.Path)
+	w.watchStatus()
 	defer w.Close()
 	for {
 		j, err := c.db.FindJobByID(ctx, id)

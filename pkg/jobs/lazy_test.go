@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -65,5 +66,25 @@ func TestLazyOpenStarts(t *testing.T) {
 		if j.Status != jobs.StatusDone || out.Text != "lazy\n" {
 			t.Errorf("job %s: %s %q", j.ID, j.Status, out.Text)
 		}
+	}
+}
+
+// Follow may be a lazy client's first call: it opens the database before
+// anything reads it (its watcher is made from the path alone).
+func TestLazyOpenFollowFirst(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	c := open(t, jobs.Options{DB: path})
+	j, err := c.Start(ctx, jobs.Spec{Command: "echo followed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy := open(t, jobs.Options{DB: path, Detached: true, LazyOpen: true})
+	var out strings.Builder
+	if err := lazy.Follow(ctx, j.ID, jobs.Range{ByteRange: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "followed\n" {
+		t.Errorf("followed %q, want %q", out.String(), "followed\n")
 	}
 }

@@ -27,6 +27,12 @@ func (c *Client) Changes() *Changes {
 // with ctx's error.
 func (ch *Changes) Wait(ctx context.Context, d time.Duration) error { return ch.w.Wait(ctx, d) }
 
+// Looked tells ch whether the caller's last look found anything new for
+// it. While its looks find nothing (another job's output is what wakes
+// it), writes wake it less often, down to about once a second; the next
+// look after a quiet gap still sees every write.
+func (ch *Changes) Looked(found bool) { ch.w.Looked(found) }
+
 // Close releases the watch.
 func (ch *Changes) Close() { ch.w.Close() }
 

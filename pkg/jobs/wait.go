@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -24,8 +25,10 @@ const statusLook = 5 * time.Second
 // one of them matches o.Until, all of them have been silent for o.Idle, one
 // of them waits for input (o.Input) or has unread output (o.NewOutput), or
 // o.Timeout passes. It sleeps while it
-// waits: it wakes when the database changes, and at least once a second
-// (twice with o.Input, which only the kernel can tell).
+// waits: it wakes when the database changes (for a plain wait, when a
+// status changes), and at least every few seconds to notice a supervisor
+// that died (every second with o.Idle, o.Until or o.NewOutput; four times
+// a second with o.Input, which only the kernel can tell).
 func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitResult, error) {
 	if err := c.check(ctx); err != nil {
 		return WaitResult{}, err
@@ -75,10 +78,12 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 		look = 250 * time.Millisecond
 	}
 	scanned := make([]int64, len(ids)) // Until: offset of the next unscanned line
+	var lastSeen []jobMark             // the jobs at the previous look
 	var inputSince time.Time
 	lastProgress := time.Now()
 	lastSweep := time.Now()
 	for {
+		c.looks.Add(1)
 		jobs := make([]Job, len(ids))
 		rows := make([]db.Job, len(ids))
 		for i, id := range ids {
@@ -94,6 +99,9 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 			}
 		}
 		res := WaitResult{Jobs: jobs}
+		seen := jobMarks(rows)
+		w.Looked(lastSeen == nil || !slices.Equal(seen, lastSeen))
+		lastSeen = seen
 		if until != nil {
 			for i, j := range rows {
 				line, next, err := c.scanUntil(ctx, j, scanned[i], until, o.Clean)
@@ -215,6 +223,22 @@ func (c *Client) Wait(ctx context.Context, refs []string, o WaitOptions) (WaitRe
 	}
 }
 
+// jobMark is what a wait's look at a job compares with the previous look
+// to tell whether a write was of that job (watcher.Looked).
+type jobMark struct {
+	status vocab.Status
+	output int64
+	cursor int64
+}
+
+func jobMarks(rows []db.Job) []jobMark {
+	out := make([]jobMark, len(rows))
+	for i, j := range rows {
+		out[i] = jobMark{status: j.Status, output: j.OutputBytes + j.DroppedBytes, cursor: j.ReadCursor}
+	}
+	return out
+}
+
 // inputSettle is how long a job must have been blocked on stdin before
 // Wait says so when its supervisor cannot be asked to store its output
 // (syncOutput): a few of the supervisor's output flushes.
@@ -290,6 +314,10 @@ func (c *Client) Follow(ctx context.Context, ref string, r Range, w io.Writer) e
 }
 
 func (c *Client) follow(ctx context.Context, ref string, r Range, w io.Writer, cleanMatch bool) error {
+	// Made before the first read, so that a write after it wakes the
+	// first wait.
+	wt := newWatcher(c.path)
+	defer wt.Close()
 	first, err := c.log(ctx, ref, r, cleanMatch)
 	if err != nil {
 		return err
@@ -302,14 +330,16 @@ func (c *Client) follow(ctx context.Context, ref string, r Range, w io.Writer, c
 		return err
 	}
 	off := first.End
-	wt := newWatcher(c.db.Path)
-	defer wt.Close()
 	lastSweep := time.Now()
+	var last db.Job
 	for {
+		c.looks.Add(1)
 		j, err := c.db.FindJobByID(ctx, first.JobID)
 		if err != nil {
 			return publicErr(ref, err)
 		}
+		wt.Looked(j.Status != last.Status || j.OutputBytes != last.OutputBytes)
+		last = j
 		for off < j.OutputBytes {
 			p, err := logs.ReadRange(ctx, c.db, j.ID, off, 1<<20, f)
 			if err != nil {
@@ -330,7 +360,9 @@ func (c *Client) follow(ctx context.Context, ref string, r Range, w io.Writer, c
 			_, _ = c.noticeLost(ctx)
 			lastSweep = time.Now()
 		}
-		if err := wt.Wait(ctx, time.Second); err != nil {
+		// Output and the job's end wake the wait; the bound is for a
+		// supervisor that died without recording the end (noticeLost).
+		if err := wt.Wait(ctx, statusLook); err != nil {
 			return err
 		}
 	}
@@ -383,6 +415,7 @@ func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, er
 				_, _ = c.noticeLost(ctx)
 				lastSweep = time.Now()
 			}
+			c.looks.Add(1)
 			evs, err := c.db.Events(ctx, db.EventFilter{Scope: c.opts.Scope, AllScopes: o.AllScopes, JobID: o.JobID, SinceID: since, Limit: batch})
 			if err != nil {
 				if ctx.Err() == nil {
@@ -402,7 +435,11 @@ func (c *Client) Events(ctx context.Context, o EventOptions) iter.Seq2[Event, er
 			if !o.Follow {
 				return
 			}
-			if err := w.Wait(ctx, time.Second); err != nil {
+			w.Looked(len(evs) > 0)
+			// Every event is a write that wakes the wait; the bound is
+			// for a supervisor that died without recording its jobs'
+			// end (noticeLost).
+			if err := w.Wait(ctx, statusLook); err != nil {
 				return
 			}
 		}

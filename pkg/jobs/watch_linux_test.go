@@ -25,8 +25,8 @@ func inotifyOpen(t *testing.T) int {
 	return n
 }
 
-// TestWatcherShortWaitsDoNotWatch: a wait shorter than quickFor sleeps in
-// slices without an inotify watch, whose release costs the kernel a grace
+// TestWatcherShortWaitsDoNotWatch: waits shorter than quickFor in all
+// sleep in slices without an inotify watch, whose release costs the kernel a grace
 // period (see watcher); a longer one watches, and a write to the database
 // wakes it.
 func TestWatcherShortWaitsDoNotWatch(t *testing.T) {
@@ -40,7 +40,7 @@ func TestWatcherShortWaitsDoNotWatch(t *testing.T) {
 	w := newWatcher(dbPath)
 	defer w.Close()
 	for range 5 {
-		if err := w.Wait(ctx, time.Second); err != nil {
+		if err := w.Wait(ctx, 100*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		if n := inotifyOpen(t); n != held {

@@ -19,6 +19,9 @@ func (w *watcher) watchNow() {}
 // watchStatus changes nothing: the slices are short anyway.
 func (w *watcher) watchStatus() {}
 
+// Looked changes nothing: every wait is a short slice.
+func (w *watcher) Looked(bool) {}
+
 // Wait returns after at most d (100 ms slices), or with ctx's error.
 func (w *watcher) Wait(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(min(d, 100*time.Millisecond))

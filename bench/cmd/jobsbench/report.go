@@ -119,6 +119,21 @@ func (b *bench) startLatency(ctx context.Context) error {
 		return w.cmd("", "start", "--ttl", "1m", "true")
 	}}}
 
+	// The previous build (--against), in its own world with its own warm
+	// supervisor: the ratio before and after, same run.
+	if b.cfg.baseBin != "" {
+		bw, err := b.newWorldOf("start-base", b.cfg.baseBin)
+		if err != nil {
+			return err
+		}
+		defer bw.stopSupervisor(ctx)
+		if _, err := bw.start("", "--ttl", "1m", "true"); err != nil {
+			return err
+		}
+		tools = append(tools, &tool{name: "jobs start true (" + b.cfg.baseRev + ")", cmd: func() *exec.Cmd {
+			return bw.cmd("", "start", "--ttl", "1m", "true")
+		}})
+	}
 	// task-spooler, on a private socket.
 	if tsp := findTool("tsp", "ts"); tsp != "" {
 		env := append(os.Environ(), "TS_SOCKET="+w.dir+"/tsp.sock", "TMPDIR="+w.dir, "TS_MAXFINISHED=1000")
