@@ -181,6 +181,8 @@ func specFor(in executeInput) (jobs.Spec, error) {
 		Name:    in.Name,
 		Replace: in.Replace,
 		Tmux:    in.Tmux,
+		PTY:     in.PTY,
+		Merge:   in.Merge,
 	}
 	if spec.Label == "" {
 		spec.Label = in.Description

@@ -257,7 +257,7 @@ Actions (each takes only the parameters listed):
 - list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default and at most 100) and how many more. status takes the words results use: running (with starting), done, error (failed or lost), killed (with timed_out); jobs' finer failed, timed_out, lost, starting; or active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
 - status (sessionId): all metadata and the transition history.
 - write (sessionId, data, eof): send data to stdin (add "\n" to end a line); eof=true closes stdin (it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
-- send_keys (sessionId, keys, literal): tmux jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
+- send_keys (sessionId, keys, literal): tmux and pty jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
 - capture (sessionId, scrollback): tmux jobs; the screen as text.
 - kill (sessionId, signal): end the whole process tree (SIGTERM, 2 s grace, SIGKILL); killing a finished job is a no-op. With signal (INT, HUP, TERM, KILL, USR1 …) send just that signal.
 - clear (sessionId): drop the job's stored output and empty its offloaded file (offsets stay absolute).
@@ -287,6 +287,8 @@ type executeInput struct {
 	RunInBackground bool              `json:"run_in_background,omitempty" jsonschema:"the same as background"`
 	YieldMs         *count            `json:"yieldMs,omitempty" jsonschema:"how long to wait for the command to finish before returning its sessionId, in milliseconds (default 10000 or $PI_BASH_YIELD_MS; capped at the call bound)"`
 	Tmux            bool              `json:"tmux,omitempty" jsonschema:"run in a tmux session (for TTY programs; use capture and send_keys)"`
+	PTY             bool              `json:"pty,omitempty" jsonschema:"run in a terminal: output not held back by buffering, one stream in order"`
+	Merge           bool              `json:"merge,omitempty" jsonschema:"one pipe for stdout and stderr, in the order written"`
 }
 
 // processInput is the arguments of process.
