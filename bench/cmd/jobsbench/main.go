@@ -202,6 +202,7 @@ func run(ctx context.Context, args []string) error {
 		{"capture", "capture", b.capture},
 		{"concurrent jobs", "concurrent", b.concurrent},
 		{"kill tree", "kill", b.killTree},
+		{"pty mode against pipe mode", "pty", b.ptyMode},
 		{"history", "history", b.history},
 		{"running side", "running", b.running},
 		{"history size and expiry", "expiry", b.expiry},
@@ -211,7 +212,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	for k := range cfg.only {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.key == k }) {
-			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, history, running, expiry, versus with --against)", k)
+			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, pty, history, running, expiry, versus with --against)", k)
 		}
 	}
 	if cfg.only["history"] {
