@@ -129,7 +129,7 @@ async function pty() {
   r = await call(c, "process", { action: "kill", sessionId: tree });
   check("pty: kill ends the tree", r.sc.status === "killed", r.text);
   const st = await call(c, "process", { action: "status", sessionId: tree });
-  check("pty: nothing of the tree is left", !st.sc.descendants, st.text);
+  check("pty: nothing of the tree is left", st.sc.session?.status === "killed" && (st.sc.session?.descendants ?? 0) === 0, st.text);
 
   // merge: stdout and stderr in the order written.
   r = await call(c, "execute_command", { command: `for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done`, merge: true });
@@ -139,7 +139,91 @@ async function pty() {
   await c.close();
 }
 
-const groups = { pty };
+// toolsChars is the size of a profile's tools/list as the model is given
+// it: names, descriptions and input schemas.
+async function toolsChars(profile) {
+  const c = await connect(profile);
+  const { tools } = await c.listTools();
+  await c.close();
+  return JSON.stringify(tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))).length;
+}
+
+// wireCode runs a request and returns the JSON-RPC error code it was
+// answered with, or "ok".
+async function wireCode(fn) {
+  try {
+    await fn();
+    return "ok";
+  } catch (e) {
+    return e.code;
+  }
+}
+
+async function wire() {
+  const c = await connect();
+  const ver = c.getServerVersion()?.version;
+  check("serverInfo.version is a version", ver && ver !== "(devel)" && /^v?\d+\.\d+\.\d+/.test(ver), ver, { version: ver });
+
+  let code = await wireCode(() => c.setLoggingLevel("verbose"));
+  check("logging/setLevel refuses an unknown level (invalid params)", code === -32602, code);
+  code = await wireCode(() => c.setLoggingLevel("info"));
+  check("logging/setLevel takes info", code === "ok", code);
+
+  code = await wireCode(() => c.subscribeResource({ uri: "file:///etc/passwd" }));
+  check("resources/subscribe on a foreign URI: invalid params", code === -32602, code);
+  code = await wireCode(() => c.subscribeResource({ uri: "jobs://nosuchjob000" }));
+  check("resources/subscribe on an unknown job: resource not found", code === -32002, code);
+  code = await wireCode(() => c.readResource({ uri: "jobs://nosuchjob000" }));
+  check("resources/read of an unknown job: -32002", code === -32002, code);
+  code = await wireCode(() => c.readResource({ uri: "file:///etc/passwd" }));
+  check("resources/read of a foreign URI: -32002", code === -32002, code);
+
+  // The poll hint while output flows: it stays short.
+  let r = await call(c, "execute_command", { command: `i=0; while [ $i -lt 400 ]; do echo line $i; i=$((i+1)); sleep 0.1; done`, background: true });
+  const chatty = r.sc.sessionId;
+  // An agent that polls a job whose output flows, once a second or so.
+  const hints = [];
+  for (let i = 0; i < 8; i++) {
+    await sleep(1000);
+    r = await call(c, "process", { action: "poll", sessionId: chatty });
+    if (r.sc.new_output) hints.push(r.sc.retry_in_ms);
+  }
+  check("poll hint stays short while output flows", hints.length >= 5 && Math.max(...hints) <= 2000, hints, { hints });
+  await call(c, "process", { action: "kill", sessionId: chatty });
+
+  // A cancelled foreground execute_command: the job it started goes, and
+  // the log says which it was.
+  const notices = [];
+  c.setNotificationHandler((await import("@modelcontextprotocol/sdk/types.js")).LoggingMessageNotificationSchema, (n) => notices.push(String(n.params.data)));
+  const ac = new AbortController();
+  const tag = "cancelme-" + Date.now();
+  const pending = call(c, "execute_command", { command: `echo ${tag}; sleep 120`, yieldMs: 30000 }, { signal: ac.signal }).catch((e) => e);
+  let id;
+  for (let i = 0; i < 100 && !id; i++) {
+    await sleep(200);
+    const l = await call(c, "process", { action: "list" });
+    id = (l.sc.sessions || []).find((s) => (s.command || "").includes(tag))?.sessionId;
+  }
+  ac.abort();
+  await pending;
+  let st;
+  for (let i = 0; i < 100; i++) {
+    st = await call(c, "process", { action: "status", sessionId: id });
+    if (terminal(st.sc.session?.status)) break;
+    await sleep(200);
+  }
+  check("a cancelled foreground execute_command kills its job", st.sc.session?.status === "killed", st.text);
+  for (let i = 0; i < 50 && !notices.some((m) => m.includes(id)); i++) await sleep(100);
+  check("the log notice names the cancelled session", notices.some((m) => m.includes(id) && m.includes("cancelled")), notices);
+  await c.close();
+
+  for (const p of ["openclaw", "claude-code", "duragent", "macos-shell"]) {
+    const n = await toolsChars(p);
+    check(`tools/list ${p}: characters`, n > 0, n, { profile: p, chars: n });
+  }
+}
+
+const groups = { pty, wire };
 if (!groups[group]) {
   console.error(`unknown group ${group}`);
   process.exit(2);
