@@ -219,7 +219,10 @@ async function wire() {
 
   for (const p of ["openclaw", "claude-code", "duragent", "macos-shell"]) {
     const n = await toolsChars(p);
-    check(`tools/list ${p}: characters`, n > 0, n, { profile: p, chars: n });
+    // OpenClaw's tools are what an agent carries in every request: held
+    // to what the model needs (10.7 K characters before they were cut).
+    const most = p === "openclaw" ? 7000 : Infinity;
+    check(`tools/list ${p}: characters`, n > 0 && n <= most, n, { profile: p, chars: n });
   }
 }
 

@@ -77,6 +77,9 @@ func KeyBytes(key string) ([]byte, error) {
 		}
 		return append(out, c), nil
 	}
+	if ctrl && strings.EqualFold(s, "space") {
+		return append(out, 0), nil
+	}
 	if seq, ok := keySeqs[strings.ToLower(s)]; ok {
 		return append(out, seq...), nil
 	}
