@@ -182,6 +182,7 @@ func TestMCPClientScenarios(t *testing.T) {
 		t.Logf("parallel: each end learned at most %d ms after it happened (%v)", r.WorstLagMS, r.LearnedLateMS)
 		return ""
 	})
+	want("pydev", 3, none)
 	want("repl", 4, func(r scenarioResult) string {
 		if !r.PromptMatched {
 			return `wait until=">>> $" did not match the REPL's prompt`

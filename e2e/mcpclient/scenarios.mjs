@@ -258,6 +258,22 @@ const scenarios = {
     await s.kill(id);
     return { prompt_matched: promptMatched };
   },
+
+  // 8. A python dev server with no -u and no PYTHONUNBUFFERED, and a
+  // coloured ready line: into a pipe, Python holds the line back; in a
+  // terminal (pty=true, where the server offers it) it shows at once.
+  async pydev(s) {
+    if (!have("python3")) return { skipped: "python3 not installed" };
+    const { tools } = await s.client.listTools();
+    const pty = !!tools.find((t) => t.name === "execute_command")?.inputSchema?.properties?.pty;
+    const command = `python3 -c 'import http.server as h; s=h.HTTPServer(("127.0.0.1",0),h.SimpleHTTPRequestHandler); print("\\033[32mServing\\033[0m HTTP on port %d" % s.server_port); s.serve_forever()'`;
+    const r = await s.call("execute_command", { command, background: true, env: { PYTHONUNBUFFERED: "" }, ...(pty ? { pty: true } : {}) });
+    const id = r.sc.sessionId;
+    const w = await s.call("process", { action: "wait", sessionId: id, until: "Serving HTTP on port [0-9]+", timeout: 30 });
+    await s.kill(id);
+    check(w.sc.wait_reason === "matched" && /Serving HTTP on port \d+/.test(w.text) && !w.text.includes("\x1b"), "pydev: the ready line was not seen, plain", w.text);
+    return {};
+  },
 };
 
 async function supportsSessionIds(s) {

@@ -20,11 +20,53 @@ func runMCP(ctx context.Context, c *jobs.Client, profile string, scoped bool) er
 	return mcp.RunOwnScope(ctx, c, version(), profile)
 }
 
-// version is the module version the binary was built from, "(devel)" for
-// a build from a working tree.
+// Version is the version a build from source states, set with
+//
+//	go build -ldflags "-X github.com/agentjobs/jobs/internal/cli.Version=$(git describe --tags --always --dirty)"
+//
+// Empty means the module version `go install module@version` records, or
+// a development version named by the commit when the build recorded one.
+var Version string
+
+// devVersion is the version of a build that states none: a semantic
+// version's pre-release, which MCP clients and people read as what it is.
+const devVersion = "0.0.0-devel"
+
+// version is the version the binary states (--version, MCP serverInfo).
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	if Version != "" {
+		return Version
 	}
-	return "(devel)"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return devVersion
+	}
+	return versionOf(bi)
+}
+
+// versionOf is the version build info bi states: its module version when
+// it has one ("(devel)" is none), else devVersion with the commit and
+// whether the tree had changes, as far as the build recorded them.
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev string
+	var dirty bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return devVersion
+	}
+	v := devVersion + "+" + rev[:min(len(rev), 12)]
+	if dirty {
+		v += ".dirty"
+	}
+	return v
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,9 @@ func (r *runner) startCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "shell", Usage: "run a one-argument command line with `SHELL` -c (default bash, else /bin/sh)"},
 			&ucli.BoolFlag{Name: "tmux", Usage: "run the job in its own tmux session"},
 			&ucli.BoolFlag{Name: "keep-tmux", Usage: "leave the tmux session open after the job ends"},
+			&ucli.BoolFlag{Name: "pty", Usage: "run the job in a pseudo-terminal: programs line-buffer and colour as on a terminal, one stream (pty) in true order; input with write and send-keys, ^D for end of file"},
+			&ucli.StringFlag{Name: "size", Usage: "a --pty job's window `COLSxROWS` (default 80x24)"},
+			&ucli.BoolFlag{Name: "merge", Usage: "one pipe for stdout and stderr, stored in the order written as stream stdout (default: two pipes, each stream in its own order, their interleaving within a moment not kept)"},
 			&ucli.StringFlag{Name: "on-exit", Usage: "run shell `CMD` once when the job ends (JOBS_ID, JOBS_STATUS, JOBS_EXIT_CODE … set)"},
 			&ucli.BoolFlag{Name: "wait", Usage: "stream the output and exit with the job's status"},
 			&ucli.StringFlag{Name: "yield", Usage: "wait up to `DUR`: show the result if it finished, else print the id and 'running'"},
@@ -124,6 +128,24 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 	spec.KeepTmux = cc.Bool("keep-tmux")
 	if spec.KeepTmux && !spec.Tmux {
 		return req, usagef(verb, "--keep-tmux needs --tmux")
+	}
+	spec.PTY = cc.Bool("pty")
+	spec.Merge = cc.Bool("merge")
+	switch {
+	case spec.PTY && spec.Tmux:
+		return req, usagef(verb, "--pty and --tmux: a job runs in one terminal, choose one")
+	case spec.Merge && (spec.PTY || spec.Tmux):
+		return req, usagef(verb, "--merge is for pipe jobs: a terminal has one stream already")
+	case spec.PTY && spec.NoStdin:
+		return req, usagef(verb, "--no-stdin with --pty: a pty job's stdin is its terminal")
+	case cc.IsSet("size") && !spec.PTY:
+		return req, usagef(verb, "--size needs --pty")
+	case cc.IsSet("size"):
+		cols, rows, err := parseWinSize(cc.String("size"))
+		if err != nil {
+			return req, usagef(verb, "--size %s: %v", quoted(cc.String("size")), err)
+		}
+		spec.Cols, spec.Rows = cols, rows
 	}
 	spec.OnExit = cc.String("on-exit")
 	if cc.IsSet("on-exit") && strings.TrimSpace(spec.OnExit) == "" {
@@ -305,9 +327,24 @@ func (r *runner) waitAndShow(cc *ucli.Context, c *jobs.Client, j jobs.Job, limit
 	return r.finish(final)
 }
 
+// parseWinSize reads a window size, COLSxROWS.
+func parseWinSize(s string) (cols, rows int, err error) {
+	c, r, ok := strings.Cut(strings.ToLower(s), "x")
+	if ok {
+		cols, err = strconv.Atoi(c)
+		if err == nil {
+			rows, err = strconv.Atoi(r)
+		}
+	}
+	if !ok || err != nil || cols < 1 || rows < 1 || cols > 0xffff || rows > 0xffff {
+		return 0, 0, fmt.Errorf("give columns x rows, each 1 to 65535, such as 120x40")
+	}
+	return cols, rows, nil
+}
+
 // stream follows the job's output to the terminal until the job ends.
 func (r *runner) stream(ctx context.Context, c *jobs.Client, j jobs.Job) error {
-	if j.Mode == jobs.ModeTmux {
+	if j.Mode == jobs.ModeTmux || j.Mode == jobs.ModePTY {
 		return c.Follow(ctx, j.ID, jobs.Range{ByteRange: true}, r.stdout)
 	}
 	g, gctx := errgroup.WithContext(ctx)

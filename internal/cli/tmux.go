@@ -54,7 +54,7 @@ type captureResult struct {
 func (r *runner) sendKeysCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "send-keys",
-		Usage:     "send keystrokes to a tmux job",
+		Usage:     "send keystrokes to a tmux or pty job",
 		ArgsUsage: "ID KEYS…",
 		Description: "As tmux does: each of KEYS that is a key name (Enter, Tab, Escape, Up, C-c, M-x, F5,\n" +
 			"a single character) is pressed, any other is typed, so `send-keys ID 'ls -la' Enter` runs\n" +

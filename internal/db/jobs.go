@@ -27,7 +27,7 @@ type Job struct {
 	// Their values are never stored.
 	EnvNames []string
 
-	Mode        string // "pipe" or "tmux"
+	Mode        string // "pipe", "tmux" or "pty"
 	TmuxSession string
 	// TmuxSocket is the tmux server of a tmux job (JOBS_TMUX_SOCKET when
 	// it started; "" is tmux's default); TmuxSocketSet is false for jobs
@@ -533,8 +533,8 @@ func validateNewJob(n *NewJob) error {
 		return errors.New("empty scope")
 	case n.Command == "":
 		return errors.New("empty command")
-	case n.Mode != "pipe" && n.Mode != "tmux":
-		return fmt.Errorf("mode %q is not pipe or tmux", n.Mode)
+	case n.Mode != "pipe" && n.Mode != "tmux" && n.Mode != "pty":
+		return fmt.Errorf("mode %q is not pipe, tmux or pty", n.Mode)
 	case !validStdin(n.Stdin):
 		return fmt.Errorf("stdin %q is not pipe, closed or null", n.Stdin)
 	case n.Timeout < 0:

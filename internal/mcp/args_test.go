@@ -130,21 +130,27 @@ func TestBackoffGrows(t *testing.T) {
 	b := newBackoff()
 	var got []int64
 	for range 8 {
-		got = append(got, b.observe("j", "running", time.Second, false).Milliseconds())
+		got = append(got, b.observe("j", "running", 10, time.Second, false).Milliseconds())
 	}
 	want := []int64{1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000}
 	if !slices.Equal(got, want) {
 		t.Fatalf("retry hints = %v, want %v", got, want)
 	}
-	// Only a change of state starts over; output is not one.
-	if got := b.observe("j", "running/input", time.Second, false).Milliseconds(); got != 1000 {
+	// A change of state starts over.
+	if got := b.observe("j", "running/input", 10, time.Second, false).Milliseconds(); got != 1000 {
 		t.Errorf("after a change of state: retry = %d, want 1000", got)
 	}
+	// So does new output: the hint backs off only on silence.
+	for i := range 8 {
+		if got := b.observe("j", "running/input", int64(20+i), 0, false).Milliseconds(); got != 1000 {
+			t.Fatalf("poll %d with new output: retry = %d, want 1000", i, got)
+		}
+	}
 	// A job silent for long starts further on: half its silence.
-	if got := b.observe("quiet", "running", 40*time.Second, false).Milliseconds(); got != 20000 {
+	if got := b.observe("quiet", "running", 0, 40*time.Second, false).Milliseconds(); got != 20000 {
 		t.Errorf("a job silent 40 s: retry = %d, want 20000", got)
 	}
-	if got := b.observe("j", "done", time.Second, true); got != 0 {
+	if got := b.observe("j", "done", 30, time.Second, true); got != 0 {
 		t.Errorf("finished job: retry = %v, want 0", got)
 	}
 }

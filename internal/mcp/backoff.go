@@ -20,20 +20,21 @@ type backoff struct {
 
 type pollState struct {
 	state  string // status, input, stopped … at the last poll
-	misses int    // polls in a row without a change of state
+	output int64  // the job's output bytes at the last poll
+	misses int    // polls in a row without a change of state or new output
 	seen   time.Time
 }
 
 func newBackoff() *backoff { return &backoff{jobs: make(map[string]*pollState)} }
 
 // observe records a poll of job id that saw state (its status and what the
-// kernel says of it), quiet for quiet (since its last output, else since it
-// started), and returns the suggested wait before the next poll
-// (vocab.RetryIn, one step further for each poll in a row that saw no
-// change), or 0 once the job is finished. New output is not a
-// change: a chatty job would otherwise be polled every second for its
-// whole life, and wait serves an agent that wants to see it end.
-func (b *backoff) observe(id, state string, quiet time.Duration, terminal bool) time.Duration {
+// kernel says of it) and output bytes in all, quiet for quiet (since its
+// last output, else since it started), and returns the suggested wait
+// before the next poll (vocab.RetryIn, one step further for each poll in a
+// row that saw no change and no new output), or 0 once the job is
+// finished. The hint backs off only on silence: while output flows, an
+// agent that reads it as it comes is told to come back soon, not in 30 s.
+func (b *backoff) observe(id, state string, output int64, quiet time.Duration, terminal bool) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st, ok := b.jobs[id]
@@ -42,12 +43,12 @@ func (b *backoff) observe(id, state string, quiet time.Duration, terminal bool) 
 		b.prune()
 		st = &pollState{}
 		b.jobs[id] = st
-	case st.state == state:
+	case st.state == state && st.output == output:
 		st.misses++
 	default:
 		st.misses = 0
 	}
-	st.state, st.seen = state, time.Now()
+	st.state, st.output, st.seen = state, output, time.Now()
 	return vocab.RetryIn(terminal, quiet, st.misses)
 }
 

@@ -65,10 +65,10 @@ type claudeNew struct {
 	pending        int64 // new bytes left for the next read
 }
 
-// claudeOut is the stream the document calls stdout: a tmux job (started
-// under another profile) has one terminal stream.
+// claudeOut is the stream the document calls stdout: a tmux or pty job
+// (started under another profile) has one terminal stream.
 func claudeOut(j jobs.Job) jobs.Stream {
-	if j.Mode == jobs.ModeTmux {
+	if j.Mode == jobs.ModeTmux || j.Mode == jobs.ModePTY {
 		return jobs.PTY
 	}
 	return jobs.Stdout

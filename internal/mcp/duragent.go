@@ -49,6 +49,7 @@ type spawnInput struct {
 	Workdir        string   `json:"workdir,omitempty" jsonschema:"working directory (default: the server's)"`
 	Wait           bool     `json:"wait,omitempty" jsonschema:"block until the process ends and return its result (up to the call bound)"`
 	Tmux           bool     `json:"tmux,omitempty" jsonschema:"run inside a tmux session (capture, send_keys, tmux attach)"`
+	PTY            bool     `json:"pty,omitempty" jsonschema:"run in a terminal: output not held back by buffering"`
 	Label          string   `json:"label,omitempty" jsonschema:"a label for people"`
 	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty" jsonschema:"maximum runtime in seconds (default 1800); then SIGTERM, 5 s, SIGKILL"`
 }
@@ -153,7 +154,7 @@ func (s *server) spawnProcess(ctx context.Context, req *sdk.CallToolRequest, in 
 	if strings.TrimSpace(in.Command) == "" {
 		return nil, nil, argError("command is required and must not be empty")
 	}
-	spec := jobs.Spec{Command: in.Command, Cwd: in.Workdir, Label: in.Label, Tmux: in.Tmux, TmuxPrefix: duragentTmuxPrefix,
+	spec := jobs.Spec{Command: in.Command, Cwd: in.Workdir, Label: in.Label, Tmux: in.Tmux, PTY: in.PTY, TmuxPrefix: duragentTmuxPrefix,
 		Timeout: duragentTimeout, TimeoutGrace: duragentKillGrace, TTL: s.ttl}
 	if in.TimeoutSeconds != nil {
 		d, err := seconds("timeout_seconds", *in.TimeoutSeconds)

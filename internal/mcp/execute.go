@@ -97,6 +97,12 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 			Input:    true,
 			Progress: s.progress(ctx, req, window),
 		})
+		if err != nil && ctx.Err() != nil {
+			// The client cancelled the call: it will never read the
+			// sessionId of a job it asked to run in the foreground, so
+			// the job goes, as a command does on ^C, and the log says so.
+			return nil, nil, s.cancelled(ctx, req, job)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("wait for session %s (it was started and may still run): %w", job.ID, err)
 		}
@@ -180,6 +186,27 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	return res, v, err
 }
 
+// cancelled ends job, started by an execute_command call its client
+// cancelled while waiting for it, and tells the client in a log message
+// (at level notice, when its level takes it) what became of the job.
+func (s *server) cancelled(ctx context.Context, req *sdk.CallToolRequest, job jobs.Job) error {
+	bg, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer stop()
+	msg := fmt.Sprintf("execute_command cancelled: session %s (%s) was killed", job.ID, cutEnd(job.Command, maxCommandChars))
+	res, err := s.c.Kill(bg, job.ID, 0)
+	switch {
+	case err != nil:
+		msg = fmt.Sprintf("execute_command cancelled: session %s (%s) may still run: kill failed: %v", job.ID, cutEnd(job.Command, maxCommandChars), err)
+	case res.AlreadyDone:
+		msg = fmt.Sprintf("execute_command cancelled: session %s (%s) had already ended (%s)", job.ID, cutEnd(job.Command, maxCommandChars), openclawStatus(res.Status))
+	}
+	if req != nil && req.Session != nil {
+		//lint:ignore SA1019 a logging notification is how a server tells its client of what it did unasked
+		_ = req.Session.Log(bg, &sdk.LoggingMessageParams{Level: "notice", Logger: "jobs", Data: msg})
+	}
+	return fmt.Errorf("%s: %w", msg, ctx.Err())
+}
+
 // specFor checks execute_command's arguments and turns them into a Spec.
 func specFor(in executeInput) (jobs.Spec, error) {
 	if strings.TrimSpace(in.Command) == "" {
@@ -196,6 +223,8 @@ func specFor(in executeInput) (jobs.Spec, error) {
 		Queue:   strings.TrimSpace(in.Queue),
 		After:   in.After,
 		AfterOK: in.AfterOK,
+		PTY:     in.PTY,
+		Merge:   in.Merge,
 	}
 	if spec.Label == "" {
 		spec.Label = in.Description

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/pkg/jobs"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,12 +49,20 @@ func jobURI(id string) string { return jobURIPrefix + id }
 // one of the scope's.
 func subscriptionOptions(c *jobs.Client, o *sdk.ServerOptions) {
 	o.SubscribeHandler = func(ctx context.Context, req *sdk.SubscribeRequest) error {
+		// Answered as JSON-RPC errors with their codes: a plain error
+		// reaches the client as code 0.
 		id, ok := strings.CutPrefix(req.Params.URI, jobURIPrefix)
 		if !ok {
-			return fmt.Errorf("subscribe %q: resources are jobs://ID", req.Params.URI)
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("subscribe %q: resources are jobs://ID", req.Params.URI)}
 		}
-		if _, err := c.Get(ctx, id); err != nil {
-			return fmt.Errorf("subscribe %s: %w", req.Params.URI, err)
+		_, err := c.Get(ctx, id)
+		switch {
+		case errors.Is(err, jobs.ErrNotFound):
+			return sdk.ResourceNotFoundError(req.Params.URI) // -32002 (wireErrors)
+		case errors.Is(err, jobs.ErrInvalid):
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("subscribe %s: %v", req.Params.URI, err)}
+		case err != nil:
+			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("subscribe %s: %v", req.Params.URI, err)}
 		}
 		return nil
 	}

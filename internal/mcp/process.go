@@ -423,7 +423,7 @@ func (s *server) poll(ctx context.Context, req *sdk.CallToolRequest, ref string,
 	if j.LastOutputAt != nil {
 		quiet = time.Since(*j.LastOutputAt)
 	}
-	retry := s.backoff.observe(j.ID, state, quiet, j.Status.Terminal())
+	retry := s.backoff.observe(j.ID, state, j.OutputBytes, quiet, j.Status.Terminal())
 	r.RetryInMs = retry.Milliseconds()
 	switch n := utf8.RuneCountInString(fresh.Text); {
 	case n > 0:

@@ -86,7 +86,7 @@ func newProfileState(c *jobs.Client, version, name string, start time.Time) (*sd
 	s.notices = n
 	p.add(s, srv)
 	addJobResources(c, srv)
-	srv.AddReceivingMiddleware(n.backlog)
+	srv.AddReceivingMiddleware(n.backlog, wireErrors)
 	srv.AddSendingMiddleware(sending)
 	return srv, n, s, nil
 }

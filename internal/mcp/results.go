@@ -86,6 +86,9 @@ func viewJob(j jobs.Job, full bool) jobView {
 		Stopped:         j.Stopped,
 		Descendants:     j.Descendants,
 	}
+	if j.Mode == jobs.ModePTY {
+		v.Mode = string(j.Mode)
+	}
 	if j.Mode == jobs.ModeTmux {
 		v.Mode, v.TmuxSession = string(j.Mode), j.TmuxSession
 	}

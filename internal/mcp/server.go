@@ -233,100 +233,88 @@ func instructions(scope string) string {
 }
 
 func executeDescription(bound time.Duration) string {
-	return `Run a shell command line as a durable background job (bash -c when bash is installed, else /bin/sh -c; shell chooses) and wait up to yieldMs for it.
-
-- Finished inside the window: you get a status line and the cleaned output as plain text (ANSI escapes stripped, progress bars collapsed to their last state; the last 20000 characters at most, with a note on how to read the rest).
-- Waiting for input (a prompt on stdin): returns within a second with the prompt; answer with process action=write.
-- Still running after the window: you get the sessionId. The command keeps running; nothing is lost.
-
-No call blocks more than ` + round(bound) + ` (yieldMs above it is capped): clients give up on requests after about a minute.
-When to background: servers, watchers, builds or test suites that take more than a few seconds. background=true (or run_in_background=true) returns at once.
-How to follow: process action=wait blocks until the job ends, asks for input, or its output matches until (regex; the unfinished last line counts, so a prompt matches), up to ` + round(bound) + ` per call; give sessionIds to wait for several jobs at once (returns when the first ends, or all with all=true). Prefer it to polling.
-tmux=true runs the command in a tmux session (TTY programs, REPLs): process action=send_keys types and presses keys, action=capture reads the screen.
-The environment has NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat (unless tmux). timeout (milliseconds, at least 100; default 1800000 = 30 minutes; 0 = none) ends the whole process tree.
-Output past 10 KB is also offloaded to a file (outputFilePath in results; read it with your file tools).`
+	return `Run a shell command line (bash -c) as a durable background job and wait up to yieldMs for it.
+Finished in time: its status and cleaned output (escapes stripped; the last 20000 characters, with a note on reading the rest). At a prompt on stdin: returns with waiting_for_input (answer with process write). Still running: returns its sessionId; it keeps running.
+No call blocks more than ` + round(bound) + `. background=true returns at once (servers, watchers, long builds); follow with process wait rather than polling.
+pty=true runs it in a terminal: output shows as written (no block buffering), colour and prompts as on a terminal. tmux=true: a tmux session (send_keys, capture).
+Environment: NO_COLOR=1 TERM=dumb PAGER=cat (unless pty or tmux). timeout in ms (default 30 minutes, 0 = none) ends the whole tree. Output past 10 KB is also in outputFilePath.`
 }
 
 func processDescription(bound time.Duration) string {
-	return `Follow, talk to and end jobs started with execute_command, by sessionId (an id, a unique id prefix, or the job's name).
-
-Actions (each takes only the parameters listed):
-- wait (sessionId or sessionIds, all, until, idle, timeout): block until the job ends, waits for input on stdin, its output matches until (a regex; the unfinished last line counts, so prompts match) or it has been silent idle seconds. With several sessionIds it returns when the first ends (all=true: when all have), naming which, with the others' status. The output is what you have not read yet (the newest part when long). timeout in seconds (default and at most ` + round(bound) + `; call again to keep waiting). Sends progress notifications.
-- poll (sessionId, timeout, grep): status (running, done, error, killed), exitCode, offloaded, waiting_for_input, output: the last 500 characters of the output (every poll), and new_output: what is NEW since the last poll (when more is new than 500 characters, the newest part from a line start, saying what it skipped). retry_in_ms says when to look again; it grows while nothing changes. timeout blocks up to that many seconds for new output.
-- log (sessionId, offset, limit, unit, stream, grep): page through the cleaned full output. offset/limit slice characters (offset 0 = the first character; continue with next_offset); without offset, the last limit characters; limit defaults to 20000, at most 65536. unit="lines" makes them lines (default the last 200, at most 2000), unit="bytes" byte offsets.
-- list (status, limit, name, label, command, since, cursor): this scope's jobs, newest first, one line each: limit of them (default and at most 100) and how many more. status takes the words results use: running (with starting), done, error (failed or lost), killed (with timed_out); jobs' finer failed, timed_out, lost, starting; or active or finished (several separated by commas); name, label and command keep jobs whose field contains the text; since keeps jobs created in the last that many seconds; cursor (next_cursor of the previous page) continues.
-- status (sessionId): all metadata and the transition history.
-- write (sessionId, data, eof): send data to stdin (add "\n" to end a line); eof=true closes stdin (it works even when the job does not read). A job that takes none of the data for 10 s is reported as not reading its stdin, with the bytes it took.
-- send_keys (sessionId, keys, literal): tmux jobs; as tmux does, each key that is a key name (Enter, C-c, Up, Tab …) is pressed and anything else is typed: ["print(6*7)", "Enter"]. literal=true types every key as text.
-- capture (sessionId, scrollback): tmux jobs; the screen as text.
-- kill (sessionId, signal): end the whole process tree (SIGTERM, 2 s grace, SIGKILL); killing a finished job is a no-op. With signal (INT, HUP, TERM, KILL, USR1 …) send just that signal.
-- clear (sessionId): drop the job's stored output and empty its offloaded file (offsets stay absolute).
-- remove (sessionId): delete the job, its output and its offloaded file, killing it first if it runs.
-- pause / resume (sessionId): stop (SIGSTOP) and continue the job's processes; a paused job shows stopped=true.
-- restart (sessionId): start a new job with the same command, directory, name and settings (the old one keeps its history); returns the new job's status, restarted_from naming the old.
-Output past 10 KB is also offloaded to a file: offloaded=true and outputFilePath in poll, log and list (read it with your file tools).`
+	return `Act on jobs started with execute_command, by sessionId (id, unique prefix or name).
+- wait: block until the job ends, waits for input, its output matches until (regex) or is silent idle seconds; several sessionIds: the first to end (all=true: all). Returns the unread output. At most ` + round(bound) + ` a call; call again to go on.
+- poll: status, exitCode, waiting_for_input, the last 500 characters and new_output since the last poll; retry_in_ms says when to look again.
+- log: page the cleaned output: offset/limit in characters (unit lines or bytes); without offset, the tail.
+- list: this scope's jobs, newest first; filter by status, name, label, command, since; cursor pages.
+- status: metadata and history.
+- write: data to stdin ("\n" ends a line); eof=true closes it (^D in a pty).
+- send_keys: tmux and pty jobs; key names (Enter, C-c, Up) are pressed, other keys typed; literal=true types all.
+- capture: a tmux job's screen.
+- kill: end the whole tree (TERM, 2 s, KILL); signal sends only that signal.
+- clear: drop the stored output. remove: delete the job (killing it first).
+- pause / resume: SIGSTOP / SIGCONT the job.
+- restart: a new job with the same command and settings; restarted_from names the old.
+Output past 10 KB is also in a file: offloaded=true, outputFilePath (read it with your file tools).`
 }
 
-const killDescription = `End or delete a job started with execute_command, by sessionId (id, unique prefix or name).
-
-- action=kill (default): end the whole process tree (SIGTERM, 2 s grace, SIGKILL); with signal (INT, HUP, TERM, KILL, USR1 …) send just that signal. Killing a finished job is a no-op.
-- action=clear: drop the job's stored output (offsets stay absolute).
-- action=remove: delete the job and its output, killing it first if it runs.`
+const killDescription = `End or delete a job started with execute_command, by sessionId. action=kill (default) ends the whole tree (TERM, 2 s, KILL), or sends only signal; clear drops its stored output; remove deletes it, killing it first.`
 
 // executeInput is the arguments of execute_command.
 type executeInput struct {
-	Command         string            `json:"command" jsonschema:"the shell command line, run with bash -c (or /bin/sh -c without bash)"`
-	Shell           string            `json:"shell,omitempty" jsonschema:"the shell that runs command, e.g. sh, bash, zsh (default bash, else /bin/sh)"`
-	Cwd             string            `json:"cwd,omitempty" jsonschema:"working directory (default: the server's)"`
-	Env             map[string]string `json:"env,omitempty" jsonschema:"environment variables to add, name to value (values are not stored)"`
-	Label           string            `json:"label,omitempty" jsonschema:"free text shown by process action=list"`
-	Description     string            `json:"description,omitempty" jsonschema:"what the command does, 5 to 100 characters (used as label when label is empty)"`
-	Name            string            `json:"name,omitempty" jsonschema:"a handle unique among running jobs; works wherever a sessionId does"`
-	Replace         bool              `json:"replace,omitempty" jsonschema:"end a running job of the same name first"`
-	Timeout         *float64          `json:"timeout,omitempty" jsonschema:"maximum runtime in milliseconds, at least 100 (default 1800000: 30 minutes; 0 = none); the whole process tree is ended after it"`
-	Background      bool              `json:"background,omitempty" jsonschema:"start and return the sessionId at once, without waiting"`
-	RunInBackground bool              `json:"run_in_background,omitempty" jsonschema:"the same as background"`
-	YieldMs         *count            `json:"yieldMs,omitempty" jsonschema:"how long to wait for the command to finish before returning its sessionId, in milliseconds (default 10000 or $PI_BASH_YIELD_MS; capped at the call bound)"`
-	Tmux            bool              `json:"tmux,omitempty" jsonschema:"run in a tmux session (for TTY programs; use capture and send_keys)"`
-	Queue           string            `json:"queue,omitempty" jsonschema:"wait in this named queue, which runs its jobs in order (one at a time unless the user set more); the job is queued until its turn"`
-	After           []string          `json:"after,omitempty" jsonschema:"start only once these sessions (ids or names) have ended, whatever their result"`
-	AfterOK         []string          `json:"after_ok,omitempty" jsonschema:"start only once these sessions have ended successfully; if one did not, this one fails with the reason 'dependency X failed'"`
+	Command         string            `json:"command" jsonschema:"the shell command line"`
+	Shell           string            `json:"shell,omitempty" jsonschema:"the shell that runs it (default bash)"`
+	Cwd             string            `json:"cwd,omitempty" jsonschema:"working directory"`
+	Env             map[string]string `json:"env,omitempty" jsonschema:"variables to add (values not stored)"`
+	Label           string            `json:"label,omitempty" jsonschema:"free text shown by list"`
+	Description     string            `json:"description,omitempty" jsonschema:"what it does, 5 to 100 characters"`
+	Name            string            `json:"name,omitempty" jsonschema:"a handle, usable as sessionId"`
+	Replace         bool              `json:"replace,omitempty" jsonschema:"end a running job of that name first"`
+	Timeout         *float64          `json:"timeout,omitempty" jsonschema:"maximum runtime in ms, at least 100 (0 = none)"`
+	Background      bool              `json:"background,omitempty" jsonschema:"return the sessionId at once"`
+	RunInBackground bool              `json:"run_in_background,omitempty" jsonschema:"same as background"`
+	YieldMs         *count            `json:"yieldMs,omitempty" jsonschema:"ms to wait before returning the sessionId (default 10000)"`
+	Tmux            bool              `json:"tmux,omitempty" jsonschema:"run in a tmux session"`
+	PTY             bool              `json:"pty,omitempty" jsonschema:"run in a terminal"`
+	Merge           bool              `json:"merge,omitempty" jsonschema:"stdout and stderr as one stream, in order"`
+	Queue           string            `json:"queue,omitempty" jsonschema:"a named queue to wait in (runs its jobs in order)"`
+	After           []string          `json:"after,omitempty" jsonschema:"start once these sessions have ended"`
+	AfterOK         []string          `json:"after_ok,omitempty" jsonschema:"start once these sessions succeeded (else fail)"`
 }
 
 // processInput is the arguments of process.
 type processInput struct {
 	Action     string   `json:"action" jsonschema:"what to do"`
-	SessionID  string   `json:"sessionId,omitempty" jsonschema:"the job: id, unique id prefix or name (every action but list)"`
-	SessionIDs []string `json:"sessionIds,omitempty" jsonschema:"wait: several jobs; returns when the first ends (or all, with all=true)"`
-	All        bool     `json:"all,omitempty" jsonschema:"wait: with several sessionIds, return only when all have ended"`
-	Status     string   `json:"status,omitempty" jsonschema:"list: only jobs in these statuses (running, done, error, killed; failed, timed_out, lost, starting; active; finished; several separated by commas)"`
-	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first character to read, from 0 (a line with unit=lines, a byte with unit=bytes); without it log reads the last limit characters"`
-	Limit      *count   `json:"limit,omitempty" jsonschema:"log: how many characters to read (lines with unit=lines, bytes with unit=bytes); default 20000 characters. list: how many sessions (default and at most 100)"`
-	Unit       string   `json:"unit,omitempty" jsonschema:"log: chars (default), lines or bytes"`
-	Stream     string   `json:"stream,omitempty" jsonschema:"log: stdout or stderr only"`
-	Grep       string   `json:"grep,omitempty" jsonschema:"log, poll: keep only lines matching this regular expression"`
-	Filter     string   `json:"filter,omitempty" jsonschema:"the same as grep"`
-	Data       *string  `json:"data,omitempty" jsonschema:"write: text to send to stdin (add \\n to end a line)"`
-	EOF        bool     `json:"eof,omitempty" jsonschema:"write: close stdin afterwards"`
-	Keys       []string `json:"keys,omitempty" jsonschema:"send_keys: key names (Enter, C-c, Up) are pressed, anything else is typed"`
-	Literal    bool     `json:"literal,omitempty" jsonschema:"send_keys: type every key as text, key names included"`
-	Until      string   `json:"until,omitempty" jsonschema:"wait: return when a line of output matches this regular expression (the unfinished last line counts)"`
-	Idle       *float64 `json:"idle,omitempty" jsonschema:"wait: return when output has been silent this many seconds"`
-	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"wait: give up after this many seconds (default and at most the call bound); poll: block up to this long for new output"`
-	Scrollback *count   `json:"scrollback,omitempty" jsonschema:"capture: lines of history above the screen (default 0, at most 2000)"`
-	Name       string   `json:"name,omitempty" jsonschema:"list: only sessions whose name contains this text"`
-	Label      string   `json:"label,omitempty" jsonschema:"list: only sessions whose label contains this text"`
-	Command    string   `json:"command,omitempty" jsonschema:"list: only sessions whose command contains this text"`
-	Since      *float64 `json:"since,omitempty" jsonschema:"list: only sessions created in the last this many seconds"`
-	Cursor     string   `json:"cursor,omitempty" jsonschema:"list: the next_cursor of the previous page"`
-	Signal     string   `json:"signal,omitempty" jsonschema:"kill: send only this signal (INT, TERM, HUP, KILL, STOP, CONT, USR1, USR2) instead of ending the job"`
+	SessionID  string   `json:"sessionId,omitempty" jsonschema:"the job (all but list)"`
+	SessionIDs []string `json:"sessionIds,omitempty" jsonschema:"wait: several jobs"`
+	All        bool     `json:"all,omitempty" jsonschema:"wait: until all have ended"`
+	Status     string   `json:"status,omitempty" jsonschema:"list: running, done, error, killed, active or finished (commas for several)"`
+	Offset     *count   `json:"offset,omitempty" jsonschema:"log: first unit to read, from 0 (default: the tail)"`
+	Limit      *count   `json:"limit,omitempty" jsonschema:"log: units to read (default 20000 chars); list: jobs (at most 100)"`
+	Unit       string   `json:"unit,omitempty" jsonschema:"log: chars, lines or bytes"`
+	Stream     string   `json:"stream,omitempty" jsonschema:"log: one stream only"`
+	Grep       string   `json:"grep,omitempty" jsonschema:"log, poll: only lines matching this regex"`
+	Filter     string   `json:"filter,omitempty" jsonschema:"same as grep"`
+	Data       *string  `json:"data,omitempty" jsonschema:"write: text for stdin"`
+	EOF        bool     `json:"eof,omitempty" jsonschema:"write: then close stdin"`
+	Keys       []string `json:"keys,omitempty" jsonschema:"send_keys: keys to press or text to type"`
+	Literal    bool     `json:"literal,omitempty" jsonschema:"send_keys: type all as text"`
+	Until      string   `json:"until,omitempty" jsonschema:"wait: until a line matches this regex"`
+	Idle       *float64 `json:"idle,omitempty" jsonschema:"wait: until silent this many seconds"`
+	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"wait, poll: seconds to block at most"`
+	Scrollback *count   `json:"scrollback,omitempty" jsonschema:"capture: lines of history too"`
+	Name       string   `json:"name,omitempty" jsonschema:"list: name contains"`
+	Label      string   `json:"label,omitempty" jsonschema:"list: label contains"`
+	Command    string   `json:"command,omitempty" jsonschema:"list: command contains"`
+	Since      *float64 `json:"since,omitempty" jsonschema:"list: created in the last seconds"`
+	Cursor     string   `json:"cursor,omitempty" jsonschema:"list: next_cursor of the last page"`
+	Signal     string   `json:"signal,omitempty" jsonschema:"kill: send only this signal (INT, TERM, HUP …)"`
 }
 
 // killInput is the arguments of kill_process.
 type killInput struct {
-	Action    string `json:"action,omitempty" jsonschema:"kill (default), clear or remove"`
-	SessionID string `json:"sessionId" jsonschema:"the job: id, unique id prefix or name"`
-	Signal    string `json:"signal,omitempty" jsonschema:"kill: send only this signal (INT, TERM, HUP, KILL, STOP, CONT, USR1, USR2)"`
+	Action    string `json:"action,omitempty" jsonschema:"kill, clear or remove"`
+	SessionID string `json:"sessionId" jsonschema:"the job"`
+	Signal    string `json:"signal,omitempty" jsonschema:"send only this signal"`
 }
 
 // actionParams is an action and the parameters it takes.

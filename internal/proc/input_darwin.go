@@ -9,3 +9,6 @@ func MainWaitsForInput(pid int, stdinPipeInode uint64) bool { return false }
 
 // MainWaitsOnStdin always reports false on darwin, as WaitingForInput.
 func MainWaitsOnStdin(main Info) bool { return false }
+
+// WaitingForTTY always reports false on darwin, as WaitingForInput.
+func WaitingForTTY(pid int, t Target) bool { return false }

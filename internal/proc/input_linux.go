@@ -40,9 +40,33 @@ func WaitingForInput(pid int, stdinPipeInode uint64, t Target) bool {
 	if stdinPipeInode == 0 {
 		return false
 	}
-	link := "pipe:[" + strconv.FormatUint(stdinPipeInode, 10) + "]"
+	return waitingOn(pid, "pipe:["+strconv.FormatUint(stdinPipeInode, 10)+"]", stdinPipeInode, t)
+}
+
+// WaitingForTTY is WaitingForInput for a job whose stdin is a terminal (a
+// pty job): whether a process of the job is blocked reading the terminal
+// the main process has as fd 0, by the same kernel facts, the terminal's
+// read path standing for the pipe's in the wait-channel fallback.
+func WaitingForTTY(pid int, t Target) bool {
+	if pid <= 0 {
+		return false
+	}
+	tty, err := os.Readlink(procRoot + "/" + strconv.Itoa(pid) + "/fd/0")
+	if err != nil || !strings.HasPrefix(tty, "/dev/pts/") {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Stat(tty, &st) != nil {
+		return false
+	}
+	return waitingOn(pid, tty, st.Ino, t)
+}
+
+// waitingOn is WaitingForInput for the fd link link (pipe:[N] or a
+// terminal's path), whose inode is inode.
+func waitingOn(pid int, link string, inode uint64, t Target) bool {
 	// The main process is the usual reader: ask it before scanning.
-	if pid > 0 && processWaitsOn(pid, link, stdinPipeInode) {
+	if pid > 0 && processWaitsOn(pid, link, inode) {
 		return true
 	}
 	// Then the rest of its process group, among its descendants (a shell
@@ -54,7 +78,7 @@ func WaitingForInput(pid int, stdinPipeInode uint64, t Target) bool {
 		return false
 	}
 	for _, m := range groupDescendants(pid, t.PGID) {
-		if !m.Dead() && processWaitsOn(m.PID, link, stdinPipeInode) {
+		if !m.Dead() && processWaitsOn(m.PID, link, inode) {
 			return true
 		}
 	}
@@ -118,7 +142,7 @@ func processWaitsOn(pid int, link string, inode uint64) bool {
 			}
 			continue
 		}
-		if wchanIsPipeRead(tdir) && fds[0] {
+		if fds[0] && wchanIsRead(tdir, strings.HasPrefix(link, "/dev/")) {
 			return true
 		}
 	}
@@ -326,6 +350,21 @@ func readMem(dir string, addr uint64, n int) ([]byte, bool) {
 	return buf, true
 }
 
+// wchanIsRead is wchanIsPipeRead, or for a terminal (tty) whether the
+// thread waits in the terminal's read path (n_tty_read; wait_woken, where
+// it sleeps, on kernels that show the innermost function).
+func wchanIsRead(tdir string, tty bool) bool {
+	if !tty {
+		return wchanIsPipeRead(tdir)
+	}
+	b, err := os.ReadFile(tdir + "/wchan")
+	if err != nil {
+		return false
+	}
+	w := string(bytes.TrimSpace(b))
+	return w == "n_tty_read" || w == "wait_woken"
+}
+
 // wchanIsPipeRead reports whether the thread's wait channel is the pipe read
 // path under any of the names kernels have used.
 func wchanIsPipeRead(tdir string) bool {
@@ -364,7 +403,21 @@ func MainWaitsOnStdin(main Info) bool {
 	}
 	dir := procRoot + "/" + strconv.Itoa(main.PID)
 	l, err := os.Readlink(dir + "/fd/0")
-	if err != nil || !strings.HasPrefix(l, "pipe:[") {
+	if err != nil {
+		return false
+	}
+	if strings.HasPrefix(l, "/dev/pts/") { // a pty job's terminal
+		var st unix.Stat_t
+		if unix.Stat(l, &st) != nil {
+			return false
+		}
+		tdir := dir + "/task/" + strconv.Itoa(main.PID)
+		if w, known := syscallWaitsOn(dir, tdir, map[int]bool{0: true}, st.Ino); known {
+			return w
+		}
+		return wchanIsRead(tdir, true)
+	}
+	if !strings.HasPrefix(l, "pipe:[") {
 		return false
 	}
 	inode, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "pipe:["), "]"), 10, 64)

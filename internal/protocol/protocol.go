@@ -102,4 +102,18 @@ type StartRequest struct {
 	// TmuxPrefix starts a tmux job's session name (the id follows); ""
 	// means "jobs-".
 	TmuxPrefix string `json:"tmux_prefix,omitempty"`
+	// Cols and Rows are a pty job's window size; 0 means DefaultCols or
+	// DefaultRows.
+	Cols int `json:"cols,omitempty"`
+	Rows int `json:"rows,omitempty"`
+	// Merge gives a pipe job one pipe as both stdout and stderr, read in
+	// the order the job wrote, and stored as stream stdout.
+	Merge bool `json:"merge,omitempty"`
 }
+
+// A pty job's window size when the request gives none: what terminals
+// open with.
+const (
+	DefaultCols = 80
+	DefaultRows = 24
+)

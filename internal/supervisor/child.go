@@ -39,21 +39,26 @@ type child struct {
 	// its own deadline.
 	stdinTurn chan struct{}
 
-	mu       sync.Mutex
-	job      db.Job // as created, then as running; read after ready
-	cmd      *exec.Cmd
-	stdout   *os.File
-	stderr   *os.File
-	stdin    *os.File  // write end; nil for /dev/null or once closed
-	pair     *pipePair // the stdout and stderr pipes, once the runner reads them
-	pid      int
-	pidStart int64
-	cgroup   string       // the job's own cgroup, or ""
-	exited   bool         // the main process has exited
-	end      vocab.Status // set by kill, timeout or Close before they signal
-	reason   string
-	final    db.Job
-	spawned  time.Time // when the runner goroutine took the process over
+	mu     sync.Mutex
+	job    db.Job // as created, then as running; read after ready
+	cmd    *exec.Cmd
+	stdout *os.File
+	stderr *os.File // nil when the job has one stream (pty, merge)
+	stdin  *os.File // write end; nil for /dev/null or once closed
+	// outStream is the stream what is read from stdout is stored as:
+	// stdout, or pty for a pty job, whose stdout and stdin are the
+	// terminal's master.
+	outStream logs.Stream
+	pty       bool
+	pair      *pipePair // the stdout and stderr pipes, once the runner reads them
+	pid       int
+	pidStart  int64
+	cgroup    string       // the job's own cgroup, or ""
+	exited    bool         // the main process has exited
+	end       vocab.Status // set by kill, timeout or Close before they signal
+	reason    string
+	final     db.Job
+	spawned   time.Time // when the runner goroutine took the process over
 	// spawnerPeakKB is the supervisor's peak RSS once the child had
 	// exec'd: the child's reported peak includes it (proc.SpawnerPeakKB).
 	spawnerPeakKB int64
@@ -100,7 +105,7 @@ func (c *child) setEnd(status vocab.Status, reason string, force bool) bool {
 func (s *Supervisor) run(c *child, timeout, grace time.Duration) {
 	defer s.wg.Done()
 	c.mu.Lock()
-	cmd, stdout, stderr, pid := c.cmd, c.stdout, c.stderr, c.pid
+	cmd, stdout, stderr, pid, outStream := c.cmd, c.stdout, c.stderr, c.pid, c.outStream
 	// The runtime is measured from here with the monotonic clock: the
 	// process was spawned just before this goroutine started.
 	c.spawned = time.Now()
@@ -108,13 +113,16 @@ func (s *Supervisor) run(c *child, timeout, grace time.Duration) {
 
 	var pumps sync.WaitGroup
 	var drain pipeDrain
-	pumps.Add(2)
 	pair := new(pipePair) // keeps stdout and stderr in order
 	c.mu.Lock()
 	c.pair = pair
 	c.mu.Unlock()
-	go func() { defer pumps.Done(); s.pump(c.id, logs.Stdout, stdout, &drain, pair, 0) }()
-	go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
+	pumps.Add(1)
+	go func() { defer pumps.Done(); s.pump(c.id, outStream, stdout, &drain, pair, 0) }()
+	if stderr != nil {
+		pumps.Add(1)
+		go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
+	}
 	waited := make(chan error, 1)
 	go func() {
 		awaitExit(pid)

@@ -40,6 +40,10 @@ const (
 	// pipeHalf is half the capacity of a Linux pipe (64 KiB): pausing
 	// until about this much waits never blocks a steady writer.
 	pipeHalf = 32 << 10
+	// ptyHalf stands for pipeHalf on a pty's master, which a read empties
+	// at most 4 KiB at a time (the terminal's line discipline buffer): a
+	// read of half that or more may have found it full.
+	ptyHalf = 2 << 10
 	// minReadPause: shorter pauses are not worth a timer.
 	minReadPause = time.Millisecond
 	// idleTicks is how many empty reads, one a flush, send a trickling
@@ -58,10 +62,16 @@ const (
 // back), and its pace is unknown. Pausing there slowed a 256 MiB capture
 // to a crawl of sleeps.
 func readPause(n int, since time.Duration) time.Duration {
-	if n <= 0 || n >= pipeHalf {
+	return readPauseOf(n, since, pipeHalf)
+}
+
+// readPauseOf is readPause for a descriptor whose reads take at most
+// 2×half bytes.
+func readPauseOf(n int, since time.Duration, half int) time.Duration {
+	if n <= 0 || n >= half {
 		return 0
 	}
-	d := time.Duration(float64(since) * pipeHalf / float64(n))
+	d := time.Duration(float64(since) * float64(half) / float64(n))
 	if d < minReadPause {
 		return 0
 	}
@@ -174,6 +184,13 @@ type pipe struct {
 	// polled: its pump waits in the netpoller, which wakes it as data
 	// comes, so the other pump need not look (guarded by pair.mu).
 	polled bool
+	// half is pipeHalf, or ptyHalf for a pty's master.
+	half int
+}
+
+// pause is readPause for p.
+func (p *pipe) pause(n int, since time.Duration) time.Duration {
+	return readPauseOf(n, since, p.half)
 }
 
 // join makes p one of pair's two pipes; emit takes what is read from it.
@@ -286,7 +303,7 @@ func newPipe(r *os.File) (*pipe, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return &pipe{fd: fd}, nil
+	return &pipe{fd: fd, half: pipeHalf}, nil
 }
 
 func (p *pipe) close() {
@@ -392,6 +409,9 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 		s.pumpFile(r, buf, emit, drain)
 		return
 	}
+	if stream == logs.PTY {
+		p.half = ptyHalf
+	}
 	if pair != nil {
 		p.join(pair, side, emit)
 	}
@@ -425,7 +445,7 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 		switch {
 		case n > 0:
 			waiting, empty = false, 0
-			if pause = readPause(n, now.Sub(last)); pause > 0 && !p.pace() {
+			if pause = p.pause(n, now.Sub(last)); pause > 0 && !p.pace() {
 				// The other stream's pump paces: this one reads each
 				// write as it comes (see pipePair).
 				waiting, trickle = true, false

@@ -107,7 +107,7 @@ func (s *Supervisor) startCreated(ctx context.Context, req protocol.StartRequest
 	c.mu.Lock()
 	c.job = job
 	c.mu.Unlock()
-	return s.spawn(context.WithoutCancel(ctx), c, argv, env)
+	return s.spawn(context.WithoutCancel(ctx), c, req, argv, env)
 }
 
 // kickQueue asks the dispatcher for a look at the queue.

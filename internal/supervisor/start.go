@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
@@ -25,6 +24,10 @@ import (
 // agentEnv keeps tools from colouring, paging or drawing for a terminal
 // nobody watches; StartRequest.Job.Color skips it.
 var agentEnv = []string{"NO_COLOR=1", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat"}
+
+// ptyEnv is set for pty jobs: a terminal type that programs know, and no
+// pager.
+var ptyEnv = []string{"TERM=xterm-256color", "PAGER=cat", "GIT_PAGER=cat"}
 
 // pipeEnv is set for jobs whose output goes to a pipe, unless the caller's
 // environment or the job's sets it otherwise.
@@ -92,7 +95,7 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 	c.mu.Unlock()
 	// The job exists now: whatever happens to the caller, it must end up
 	// running or failed, never stuck in starting.
-	return s.spawn(context.WithoutCancel(ctx), c, argv, env)
+	return s.spawn(context.WithoutCancel(ctx), c, req, argv, env)
 }
 
 // prepare validates req and works out what to store and what to execute.
@@ -120,6 +123,14 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 		return nj, nil, nil, invalid(errors.New("negative output cap"))
 	case req.TimeoutGrace < 0:
 		return nj, nil, nil, invalid(errors.New("negative timeout grace"))
+	case nj.Mode != "pipe" && nj.Mode != "tmux" && nj.Mode != "pty":
+		return nj, nil, nil, invalid(fmt.Errorf("unknown mode %q: pipe, tmux or pty", nj.Mode))
+	case nj.Mode == "pty" && nj.Stdin != "pipe":
+		return nj, nil, nil, invalid(errors.New("a pty job's stdin is its terminal: it cannot be /dev/null"))
+	case req.Merge && nj.Mode != "pipe":
+		return nj, nil, nil, invalid(errors.New("merge is for pipe jobs: a terminal has one stream already"))
+	case req.Cols < 0 || req.Rows < 0 || req.Cols > 0xffff || req.Rows > 0xffff:
+		return nj, nil, nil, invalid(errors.New("window size out of range"))
 	case strings.Trim(req.TmuxPrefix, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" || len(req.TmuxPrefix) > 32:
 		return nj, nil, nil, invalid(errors.New("a tmux session prefix has at most 32 letters, digits, '-' or '_'"))
 	}
@@ -161,14 +172,20 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 		base = os.Environ()
 	}
 	env = nil
-	if nj.Mode != "tmux" {
+	if nj.Mode == "pipe" {
 		// Python block-buffers into a pipe: a dev server's "Serving on
 		// :8000" would wait for kilobytes more. First, so that the
 		// caller's own value wins.
 		env = append(env, pipeEnv...)
 	}
 	env = append(env, base...)
-	if !nj.Color && nj.Mode != "tmux" {
+	switch {
+	case nj.Mode == "pty":
+		// A terminal: programs colour and draw as on one, and the
+		// output is cleaned for agents when read. A pager would wait
+		// for keys nobody presses.
+		env = append(env, ptyEnv...)
+	case !nj.Color && nj.Mode != "tmux":
 		env = append(env, agentEnv...)
 	}
 	env = append(env, req.Env...)
@@ -229,7 +246,7 @@ func (s *Supervisor) complete(c *child, final db.Job) {
 }
 
 // spawn starts the process of the created job c.
-func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (db.Job, error) {
+func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequest, argv, env []string) (db.Job, error) {
 	job := c.job
 	if reason := checkCwd(job.Cwd); reason != "" {
 		return s.failStart(ctx, c, reason)
@@ -246,39 +263,20 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 		return s.failStart(ctx, c, "capture output: "+err.Error())
 	}
 
-	var stdinR, stdinW *os.File
-	var err error
-	if job.Stdin == "pipe" {
-		stdinR, stdinW, err = os.Pipe()
-	} else {
-		stdinR, err = os.Open(os.DevNull)
-	}
+	cio, err := openChildIO(job, req)
 	if err != nil {
 		s.app.Untrack(c.id)
-		return s.failStart(ctx, c, "stdin: "+err.Error())
-	}
-	// stdout and stderr are pipes we read ourselves. Cmd.Stdout set to an
-	// io.Writer would make os/exec copy in a goroutine that closes the
-	// pipe on the first write error, killing the child with SIGPIPE; with
-	// *os.File values the child gets the fds directly.
-	outR, outW, err1 := os.Pipe()
-	errR, errW, err2 := os.Pipe()
-	if err := errors.Join(err1, err2); err != nil {
-		closeAll(stdinR, stdinW, outR, outW, errR, errW)
-		s.app.Untrack(c.id)
-		return s.failStart(ctx, c, "pipes: "+err.Error())
+		return s.failStart(ctx, c, err.Error())
 	}
 	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   argv,
-		Env:    env,
-		Dir:    job.Cwd,
-		Stdin:  stdinR,
-		Stdout: outW,
-		Stderr: errW,
-		// Its own process group: kill and timeout signal the group,
-		// and a terminal's ^C to the caller does not reach it.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path:        path,
+		Args:        argv,
+		Env:         env,
+		Dir:         job.Cwd,
+		Stdin:       cio.childIn,
+		Stdout:      cio.childOut,
+		Stderr:      cio.childErr,
+		SysProcAttr: cio.attr(),
 	}
 	// Its own cgroup, where the system offers one: what it forks stays
 	// there whatever it does to its group or environment, so a kill finds
@@ -299,7 +297,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 		_ = proc.RemoveCgroup(cg.Path)
 		cg = nil
 		retry := &exec.Cmd{Path: path0, Args: args0, Env: env0, Dir: cmd.Dir, Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+			SysProcAttr: cio.attr()}
 		if rerr := s.startChild(retry); rerr == nil {
 			s.noCgroup.Store(true)
 			s.logf("job %s: not in a cgroup of its own: %v", c.id, err)
@@ -317,9 +315,9 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 			cgPath = ""
 		}
 	}
-	closeAll(stdinR, outW, errW) // the child has its copies
+	cio.closeChild() // the child has its copies
 	if err != nil {
-		closeAll(stdinW, outR, errR)
+		cio.closeOurs()
 		s.app.Untrack(c.id)
 		return s.failStart(ctx, c, startReason(err))
 	}
@@ -327,14 +325,18 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, argv, env []string) (d
 	start, _ := proc.StartTime(pid)
 	spawnerPeak := proc.SpawnerPeakKB() // after the exec (see finish)
 	c.mu.Lock()
-	c.cmd, c.stdout, c.stderr, c.stdin = cmd, outR, errR, stdinW
+	c.cmd, c.stdout, c.stderr, c.stdin = cmd, cio.out, cio.err, cio.in
+	c.outStream, c.pty = cio.stream, cio.pty
 	c.pid, c.pidStart, c.spawnerPeakKB, c.cgroup = pid, start, spawnerPeak, cgPath
 	c.mu.Unlock()
 	go s.run(c, job.Timeout, c.timeoutGrace)
 
-	var detail map[string]any
+	detail := cio.detail()
 	if cgPath != "" {
-		detail = map[string]any{control.CgroupKey: cgPath}
+		detail[control.CgroupKey] = cgPath
+	}
+	if len(detail) == 0 {
+		detail = nil
 	}
 	running, err := s.db.Transition(ctx, c.id, db.Transition{
 		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start, Detail: detail,

@@ -115,5 +115,5 @@ func (tp *tricklePipe) read(buf []byte, now time.Time) bool {
 	since := now.Sub(tp.last)
 	tp.last = now
 	// Keep it while half the pipe takes the child longer than a round.
-	return readPause(n, since) >= since
+	return tp.p.pause(n, since) >= since
 }

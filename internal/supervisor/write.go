@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -156,8 +157,14 @@ func (c *child) stdinFile() (*os.File, error) {
 }
 
 // closeChildStdin closes c's stdin without waiting for a writer: closing
-// the file interrupts a write blocked on the full pipe.
+// the file interrupts a write blocked on the full pipe. A pty job's input
+// is its terminal, which stays open: it gets what a terminal sends for end
+// of file, ^D (at the start of a line: the reader's read returns 0).
 func (s *Supervisor) closeChildStdin(ctx context.Context, c *child) error {
+	if c.pty {
+		_, err := s.writeChild(ctx, c, []byte{4}, FinalWriteTimeout)
+		return err
+	}
 	c.mu.Lock()
 	f, started, exited := c.stdin, c.cmd != nil, c.exited
 	c.stdin = nil
@@ -225,6 +232,17 @@ func (s *Supervisor) SendKeys(ctx context.Context, jobID string, keys []string, 
 	job, err := s.db.FindJobByID(ctx, jobID)
 	if err != nil {
 		return fmt.Errorf("send keys to job %s: %w", jobID, err)
+	}
+	if job.Mode == "pty" {
+		if len(keys) == 0 {
+			return fmt.Errorf("send keys to job %s: %w", jobID, invalid(errors.New("no keys given")))
+		}
+		b, err := parse.KeysBytes(keys, literal)
+		if err != nil {
+			return fmt.Errorf("send keys to job %s: %w", jobID, invalid(err))
+		}
+		_, err = s.Write(ctx, jobID, b, false, 0)
+		return err
 	}
 	if job.Mode != "tmux" {
 		return fmt.Errorf("send keys to job %s: %w", jobID, vocab.ErrNotTmux)

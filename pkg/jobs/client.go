@@ -547,8 +547,21 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 	if spec.NoStdin {
 		stdin = "null"
 	}
-	if spec.Tmux {
+	switch {
+	case spec.Tmux && spec.PTY:
+		return req, fmt.Errorf("start: %w: a job runs in tmux or in a pty, not both", ErrInvalid)
+	case spec.Merge && (spec.Tmux || spec.PTY):
+		return req, fmt.Errorf("start: %w: merge is for pipe jobs; a terminal has one stream already", ErrInvalid)
+	case spec.PTY && spec.NoStdin:
+		return req, fmt.Errorf("start: %w: a pty job's stdin is its terminal: it cannot be /dev/null", ErrInvalid)
+	case spec.Cols < 0 || spec.Rows < 0 || spec.Cols > 0xffff || spec.Rows > 0xffff:
+		return req, fmt.Errorf("start: %w: window size %dx%d out of range", ErrInvalid, spec.Cols, spec.Rows)
+	case (spec.Cols > 0 || spec.Rows > 0) && !spec.PTY:
+		return req, fmt.Errorf("start: %w: a window size is for pty jobs", ErrInvalid)
+	case spec.Tmux:
 		mode = "tmux"
+	case spec.PTY:
+		mode = "pty"
 	}
 	req = protocol.StartRequest{
 		Job: db.NewJob{
@@ -579,6 +592,9 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 		LabelLimit:   max(spec.MaxRunningWithLabel, 0),
 		TimeoutGrace: spec.TimeoutGrace,
 		TmuxPrefix:   spec.TmuxPrefix,
+		Cols:         spec.Cols,
+		Rows:         spec.Rows,
+		Merge:        spec.Merge,
 	}
 	return req, nil
 }

@@ -41,9 +41,14 @@ func addLiveFacts(out *Job, j db.Job, full bool, cgroup func() string) (gone boo
 			out.Stopped = main.State == 'T'
 		}
 		if j.Stdin == "pipe" && j.Mode != "tmux" && mainAlive && !out.Stopped {
-			if full {
+			switch {
+			case full && j.Mode == "pty":
+				// Blocked reading its terminal, which the
+				// supervisor's writes feed.
+				out.WaitingForInput = proc.WaitingForTTY(j.PID, t)
+			case full:
 				out.WaitingForInput = proc.WaitingForInput(j.PID, stdinInode(j.PID), t)
-			} else {
+			default:
 				out.WaitingForInput = proc.MainWaitsOnStdin(main)
 			}
 		}

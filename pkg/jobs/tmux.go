@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/supervisor"
 )
 
@@ -28,12 +29,25 @@ func (c *Client) tmuxJob(ctx context.Context, ref string, live bool) (db.Job, er
 	return j, nil
 }
 
-// SendKeys sends tmux key names (Enter, C-c, Up …) to a tmux job, or the
-// text as typed when literal is set. tmux itself delivers them, so this
-// works whether or not the job's supervisor is alive.
+// SendKeys sends tmux key names (Enter, C-c, Up …) to a tmux or pty job,
+// or the text as typed when literal is set. tmux itself delivers them to a
+// tmux job, so this works whether or not its supervisor is alive; a pty
+// job's supervisor writes to its terminal the bytes a terminal sends for
+// them (parse.KeyBytes).
 func (c *Client) SendKeys(ctx context.Context, ref string, keys []string, literal bool) error {
 	if c.opts.ReadOnly {
 		return fmt.Errorf("%w: %s", ErrReadOnly, c.path)
+	}
+	if j, err := c.find(ctx, ref); err == nil && j.Mode == "pty" {
+		if len(keys) == 0 {
+			return fmt.Errorf("%w: no keys to send", ErrInvalid)
+		}
+		b, err := parse.KeysBytes(keys, literal)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		_, err = c.write(ctx, ref, b, false)
+		return err
 	}
 	j, err := c.tmuxJob(ctx, ref, true)
 	if err != nil {

@@ -61,6 +61,10 @@ const (
 	// ModeTmux runs the command in its own tmux session; its terminal
 	// output is captured as the stream "pty".
 	ModeTmux Mode = "tmux"
+	// ModePTY runs the command in a pseudo-terminal its supervisor owns:
+	// programs line-buffer and colour as on a terminal, and its output is
+	// the one stream "pty", in the order it was written.
+	ModePTY Mode = "pty"
 )
 
 // Stream names an output stream.
@@ -71,7 +75,7 @@ const (
 	Stdout Stream = "stdout"
 	// Stderr is the job's standard error.
 	Stderr Stream = "stderr"
-	// PTY is the terminal output of a tmux job.
+	// PTY is the terminal output of a tmux or pty job.
 	PTY Stream = "pty"
 )
 
@@ -117,6 +121,18 @@ type Spec struct {
 	Tmux bool `json:"tmux,omitempty"`
 	// KeepTmux leaves a tmux job's session open after the job ends.
 	KeepTmux bool `json:"keep_tmux,omitempty"`
+	// PTY runs the job in a pseudo-terminal its supervisor owns
+	// (ModePTY), of Cols×Rows characters (0: 80×24). Write, SendKeys
+	// and Kill work as on a pipe job; end of input is ^D.
+	PTY  bool `json:"pty,omitempty"`
+	Cols int  `json:"cols,omitempty"`
+	Rows int  `json:"rows,omitempty"`
+	// Merge gives a pipe job one pipe as both stdout and stderr, so that
+	// their lines keep the order the job wrote them in; the output is
+	// stored as stream stdout. Without it, stdout and stderr are two
+	// pipes, each in its own order, and lines of the two written within
+	// a moment of each other may be stored either way round.
+	Merge bool `json:"merge,omitempty"`
 	// MaxRunningInScope, when set, is this start's cap on the scope's
 	// running jobs instead of the client's (Options.MaxRunningPerScope)
 	// or the detached supervisor's; the cap over all scopes stays.
@@ -188,7 +204,7 @@ type Job struct {
 	Cwd string `json:"cwd"`
 	// EnvNames are the names of the variables added (never the values).
 	EnvNames []string `json:"env_names,omitempty"`
-	// Mode is pipe or tmux.
+	// Mode is pipe, tmux or pty.
 	Mode Mode `json:"mode"`
 	// TmuxSession names the tmux session of a tmux job.
 	TmuxSession string `json:"tmux_session,omitempty"`

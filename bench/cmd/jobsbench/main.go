@@ -203,6 +203,7 @@ func run(ctx context.Context, args []string) error {
 		{"concurrent jobs", "concurrent", b.concurrent},
 		{"kill tree", "kill", b.killTree},
 		{"waiting processes", "waiters", b.waiters},
+		{"pty mode against pipe mode", "pty", b.ptyMode},
 		{"history", "history", b.history},
 		{"running side", "running", b.running},
 		{"history size and expiry", "expiry", b.expiry},
@@ -212,7 +213,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	for k := range cfg.only {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.key == k }) {
-			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, waiters, history, running, expiry, versus with --against)", k)
+			return fmt.Errorf("-only %s: no such workload (start, capture, concurrent, kill, waiters, pty, history, running, expiry, versus with --against)", k)
 		}
 	}
 	if cfg.only["history"] {
