@@ -425,10 +425,10 @@ func TestWaitSleepsThroughAnotherJobsFlood(t *testing.T) {
 		t.Fatalf("the flood did not write during the window (%d → %d bytes)", out0, out1)
 	}
 	perMinute := time.Duration(float64(used*10*int64(time.Millisecond)) * float64(time.Minute) / float64(wall))
-	// 0.1 s a minute is the goal; the bound allows for a loaded machine.
-	if perMinute > 600*time.Millisecond {
-		t.Errorf("jobs wait on a quiet job used %d ms of CPU in %v while another job wrote %d MB: %v a minute", used*10, wall.Round(time.Millisecond), (out1-out0)>>20, perMinute)
-	}
+	// The CPU is a figure, not a bound (a loaded machine moves it): that
+	// the wait sleeps through the flood is asserted by counting its looks
+	// at the database (pkg/jobs TestFollowersSleepThroughAFlood,
+	// TestIdleWaitLooksRarely); here, that it still wakes for its job.
 	w.ok("kill", quiet)
 	select {
 	case err := <-done:
