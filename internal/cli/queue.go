@@ -192,7 +192,7 @@ func (r *runner) restartCommand() *ucli.Command {
 		&ucli.BoolFlag{Name: "replace", Usage: "end the running job with the same name first"},
 		&ucli.StringFlag{Name: "cwd", Usage: "run in `DIR` instead of the old job's directory"},
 		&ucli.StringSliceFlag{Name: "env", Usage: "add `KEY=VALUE` (or KEY with its value here) to the environment (repeatable)", KeepSpace: true},
-		&ucli.StringFlag{Name: "label", Usage: "label the new job `TEXT`"},
+		&ucli.StringSliceFlag{Name: "label", Usage: "label the new job `TEXT` (repeatable, as for start)", KeepSpace: true},
 		&ucli.StringFlag{Name: "timeout", Usage: "maximum runtime `DUR`, 0 for none"},
 		&ucli.StringFlag{Name: "ttl", Usage: "keep the finished job `DUR` after its last access, 0 for ever"},
 		&ucli.BoolFlag{Name: "wait", Usage: "stream the output and exit with the new job's status"},
@@ -223,7 +223,7 @@ func (r *runner) restart(cc *ucli.Context) error {
 		edits = append(edits, func(s *jobs.Spec) { s.Name = name })
 	}
 	if cc.IsSet("label") {
-		label := cc.String("label")
+		label := joinLabels(cc.StringSlice("label"))
 		edits = append(edits, func(s *jobs.Spec) { s.Label = label })
 	}
 	if cc.IsSet("cwd") {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -79,5 +80,28 @@ func TestPipedLogStartsAtLine(t *testing.T) {
 	var n int
 	if _, err := fmt.Sscanf(first, "line %d", &n); err != nil || !strings.Contains(r.stderr, fmt.Sprintf("before line %d", n)) {
 		t.Errorf("the note does not point at the first line shown (%d)\n%v", n, r)
+	}
+}
+
+// TestSeveralLabels: --label given more than once keeps every value (it
+// kept only the last), and list --label finds the job by any of them.
+func TestSeveralLabels(t *testing.T) {
+	e := newEnv(t)
+	id := e.start("--label", "nightly", "--label", "db, slow", "true")
+	var s struct {
+		Job struct {
+			Label string `json:"label"`
+		} `json:"job"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("--json", "status", id)), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Job.Label != "nightly, db, slow" {
+		t.Errorf("label %q, want both values", s.Job.Label)
+	}
+	for _, l := range []string{"nightly", "slow"} {
+		if out := e.ok("list", "--label", l); !strings.Contains(out, id) {
+			t.Errorf("list --label %s does not find the job:\n%s", l, out)
+		}
 	}
 }

@@ -30,7 +30,7 @@ func (r *runner) startCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "replace", Usage: "end the running job with the same --name first"},
 			&ucli.StringFlag{Name: "cwd", Usage: "working `DIR` (default: the current directory)"},
 			&ucli.StringSliceFlag{Name: "env", Usage: "add `KEY=VALUE` to the environment, or KEY with its value here (repeatable; only the names are stored)", KeepSpace: true},
-			&ucli.StringFlag{Name: "label", Usage: "free `TEXT` shown by list"},
+			&ucli.StringSliceFlag{Name: "label", Usage: "free `TEXT` shown by list (repeatable: several labels are kept as one text, joined with \", \")", KeepSpace: true},
 			&ucli.StringFlag{Name: "timeout", Usage: "maximum runtime `DUR`, 0 for none (default " + shortDuration(jobs.DefaultTimeout) + ")"},
 			&ucli.StringFlag{Name: "ttl", Usage: "keep the finished job `DUR` after its last access, 0 for ever (default " + shortDuration(jobs.DefaultTTL) + " or $PI_BASH_JOB_TTL_MS)"},
 			&ucli.StringFlag{Name: "max-output", Usage: "output `SIZE` kept (first 1 MiB and the newest rest), 0 for no cap (default " + parse.FormatSize(jobs.DefaultMaxOutput) + ")"},
@@ -109,7 +109,7 @@ func (r *runner) parseStart(cc *ucli.Context) (startRequest, error) {
 	if spec.Replace && spec.Name == "" {
 		return req, usagef(verb, "--replace needs --name")
 	}
-	spec.Label = cc.String("label")
+	spec.Label = joinLabels(cc.StringSlice("label"))
 	spec.Env = cc.StringSlice("env")
 	for i, e := range spec.Env {
 		// --env KEY takes KEY's value from this environment, so that a
@@ -441,3 +441,7 @@ func ensureNewline(s string) string {
 	}
 	return s
 }
+
+// joinLabels keeps several --label values as the one label text a job
+// has, in the order given: list --label TEXT finds the job by any of them.
+func joinLabels(labels []string) string { return strings.Join(labels, ", ") }
