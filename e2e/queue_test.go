@@ -239,6 +239,10 @@ func TestDependencyChainWithFailure(t *testing.T) {
 	if r := w.jobs("start", "--after", "nosuchjob", "true"); r.code == 0 || !strings.Contains(r.stderr, "not found") || strings.Count(r.stderr, "\n") != 1 {
 		t.Errorf("start after a missing job: %v", r)
 	}
+	// A tmux job starts at once or not at all.
+	if r := w.jobs("start", "--tmux", "--after", first, "true"); r.code == 0 || !strings.Contains(r.stderr, "tmux job cannot wait") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("a tmux job after another: %v", r)
+	}
 }
 
 func terminal(status string) bool {

@@ -58,6 +58,12 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
 	if nj.Mode == "tmux" {
+		// A tmux job starts at once or not at all: its start is the
+		// tmux helper's, which a queue cannot hold back (yet).
+		if queued(nj) {
+			return db.Job{}, fmt.Errorf("start job: %w", invalid(errors.New("a tmux job cannot wait in a queue or for other jobs")))
+		}
+		nj.QueueOnLimit = false
 		return s.startTmux(ctx, req, nj, argv, env) // tmux.go
 	}
 	if req.Replace && nj.Name != "" {

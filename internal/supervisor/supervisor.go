@@ -340,6 +340,12 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		s.cfg.Logf("marked %d jobs of dead supervisors lost", n)
 	}
 
+	// Queued jobs of supervisors that are gone (crashed, or closed while
+	// jobs waited) are this one's now: they start in their order.
+	s.adoptQueued(ctx)
+	if n, err := s.db.CountQueued(ctx, s.id); err == nil {
+		s.queuedCount.Store(int64(n))
+	}
 	s.mu.Lock()
 	s.idleSince = time.Now()
 	s.mu.Unlock()
@@ -348,12 +354,6 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 			s.wg.Add(1)
 			go s.serve(l)
 		}
-	}
-	// Queued jobs of supervisors that are gone (crashed, or closed while
-	// jobs waited) are this one's now: they start in their order.
-	s.adoptQueued(ctx)
-	if n, err := s.db.CountQueued(ctx, s.id); err == nil {
-		s.queuedCount.Store(int64(n))
 	}
 	s.wg.Add(4)
 	go s.dispatcher()

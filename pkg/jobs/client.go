@@ -491,6 +491,10 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 	if err := checkText("label", spec.Label, MaxLabelBytes); err != nil {
 		return req, fmt.Errorf("start: %w", err)
 	}
+	if spec.Tmux && (spec.Queue != "" || len(spec.After) > 0 || len(spec.AfterOK) > 0) {
+		// Its start is the tmux helper's, which a queue cannot hold back.
+		return req, fmt.Errorf("start: %w: a tmux job cannot wait in a queue or for other jobs", ErrInvalid)
+	}
 	if spec.TimeoutGrace < 0 {
 		return req, fmt.Errorf("start: %w: negative timeout grace", ErrInvalid)
 	}
