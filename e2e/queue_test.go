@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -435,4 +438,81 @@ func TestScopeCapQueuesTheFiftyFirst(t *testing.T) {
 		j, _ := w.status(late)
 		return j.Status == "done"
 	})
+}
+
+// TestQueuedEnvironmentNeverStored: a queued job's environment values (the
+// caller's environment and --env) stay in the memory of the supervisor
+// that queued it, never in the database: no file of the database holds
+// them while the job waits, and the job still runs with them. A job
+// taken over after that supervisor's crash cannot have its --env values:
+// it fails, saying why, instead of running without them.
+func TestQueuedEnvironmentNeverStored(t *testing.T) {
+	w := newWorld(t)
+	w.extra = append(w.extra, "QUEUE_CALLER_TOKEN=caller-d41d8cd9")
+	w.ok("queue", "q", "--parallel", "1")
+	blocker := w.enqueue("--queue", "q", "sleep 600")
+	secret := w.enqueue("--queue", "q", "--env", "QUEUE_SECRET=hunter2-9f86d081", `echo "$QUEUE_SECRET $QUEUE_CALLER_TOKEN"`)
+	waitFor(t, 30*time.Second, "the blocker to run", func() bool {
+		j, _ := w.status(blocker)
+		return j.Status == "running"
+	})
+	if j, _ := w.status(secret); j.Status != "queued" {
+		t.Fatalf("job behind the blocker is %s, want queued", j.Status)
+	}
+	for _, value := range []string{"hunter2-9f86d081", "caller-d41d8cd9"} {
+		if f := filesHolding(t, filepath.Dir(w.dbPath()), value); len(f) > 0 {
+			t.Errorf("the value %q of a queued job's environment is stored in %v", value, f)
+		}
+	}
+	w.ok("kill", blocker)
+	if j := w.waitTerminal(secret, 60*time.Second); j.Status != "done" {
+		t.Fatalf("queued job ended %s", j.Status)
+	}
+	if out := w.ok("log", secret); out != "hunter2-9f86d081 caller-d41d8cd9\n" {
+		t.Errorf("the queued job ran with %q, want its --env value and the caller's environment", out)
+	}
+
+	// Queued with --env by a supervisor that then dies.
+	blocker = w.enqueue("--queue", "q", "sleep 600")
+	waitFor(t, 30*time.Second, "the second blocker to run", func() bool {
+		j, _ := w.status(blocker)
+		return j.Status == "running"
+	})
+	t.Cleanup(func() { w.jobs("kill", blocker) })
+	orphan := w.enqueue("--queue", "q", "--env", "QUEUE_SECRET=hunter2-9f86d081", `echo "$QUEUE_SECRET"`)
+	plain := w.enqueue("--queue", "q", "echo plain")
+	sup := w.supervisorPID()
+	lock := w.supervisorLock(sup)
+	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
+	w.start("true") // a new supervisor takes the queue over
+	j := w.waitTerminal(orphan, 60*time.Second)
+	if j.Status != "failed" || !strings.Contains(j.Reason, "QUEUE_SECRET") || !strings.Contains(j.Reason, "never stored") {
+		t.Errorf("job queued with --env by a supervisor that died: %s (%q), want failed saying its values were never stored", j.Status, j.Reason)
+	}
+	if j := w.waitTerminal(plain, 60*time.Second); j.Status != "done" {
+		t.Errorf("job queued without --env after the crash: %s, want done", j.Status)
+	}
+}
+
+// filesHolding lists the files under dir whose bytes contain s.
+func filesHolding(t *testing.T, dir, s string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			found = append(found, filepath.Base(path))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }

@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -34,7 +35,11 @@ func (s *Supervisor) startQueued(ctx context.Context, req protocol.StartRequest,
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
 	req.Job = nj
-	request, err := json.Marshal(req)
+	// What is kept in the database for a supervisor that takes the job
+	// over leaves out every environment value (see queuedEnv).
+	kept := req
+	kept.Env, kept.BaseEnv = nil, nil
+	request, err := json.Marshal(kept)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
@@ -47,6 +52,7 @@ func (s *Supervisor) startQueued(ctx context.Context, req protocol.StartRequest,
 		// was not kept (only a queued job's is).
 		return s.startCreated(ctx, req, job)
 	}
+	s.keepQueuedEnv(job.ID, req)
 	s.queuedCount.Add(1)
 	s.dispatch(ctx)
 	if j, err := s.db.FindJobByID(ctx, job.ID); err == nil {
@@ -162,6 +168,20 @@ func (s *Supervisor) dispatch(ctx context.Context) {
 			}
 		}
 		req.Job = newJobOf(cl.Job, req.Job)
+		if env, ok := s.takeQueuedEnv(cl.Job.ID); ok {
+			req.Env, req.BaseEnv = env.env, env.base
+		} else if len(cl.Job.EnvNames) > 0 {
+			// Queued by a supervisor that is gone, with --env values
+			// that went with it: starting without them could run
+			// something else than what was asked.
+			reason := fmt.Sprintf("not started: the values of its --env variables (%s) are never stored, and the supervisor that queued it is gone", strings.Join(cl.Job.EnvNames, ", "))
+			if j, err := s.db.Transition(context.WithoutCancel(ctx), cl.Job.ID, db.Transition{To: vocab.StatusFailed, Reason: reason}); err != nil {
+				s.logf("job %s: %v", cl.Job.ID, err)
+			} else {
+				s.hookEnded(j)
+			}
+			continue
+		}
 		// Started in order, one after the other: a queue keeps its order.
 		if _, err := s.startCreated(context.WithoutCancel(ctx), req, cl.Job); err != nil {
 			s.logf("start queued job %s: %v", cl.Job.ID, err)
@@ -248,4 +268,29 @@ func KillQueued(ctx context.Context, d *db.DB, j db.Job) (res vocab.KillResult, 
 		return res, true, fmt.Errorf("kill job %s: %w", j.ID, err)
 	}
 	return vocab.KillResult{JobID: killed.ID, Status: killed.Status, Signalled: []int{}, Survivors: []int{}}, true, nil
+}
+
+// queuedEnv is the environment a queued job was asked to run with.
+type queuedEnv struct{ env, base []string }
+
+// keepQueuedEnv keeps the environment of a job this supervisor queued
+// until its turn comes. A job taken over from a supervisor that is gone
+// runs with this supervisor's environment, or fails if it was given --env
+// values (dispatch).
+func (s *Supervisor) keepQueuedEnv(id string, req protocol.StartRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queuedEnv == nil {
+		s.queuedEnv = map[string]queuedEnv{}
+	}
+	s.queuedEnv[id] = queuedEnv{env: req.Env, base: req.BaseEnv}
+}
+
+// takeQueuedEnv returns and forgets the environment kept for a job.
+func (s *Supervisor) takeQueuedEnv(id string) (queuedEnv, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.queuedEnv[id]
+	delete(s.queuedEnv, id)
+	return e, ok
 }

@@ -147,6 +147,10 @@ type Supervisor struct {
 	queueKick   chan struct{}
 	dispatchMu  sync.Mutex
 	queuedCount atomic.Int64
+	// queuedEnv holds, in memory only, the environment (the caller's and
+	// the --env values) of each job this supervisor queued: values are
+	// never stored. Guarded by mu.
+	queuedEnv map[string]queuedEnv
 	// replaced is set once the database file was removed or replaced
 	// (see retire); the supervisor then takes no new job.
 	replaced error
