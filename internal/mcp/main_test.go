@@ -145,14 +145,14 @@ func start(t *testing.T, cs *sdk.ClientSession, command string, extra map[string
 // finished and returns the wait result.
 func waitDone(t *testing.T, cs *sdk.ClientSession, id string) pollResult {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		r := callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionId": id, "timeout": 10})
 		if r.WaitReason == "exited" {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("session %s still %s after 60 s", id, r.Status)
+			t.Fatalf("session %s still %s after 3 minutes", id, r.Status)
 		}
 	}
 }

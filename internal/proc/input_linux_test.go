@@ -66,14 +66,14 @@ func TestWaitingForInputRealPrograms(t *testing.T) {
 			}
 			j := startJob(t, exec.Command(tt.argv[0], tt.argv[1:]...))
 			if tt.want {
-				eventually(t, 10*time.Second, "input-wait", func() bool {
+				eventually(t, time.Minute, "input-wait", func() bool {
 					return WaitingForInput(j.target.PID, j.inode, j.target)
 				})
 				return
 			}
 			// Every process of the job asleep: whatever it waits for,
 			// it is waiting now.
-			eventually(t, 10*time.Second, "the job to settle", func() bool {
+			eventually(t, time.Minute, "the job to settle", func() bool {
 				return allSleeping(j.target)
 			})
 			if WaitingForInput(j.target.PID, j.inode, j.target) {
