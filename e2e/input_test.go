@@ -141,6 +141,15 @@ func TestC1InvalidIDsAnswerNotFound(t *testing.T) {
 			checkErrorLine(t, r, 1)
 			// The same words for every class, once the id is taken out.
 			line := r.stderr
+			// A reference too short to be an id prefix is told so; that
+			// depends on its form alone, never on what exists.
+			const short = ": an id prefix needs at least 4 characters"
+			if strings.Contains(line, short) {
+				if len(id) >= 4 {
+					t.Errorf("jobs %s %q: %q says the prefix is short", verb[0], cut(id), cut(r.stderr))
+				}
+				line = strings.Replace(line, short, "", 1)
+			}
 			if i, j := strings.Index(line, "job "), strings.Index(line, " not found"); i >= 0 && j > i {
 				line = line[:i+4] + "X" + line[j:]
 			} else {
