@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -60,8 +61,12 @@ func TestStreamLooksOnceASecondWhileIdle(t *testing.T) {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() && !strings.HasPrefix(sc.Text(), "event: rows") {
 	}
-	const idle = 3 * time.Second
+	// It keeps looking: a stream that stopped would show a stale list
+	// for ever (and pass the bound below).
 	before := s.looks.Load()
+	testwait.For(t, 30*time.Second, "the idle stream to look again", func() bool { return s.looks.Load() > before })
+	const idle = 3 * time.Second
+	before = s.looks.Load()
 	time.Sleep(idle) // the measure is what happens in this window, nothing to wait for
 	looks := s.looks.Load() - before
 	if looks > int64(idle/time.Second)+1 {
