@@ -172,8 +172,19 @@ func (e *env) runIn(stdin []byte, args ...string) result {
 func (e *env) ok(args ...string) string {
 	e.t.Helper()
 	r := e.run2(args...)
-	if r.code != 0 {
-		e.t.Fatalf("%v", r)
+	if r.code != 0 || r.stderr != "" {
+		e.t.Fatalf("want exit 0 and nothing on stderr\n%v", r)
+	}
+	return r.stdout
+}
+
+// read runs a read that may report on stderr what it left out: exit 0,
+// and stderr empty or that one bracketed note.
+func (e *env) read(args ...string) string {
+	e.t.Helper()
+	r := e.run2(args...)
+	if r.code != 0 || r.stderr != "" && (strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "[") || !strings.HasSuffix(r.stderr, "]\n")) {
+		e.t.Fatalf("want exit 0 and at most a note of what the read left out\n%v", r)
 	}
 	return r.stdout
 }
@@ -369,10 +380,10 @@ func TestJobLife(t *testing.T) {
 	if len(all) != len("hello world\nbye\n") {
 		t.Fatalf("whole log = %q", all)
 	}
-	if out := e.ok("log", id, "--offset", "0", "--limit", "5"); out != all[:5] {
+	if out := e.read("log", id, "--offset", "0", "--limit", "5"); out != all[:5] {
 		t.Errorf("log --offset 0 --limit 5 = %q, want %q", out, all[:5])
 	}
-	if out := e.ok("log", id, "--offset", "3", "--limit", "100"); out != all[3:] {
+	if out := e.read("log", id, "--offset", "3", "--limit", "100"); out != all[3:] {
 		t.Errorf("log --offset 3 = %q, want %q", out, all[3:])
 	}
 	var o outputJSON
@@ -380,7 +391,7 @@ func TestJobLife(t *testing.T) {
 	if want := strings.SplitAfter(all, "\n")[1]; o.Output != want {
 		t.Errorf("log --from-line 2 --lines 1 = %q, want %q (lines count from 1)", o.Output, want)
 	}
-	if out := e.ok("log", id, "--tail", "1"); out != strings.SplitAfter(all, "\n")[1] {
+	if out := e.read("log", id, "--tail", "1"); out != strings.SplitAfter(all, "\n")[1] {
 		t.Errorf("log --tail 1 = %q", out)
 	}
 

@@ -697,6 +697,7 @@ func (c *Client) log(ctx context.Context, ref string, r Range, cleanMatch bool) 
 			out, err := c.tail(ctx, j.ID, pickTail(r.Tail), f, true)
 			if err == nil {
 				c.touch(ctx, j)
+				err = c.ownStreamOutside(ctx, f, &out)
 			}
 			return out, err
 		}
@@ -712,7 +713,29 @@ func (c *Client) log(ctx context.Context, ref string, r Range, cleanMatch bool) 
 	if r.Clean {
 		text = textclean.Clean(p.Data)
 	}
-	return outputFromPage(j.ID, p, text), nil
+	out := outputFromPage(j.ID, p, text)
+	return out, c.ownStreamOutside(ctx, f, &out)
+}
+
+// ownStreamOutside clears what a read filtered by stream says lies before
+// or after it when none of that stream's output does: the counts are of
+// every stream, and "12 B earlier" of stderr that has no earlier byte
+// misleads.
+func (c *Client) ownStreamOutside(ctx context.Context, f logs.Filter, out *Output) error {
+	if f.Stream == "" || (out.OmittedBefore == 0 && out.OmittedAfter == 0) {
+		return nil
+	}
+	before, after, err := logs.StreamOutside(ctx, c.db, out.JobID, f.Stream, out.Start, out.End)
+	if err != nil {
+		return err
+	}
+	if !before {
+		out.OmittedBefore = 0
+	}
+	if !after {
+		out.OmittedAfter = 0
+	}
+	return nil
 }
 
 func pickTail(n int64) int64 {
