@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	"github.com/pelletier/go-toml/v2"
 	ucli "github.com/urfave/cli/v2"
@@ -52,7 +53,7 @@ var settings = []setting{
 	{key: "ttl", env: []string{"JOBS_TTL", "PI_BASH_JOB_TTL_MS"}, flag: "ttl", check: checkDuration, builtin: shortDuration(jobs.DefaultTTL)},
 	{key: "max_output", env: []string{"JOBS_MAX_OUTPUT"}, flag: "max-output", check: checkSize, builtin: parse.FormatSize(jobs.DefaultMaxOutput)},
 	{key: "shell", env: []string{"JOBS_SHELL"}, flag: "shell", check: checkShell, builtin: "bash, else /bin/sh"},
-	{key: "scope", env: []string{"JOBS_SCOPE"}, flag: "scope", check: checkScope, builtin: "default"},
+	{key: "scope", env: []string{"JOBS_SCOPE"}, flag: "scope", check: checkScope, builtin: vocab.DefaultScope},
 }
 
 func checkDuration(s string) (string, error) {

@@ -220,7 +220,7 @@ func End(ctx context.Context, t proc.Target, grace time.Duration) (vocab.KillRes
 // the pids it ended.
 func Leftovers(ctx context.Context, d *db.DB, j db.Job, grace time.Duration) (vocab.KillResult, error) {
 	res := vocab.KillResult{JobID: j.ID, Status: j.Status, AlreadyDone: true, Signalled: []int{}, Survivors: []int{}}
-	if j.Mode == "tmux" {
+	if j.Mode == vocab.ModeTmux {
 		return res, nil // its pane is gone; the tag would find what is left, but tmux jobs keep their own rules
 	}
 	kr, err := End(context.WithoutCancel(ctx), Target(ctx, d, j), grace)

@@ -523,17 +523,17 @@ func (d *DB) CreateJobQueued(ctx context.Context, n NewJob, lim Limits, request 
 // with a readable message instead of a constraint name.
 func validateNewJob(n *NewJob) error {
 	if n.Mode == "" {
-		n.Mode = "pipe"
+		n.Mode = vocab.ModePipe
 	}
 	if n.Stdin == "" {
-		n.Stdin = "pipe"
+		n.Stdin = vocab.StdinPipe
 	}
 	switch {
 	case n.Scope == "":
 		return errors.New("empty scope")
 	case n.Command == "":
 		return errors.New("empty command")
-	case n.Mode != "pipe" && n.Mode != "tmux" && n.Mode != "pty":
+	case n.Mode != vocab.ModePipe && n.Mode != vocab.ModeTmux && n.Mode != vocab.ModePTY:
 		return fmt.Errorf("mode %q is not pipe, tmux or pty", n.Mode)
 	case !validStdin(n.Stdin):
 		return fmt.Errorf("stdin %q is not pipe, closed or null", n.Stdin)
@@ -547,7 +547,9 @@ func validateNewJob(n *NewJob) error {
 	return nil
 }
 
-func validStdin(s string) bool { return s == "pipe" || s == "closed" || s == "null" }
+func validStdin(s string) bool {
+	return s == vocab.StdinPipe || s == vocab.StdinClosed || s == vocab.StdinNull
+}
 
 func nonNil(s []string) []string {
 	if s == nil {
@@ -1109,5 +1111,5 @@ func (d *DB) execOne(ctx context.Context, query string, args ...any) error {
 
 // tmuxSocket is the tmux_socket of a new job: NULL unless it runs in tmux.
 func tmuxSocket(n NewJob) sql.NullString {
-	return sql.NullString{String: n.TmuxSocket, Valid: n.Mode == "tmux"}
+	return sql.NullString{String: n.TmuxSocket, Valid: n.Mode == vocab.ModeTmux}
 }

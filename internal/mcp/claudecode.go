@@ -159,15 +159,23 @@ func schemaOf[T any](tool string) *jsonschema.Schema {
 func claudeStatus(st jobs.Status) string {
 	switch st {
 	case jobs.StatusQueued, jobs.StatusStarting, jobs.StatusRunning:
-		return "running"
+		return claudeRunning
 	case jobs.StatusDone:
-		return "completed"
+		return claudeCompleted
 	case jobs.StatusKilled, jobs.StatusTimedOut:
-		return "killed"
+		return claudeKilled
 	default:
-		return "failed"
+		return claudeFailed
 	}
 }
+
+// The document's status words (its own vocabulary, not jobs').
+const (
+	claudeRunning   = "running"
+	claudeCompleted = "completed"
+	claudeKilled    = "killed"
+	claudeFailed    = "failed"
+)
 
 func (s *server) claudeRun(ctx context.Context, req *sdk.CallToolRequest, in claudeRunInput) (*sdk.CallToolResult, any, error) {
 	if strings.TrimSpace(in.Command) == "" {
@@ -191,7 +199,7 @@ func (s *server) claudeRun(ctx context.Context, req *sdk.CallToolRequest, in cla
 			return nil, nil, ctx.Err()
 		}
 		// The document's answer when spawn throws.
-		return jsonResult(claudeSpawn{Message: "Failed to spawn: " + err.Error(), Status: "failed"})
+		return jsonResult(claudeSpawn{Message: "Failed to spawn: " + err.Error(), Status: claudeFailed})
 	}
 	window := claudeValidation
 	if !in.RunInBackground {
@@ -209,12 +217,12 @@ func (s *server) claudeRun(ctx context.Context, req *sdk.CallToolRequest, in cla
 	if !in.RunInBackground && job.Status.Terminal() {
 		return s.claudeForeground(ctx, job)
 	}
-	if claudeStatus(job.Status) == "failed" {
+	if claudeStatus(job.Status) == claudeFailed {
 		return s.claudeFailed(ctx, job)
 	}
 	// Running after the validation wait, or ended without failing: the
 	// document's "✓ Background process running" message either way.
-	res := claudeSpawn{ID: job.ID, Status: "running", ExitCode: claudeExitCode(job)}
+	res := claudeSpawn{ID: job.ID, Status: claudeRunning, ExitCode: claudeExitCode(job)}
 	var b strings.Builder
 	b.WriteString("✓ Background process running\n")
 	pid := "?"
@@ -261,7 +269,7 @@ func (s *server) claudeFailed(ctx context.Context, job jobs.Job) (*sdk.CallToolR
 	if err != nil {
 		return nil, nil, err
 	}
-	return jsonResult(claudeSpawn{ID: job.ID, Message: b, Status: "failed", ExitCode: claudeExitCode(job)})
+	return jsonResult(claudeSpawn{ID: job.ID, Message: b, Status: claudeFailed, ExitCode: claudeExitCode(job)})
 }
 
 func (s *server) claudeFailure(ctx context.Context, job jobs.Job, head string) (string, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // childIO is what a job's process is attached to, by mode:
@@ -34,12 +35,12 @@ type childIO struct {
 
 // openChildIO opens what job's process will be attached to.
 func openChildIO(job db.Job, req protocol.StartRequest) (*childIO, error) {
-	if job.Mode == "pty" {
+	if job.Mode == vocab.ModePTY {
 		return openPTY(req.Cols, req.Rows)
 	}
 	cio := &childIO{stream: logs.Stdout}
 	var err error
-	if job.Stdin == "pipe" {
+	if job.Stdin == vocab.StdinPipe {
 		cio.childIn, cio.in, err = os.Pipe()
 	} else {
 		cio.childIn, err = os.Open(os.DevNull)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/sigreset"
 	"github.com/agentjobs/jobs/internal/textclean"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // hookTailChars is how much cleaned output JOBS_OUTPUT_TAIL carries.
@@ -268,7 +269,7 @@ func (s *Supervisor) runDueHooks(ctx context.Context, dead []db.Supervisor) {
 		return
 	}
 	for _, j := range ended {
-		if ids[j.SupervisorID] && j.Mode != "tmux" {
+		if ids[j.SupervisorID] && j.Mode != vocab.ModeTmux {
 			s.hookLost(j)
 		}
 	}

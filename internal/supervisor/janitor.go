@@ -120,7 +120,7 @@ func sweepLost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) 
 			continue
 		}
 		for _, j := range jobs {
-			if j.Mode == "tmux" && tmuxJobAlive(j) {
+			if j.Mode == vocab.ModeTmux && tmuxJobAlive(j) {
 				continue // its tmux-pipe helper still records it, see above
 			}
 			lost, err := d.Transition(ctx, j.ID, lostTransition(ctx, d, j, fmt.Sprintf("supervisor %s died", sup.ID)))

@@ -51,7 +51,7 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 		// Its turn came meanwhile: kill it as a job with a process.
 		return s.Kill(ctx, jobID, grace)
 	}
-	if job.Mode == "tmux" {
+	if job.Mode == vocab.ModeTmux {
 		return s.killTmux(ctx, job, grace) // needs no owner: tmux.go
 	}
 	if !job.Status.Terminal() {
@@ -206,7 +206,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 	if err != nil {
 		return nil, fmt.Errorf("signal job %s: %w", jobID, err)
 	}
-	if job.Mode == "tmux" {
+	if job.Mode == vocab.ModeTmux {
 		return signalTmux(ctx, s.db, job, sig) // needs no owner: tmux.go
 	}
 	if !job.Status.Terminal() {

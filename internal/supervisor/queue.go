@@ -28,7 +28,7 @@ func queued(nj db.NewJob) bool { return nj.Queue != "" || len(nj.After) > 0 }
 // gives the queue a look, so that a job whose turn has come starts before
 // the answer. It returns the job as it is then: queued, or started.
 func (s *Supervisor) startQueued(ctx context.Context, req protocol.StartRequest, nj db.NewJob) (db.Job, error) {
-	if nj.Mode == "tmux" && queued(nj) {
+	if nj.Mode == vocab.ModeTmux && queued(nj) {
 		return db.Job{}, fmt.Errorf("start job: %w", invalid(errors.New("a tmux job cannot wait in a queue or for other jobs")))
 	}
 	if err := s.takingJobs(); err != nil {

@@ -57,7 +57,7 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
-	if nj.Mode == "tmux" {
+	if nj.Mode == vocab.ModeTmux {
 		// A tmux job starts at once or not at all: its start is the
 		// tmux helper's, which a queue cannot hold back (yet).
 		if queued(nj) {
@@ -111,13 +111,13 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 		nj.ID = db.NewID()
 	}
 	if nj.Scope == "" {
-		nj.Scope = "default"
+		nj.Scope = vocab.DefaultScope
 	}
 	if nj.Mode == "" {
-		nj.Mode = "pipe"
+		nj.Mode = vocab.ModePipe
 	}
 	if nj.Stdin == "" {
-		nj.Stdin = "pipe"
+		nj.Stdin = vocab.StdinPipe
 	}
 	nj.SupervisorID = s.id
 	switch {
@@ -129,11 +129,11 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 		return nj, nil, nil, invalid(errors.New("negative output cap"))
 	case req.TimeoutGrace < 0:
 		return nj, nil, nil, invalid(errors.New("negative timeout grace"))
-	case nj.Mode != "pipe" && nj.Mode != "tmux" && nj.Mode != "pty":
+	case nj.Mode != vocab.ModePipe && nj.Mode != vocab.ModeTmux && nj.Mode != vocab.ModePTY:
 		return nj, nil, nil, invalid(fmt.Errorf("unknown mode %q: pipe, tmux or pty", nj.Mode))
-	case nj.Mode == "pty" && nj.Stdin != "pipe":
+	case nj.Mode == vocab.ModePTY && nj.Stdin != vocab.StdinPipe:
 		return nj, nil, nil, invalid(errors.New("a pty job's stdin is its terminal: it cannot be /dev/null"))
-	case req.Merge && nj.Mode != "pipe":
+	case req.Merge && nj.Mode != vocab.ModePipe:
 		return nj, nil, nil, invalid(errors.New("merge is for pipe jobs: a terminal has one stream already"))
 	case req.Cols < 0 || req.Rows < 0 || req.Cols > 0xffff || req.Rows > 0xffff:
 		return nj, nil, nil, invalid(errors.New("window size out of range"))
@@ -178,7 +178,7 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 		base = os.Environ()
 	}
 	env = nil
-	if nj.Mode == "pipe" {
+	if nj.Mode == vocab.ModePipe {
 		// Python block-buffers into a pipe: a dev server's "Serving on
 		// :8000" would wait for kilobytes more. First, so that the
 		// caller's own value wins.
@@ -186,12 +186,12 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 	}
 	env = append(env, base...)
 	switch {
-	case nj.Mode == "pty":
+	case nj.Mode == vocab.ModePTY:
 		// A terminal: programs colour and draw as on one, and the
 		// output is cleaned for agents when read. A pager would wait
 		// for keys nobody presses.
 		env = append(env, ptyEnv...)
-	case !nj.Color && nj.Mode != "tmux":
+	case !nj.Color && nj.Mode != vocab.ModeTmux:
 		env = append(env, agentEnv...)
 	}
 	env = append(env, req.Env...)

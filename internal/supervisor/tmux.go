@@ -420,7 +420,7 @@ func SendKeysDirect(j db.Job, keys []string, literal bool) error {
 
 func sendKeys(j db.Job, keys []string, literal bool) error {
 	switch {
-	case j.Mode != "tmux":
+	case j.Mode != vocab.ModeTmux:
 		return vocab.ErrNotTmux
 	case j.Status.Terminal():
 		return fmt.Errorf("it is %s: %w", j.Status, vocab.ErrNotRunning)
@@ -465,7 +465,7 @@ func sendKeys(j db.Job, keys []string, literal bool) error {
 // finished job whose session was kept (--keep-tmux) can still be read.
 // Errors: vocab.ErrNotTmux, vocab.ErrNotRunning (its session is gone), vocab.ErrNoTmux.
 func Capture(j db.Job, scrollback int) (string, error) {
-	if j.Mode != "tmux" {
+	if j.Mode != vocab.ModeTmux {
 		return "", fmt.Errorf("capture job %s: %w", j.ID, vocab.ErrNotTmux)
 	}
 	out, err := TmuxServerOf(j).Capture(j.TmuxSession, scrollback)
@@ -483,7 +483,7 @@ func Capture(j db.Job, scrollback int) (string, error) {
 // job. Run from inside another tmux, it needs TMUX removed from its
 // environment.
 func AttachArgv(j db.Job) []string {
-	if j.Mode != "tmux" || j.TmuxSession == "" {
+	if j.Mode != vocab.ModeTmux || j.TmuxSession == "" {
 		return nil
 	}
 	return TmuxServerOf(j).AttachArgv(j.TmuxSession)

@@ -32,13 +32,13 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 		if job.Status.Terminal() {
 			return 0, fmt.Errorf("write job %s: %w", jobID, vocab.ErrNotRunning)
 		}
-		if job.Mode == "tmux" {
+		if job.Mode == vocab.ModeTmux {
 			if err := writeTmux(job, data, eof); err != nil { // types into the pane: tmux.go
 				return 0, err
 			}
 			return len(data), nil
 		}
-		if job.Stdin != "pipe" {
+		if job.Stdin != vocab.StdinPipe {
 			return 0, fmt.Errorf("write job %s: %w", jobID, vocab.ErrStdinClosed)
 		}
 		conn, err := s.owner(ctx, job)
@@ -178,7 +178,7 @@ func (s *Supervisor) closeChildStdin(ctx context.Context, c *child) error {
 	f.Close()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FinalWriteTimeout)
 	defer cancel()
-	return s.db.SetStdin(wctx, c.id, "closed")
+	return s.db.SetStdin(wctx, c.id, vocab.StdinClosed)
 }
 
 // writeIdle writes all of data to the pipe f and returns how much it
@@ -233,7 +233,7 @@ func (s *Supervisor) SendKeys(ctx context.Context, jobID string, keys []string, 
 	if err != nil {
 		return fmt.Errorf("send keys to job %s: %w", jobID, err)
 	}
-	if job.Mode == "pty" {
+	if job.Mode == vocab.ModePTY {
 		if len(keys) == 0 {
 			return fmt.Errorf("send keys to job %s: %w", jobID, invalid(errors.New("no keys given")))
 		}
@@ -244,7 +244,7 @@ func (s *Supervisor) SendKeys(ctx context.Context, jobID string, keys []string, 
 		_, err = s.Write(ctx, jobID, b, false, 0)
 		return err
 	}
-	if job.Mode != "tmux" {
+	if job.Mode != vocab.ModeTmux {
 		return fmt.Errorf("send keys to job %s: %w", jobID, vocab.ErrNotTmux)
 	}
 	return SendKeysDirect(job, keys, literal)

@@ -106,7 +106,7 @@ func validTmuxPrefix(p string) bool {
 
 // Defaults for Options.
 const (
-	DefaultScope              = "default"
+	DefaultScope              = vocab.DefaultScope
 	DefaultMaxRunningPerScope = 50
 	DefaultMaxRunning         = 200
 	DefaultGrace              = control.DefaultGrace
@@ -546,10 +546,10 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 	} else {
 		command = textclean.ShellJoin(argv)
 	}
-	mode := "pipe"
-	stdin := "pipe"
+	mode := vocab.ModePipe
+	stdin := vocab.StdinPipe
 	if spec.NoStdin {
-		stdin = "null"
+		stdin = vocab.StdinNull
 	}
 	switch {
 	case spec.Tmux && spec.PTY:
@@ -563,9 +563,9 @@ func (c *Client) startRequest(spec Spec) (protocol.StartRequest, error) {
 	case (spec.Cols > 0 || spec.Rows > 0) && !spec.PTY:
 		return req, fmt.Errorf("start: %w: a window size is for pty jobs", ErrInvalid)
 	case spec.Tmux:
-		mode = "tmux"
+		mode = vocab.ModeTmux
 	case spec.PTY:
-		mode = "pty"
+		mode = vocab.ModePTY
 	}
 	req = protocol.StartRequest{
 		Job: db.NewJob{

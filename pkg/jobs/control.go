@@ -80,7 +80,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 	if j.Status.Terminal() {
 		return 0, fmt.Errorf("job %s is %w (%s)", echo(ref), ErrNotRunning, j.Status)
 	}
-	if j.Mode == "tmux" {
+	if j.Mode == vocab.ModeTmux {
 		// tmux types into the pane itself: no supervisor needed.
 		if eof {
 			return 0, publicErr(ref, supervisor.SendKeysDirect(j, []string{"C-d"}, false))
@@ -90,7 +90,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 		}
 		return len(data), nil
 	}
-	if j.Stdin != "pipe" {
+	if j.Stdin != vocab.StdinPipe {
 		return 0, fmt.Errorf("job %s: %w", echo(ref), ErrStdinClosed)
 	}
 	ctl, done, err := c.controllerFor(ctx, j)
@@ -145,7 +145,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 			j = cur // its turn came meanwhile
 		}
 	}
-	if j.Mode == "tmux" {
+	if j.Mode == vocab.ModeTmux {
 		// Any process can end a tmux job: it records the stop first, so
 		// whoever records the exit says killed.
 		r, err := supervisor.KillTmux(ctx, c.db, j, wait)

@@ -58,8 +58,8 @@ func fromDB(j db.Job, now time.Time) Job {
 	if out.Argv == nil {
 		out.Argv = []string{}
 	}
-	if out.Status.Terminal() && out.Stdin == "pipe" {
-		out.Stdin = "closed" // nothing reads it any more
+	if out.Status.Terminal() && out.Stdin == vocab.StdinPipe {
+		out.Stdin = vocab.StdinClosed // nothing reads it any more
 	}
 	out.Runtime = runtimeOf(j, now)
 	return out

@@ -40,9 +40,9 @@ func addLiveFacts(out *Job, j db.Job, full bool, cgroup func() string) (gone boo
 			// whole group, and reading one stat file keeps poll cheap.
 			out.Stopped = main.State == 'T'
 		}
-		if j.Stdin == "pipe" && j.Mode != "tmux" && mainAlive && !out.Stopped {
+		if j.Stdin == vocab.StdinPipe && j.Mode != vocab.ModeTmux && mainAlive && !out.Stopped {
 			switch {
-			case full && j.Mode == "pty":
+			case full && j.Mode == vocab.ModePTY:
 				// Blocked reading its terminal, which the
 				// supervisor's writes feed.
 				out.WaitingForInput = proc.WaitingForTTY(j.PID, t)

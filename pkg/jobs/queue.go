@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // Queue is a named queue of the scope with what waits and runs in it.
@@ -108,7 +109,7 @@ func (c *Client) Restart(ctx context.Context, ref string, edit func(*Spec)) (Job
 		Name: old.Name, Label: old.Label, Cwd: old.Cwd, OnExit: old.OnExit,
 		Timeout: orUnlimited(int64(old.Timeout), old.Timeout), TTL: orUnlimited(int64(old.TTL), old.TTL),
 		MaxOutput: orUnlimited(old.MaxOutput, old.MaxOutput),
-		NoStdin:   old.Stdin == "null", Color: old.Color, Tmux: old.Mode == "tmux",
+		NoStdin:   old.Stdin == vocab.StdinNull, Color: old.Color, Tmux: old.Mode == vocab.ModeTmux,
 		Queue: old.Queue, Priority: old.QueuePriority,
 	}
 	if a := old.Argv; len(a) == 3 && a[1] == "-c" && a[2] == old.Command {

@@ -134,7 +134,7 @@ func (c *Client) placeTail(ctx context.Context, id string, out *Output, p logs.P
 		}
 	}
 	out.Start, out.End, out.NextOffset = start, end, end
-	out.FirstLine, out.Lines = linesBefore+1, nl
+	out.FirstLine, out.Lines = linesBefore+FirstLine, nl
 	out.OmittedBefore = start
 	out.OmittedAfter = max(p.TotalBytes-end, 0)
 	out.Evicted = gap

@@ -7,6 +7,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // tmuxJob finds a tmux job or says why the verb cannot act on it. live
@@ -20,7 +21,7 @@ func (c *Client) tmuxJob(ctx context.Context, ref string, live bool) (db.Job, er
 	if err != nil {
 		return db.Job{}, err
 	}
-	if j.Mode != "tmux" {
+	if j.Mode != vocab.ModeTmux {
 		return j, fmt.Errorf("job %s is %w (start it with --tmux)", echo(ref), ErrNotTmux)
 	}
 	if live && j.Status.Terminal() {
@@ -38,7 +39,7 @@ func (c *Client) SendKeys(ctx context.Context, ref string, keys []string, litera
 	if c.opts.ReadOnly {
 		return fmt.Errorf("%w: %s", ErrReadOnly, c.path)
 	}
-	if j, err := c.find(ctx, ref); err == nil && j.Mode == "pty" {
+	if j, err := c.find(ctx, ref); err == nil && j.Mode == vocab.ModePTY {
 		if len(keys) == 0 {
 			return fmt.Errorf("%w: no keys to send", ErrInvalid)
 		}

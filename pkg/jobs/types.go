@@ -57,14 +57,14 @@ type Mode string
 
 const (
 	// ModePipe runs the command with stdin, stdout and stderr on pipes.
-	ModePipe Mode = "pipe"
+	ModePipe Mode = vocab.ModePipe
 	// ModeTmux runs the command in its own tmux session; its terminal
 	// output is captured as the stream "pty".
-	ModeTmux Mode = "tmux"
+	ModeTmux Mode = vocab.ModeTmux
 	// ModePTY runs the command in a pseudo-terminal its supervisor owns:
 	// programs line-buffer and colour as on a terminal, and its output is
 	// the one stream "pty", in the order it was written.
-	ModePTY Mode = "pty"
+	ModePTY Mode = vocab.ModePTY
 )
 
 // Stream names an output stream.

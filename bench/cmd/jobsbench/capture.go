@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // pageBytes is the page size the byte-exact check reads with: the largest
@@ -134,7 +135,7 @@ func (b *bench) capture(ctx context.Context) error {
 		ratio: ratio(jr, rr), target: "≥ 0.70", ok: yes(jr/rr >= 0.7)})
 	b.add(row{workload: wl, metric: "throughput vs `cat src > file`", jobs: rate(jobsD), baseline: rate(catD), ratio: ratio(jr, cr)})
 	b.add(row{workload: wl, metric: "byte-exact (sha256 of paged `jobs log`)", jobs: fmt.Sprintf("%s, %d B read, status %s", yesNo(exact), read, st.Status),
-		target: "exact", ok: pass(exact && st.Status == "done")})
+		target: "exact", ok: pass(exact && st.Status == string(vocab.StatusDone))})
 	peak := peakRSS.Load()
 	if kb := statusKB(sup, "VmHWM"); kb > peak {
 		peak = kb

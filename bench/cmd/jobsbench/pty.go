@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // ptyMode: the pty mode against pipe mode, in the same run and the same
@@ -79,7 +80,7 @@ func (b *bench) ptyMode(ctx context.Context) error {
 		}
 		rates[i] = mibps(size, d)
 		b.add(row{workload: wl, metric: m.name + " mode: throughput, bytes stored", jobs: fmt.Sprintf("%.0f MiB/s, %d B", rates[i], st.OutputBytes),
-			target: fmt.Sprintf("%d B, done", m.want), ok: pass(st.OutputBytes == m.want && st.Status == "done")})
+			target: fmt.Sprintf("%d B, done", m.want), ok: pass(st.OutputBytes == m.want && st.Status == string(vocab.StatusDone))})
 	}
 	b.add(row{workload: wl, metric: "throughput: pty / pipe", jobs: fmt.Sprintf("%.0f MiB/s", rates[1]), baseline: fmt.Sprintf("%.0f MiB/s", rates[0]), ratio: ratio(rates[1], rates[0])})
 	os.Remove(src)

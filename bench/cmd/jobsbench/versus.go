@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // versus: the workloads whose cost a change must not raise, run with this
@@ -102,7 +103,7 @@ func (b *bench) captureOnce(ctx context.Context, name, bin, src string, size int
 	if err != nil {
 		return 0, err
 	}
-	if st.OutputBytes != size || st.DroppedBytes != 0 || st.Status != "done" {
+	if st.OutputBytes != size || st.DroppedBytes != 0 || st.Status != string(vocab.StatusDone) {
 		return 0, fmt.Errorf("capture stored %d of %d bytes (%d dropped), status %s", st.OutputBytes, size, st.DroppedBytes, st.Status)
 	}
 	return d, nil
