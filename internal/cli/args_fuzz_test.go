@@ -35,7 +35,16 @@ var argsCorpus = [][]string{
 // rather than answers (supervise, tmux-pipe, mcp, ui): not what the argv
 // parser's fuzzing is about, and they would block.
 func skipVerb(args []string) bool {
-	return slices.ContainsFunc(args, func(a string) bool { return a == "supervise" || a == "tmux-pipe" || a == "mcp" || a == "ui" })
+	return slices.ContainsFunc(args, func(a string) bool {
+		switch a {
+		case "supervise", "tmux-pipe", "mcp", "ui":
+			return true
+		}
+		// list --watch redraws until interrupted (a minute between
+		// frames while nothing runs): a fuzz input must end.
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		return strings.HasPrefix(a, "-") && (name == "w" || name == "watch")
+	})
 }
 
 // closedClient is a client that answers every call with ErrClosed, so that
