@@ -215,7 +215,22 @@ func tomlString(v any) (string, error) {
 	case int64:
 		return strconv.FormatInt(v, 10), nil
 	}
-	return "", fmt.Errorf("want a string such as \"2h\" or \"256MiB\", not %T", v)
+	return "", fmt.Errorf("want a string such as \"2h\" or \"256MiB\", not %s", tomlKind(v))
+}
+
+// tomlKind names a TOML value's kind as the file's author wrote it.
+func tomlKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a float"
+	}
+	return "a date or time"
 }
 
 // config loads the configuration once per invocation.

@@ -120,6 +120,7 @@ func TestConfigBadFile(t *testing.T) {
 	for _, tc := range []struct{ name, toml, want string }{
 		{"value", "timeout = \"5 parsecs\"\n", "key timeout"},
 		{"type", "ttl = true\n", "key ttl"},
+		{"array", "timeout = [1, 2]\n", "key timeout: want a string such as \"2h\" or \"256MiB\", not an array"},
 		{"unknown", "timout = \"1h\"\n", `unknown key "timout"`},
 		{"syntax", "timeout = \n", "line 1"},
 	} {
