@@ -511,18 +511,25 @@ func (s *Supervisor) Sync(ctx context.Context, jobID string) error {
 // wg; Close waits for it through idleDone instead.
 func (s *Supervisor) idleWatch() {
 	defer close(s.idleDone)
-	if s.cfg.IdleExit <= 0 {
-		<-s.ctx.Done()
-		return
+	// Without an idle exit (IdleExit 0) the watch still ends a retired
+	// supervisor once its jobs have ended: its database is gone, and
+	// nothing can reach it any more. It then looks when woken (poke, on
+	// every change of children and on retirement), and once an hour.
+	period, never := s.cfg.IdleExit, s.cfg.IdleExit <= 0
+	if never {
+		period = time.Hour
 	}
-	timer := time.NewTimer(s.cfg.IdleExit)
+	timer := time.NewTimer(period)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
 		busy := len(s.children) > 0 || s.queuedCount.Load() > 0
-		left := s.cfg.IdleExit - time.Since(s.idleSince)
-		if s.replaced != nil {
+		left := period - time.Since(s.idleSince)
+		switch {
+		case s.replaced != nil:
 			left = 0 // retired: nothing more to wait for once idle
+		case never:
+			left = period
 		}
 		if !busy && left <= 0 {
 			// Decide under the lock, so that no Start slips in between
@@ -545,7 +552,7 @@ func (s *Supervisor) idleWatch() {
 			return
 		}
 		if busy {
-			left = s.cfg.IdleExit
+			left = period
 		}
 		timer.Reset(left)
 		select {

@@ -980,3 +980,23 @@ func TestJobsHoldNoThreads(t *testing.T) {
 	}
 	t.Logf("OS threads: %d with one running job, %d with %d more", before, after, n)
 }
+
+// TestRetiredWithoutIdleExitEnds: a supervisor that never exits for
+// idleness (IdleExit 0, as `jobs supervise --idle 0` and the test helper
+// run it) still ends once its database file is removed and it has no
+// job: nothing can reach it any more. It used to live on for ever.
+func TestRetiredWithoutIdleExitEnds(t *testing.T) {
+	d := openDB(t)
+	s := startSupervisor(t, Config{DB: d, IdleExit: 0})
+	if err := os.Remove(d.Path); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the supervisor of a removed database to end", func() bool {
+		select {
+		case <-s.Done():
+			return true
+		default:
+			return false
+		}
+	})
+}
