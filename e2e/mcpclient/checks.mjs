@@ -205,14 +205,17 @@ async function wire() {
     id = (l.sc.sessions || []).find((s) => (s.command || "").includes(tag))?.sessionId;
   }
   ac.abort();
-  await pending;
+  // What the call gave: an abort error, or (when it had already returned)
+  // its answer, which a failure below shows.
+  const answered = await pending;
+  const how = answered instanceof Error ? "aborted: " + answered.message : "answered before the abort: " + (answered?.text || "").slice(0, 300);
   let st;
   for (let i = 0; i < 100; i++) {
     st = await call(c, "process", { action: "status", sessionId: id });
     if (terminal(st.sc.session?.status)) break;
     await sleep(200);
   }
-  check("a cancelled foreground execute_command kills its job", st.sc.session?.status === "killed", st.text);
+  check("a cancelled foreground execute_command kills its job", st.sc.session?.status === "killed", st.text + " (the call: " + how + ")");
   for (let i = 0; i < 50 && !notices.some((m) => m.includes(id)); i++) await sleep(100);
   check("the log notice names the cancelled session", notices.some((m) => m.includes(id) && m.includes("cancelled")), notices);
   await c.close();

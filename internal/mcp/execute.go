@@ -97,10 +97,12 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 			Input:    true,
 			Progress: s.progress(ctx, req, window),
 		})
-		if err != nil && ctx.Err() != nil {
+		if ctx.Err() != nil {
 			// The client cancelled the call: it will never read the
 			// sessionId of a job it asked to run in the foreground, so
 			// the job goes, as a command does on ^C, and the log says so.
+			// Whatever the wait answered: a wait cut short by its
+			// context may answer as a timeout rather than an error.
 			return nil, nil, s.cancelled(ctx, req, job)
 		}
 		if err != nil {
