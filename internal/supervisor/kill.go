@@ -46,6 +46,7 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
 	if res, done, err := KillQueued(ctx, s.db, job); done {
+		s.takeQueuedEnv(job.ID) // it never starts: its kept environment goes
 		return res, err
 	} else if job.Status == vocab.StatusQueued {
 		// Its turn came meanwhile: kill it as a job with a process.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
-	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -104,42 +103,6 @@ func TestPTYWindowSize(t *testing.T) {
 		if got := strings.TrimSpace(string(output(t, s.db, job.ID, logs.PTY))); got != tc.want {
 			t.Errorf("size %dx%d: stty size = %q, want %q", tc.cols, tc.rows, got, tc.want)
 		}
-	}
-}
-
-// Kill ends a pty job's whole tree through the one kill path: its
-// session's group, and a grandchild that left it (found by its tag).
-func TestPTYKillTree(t *testing.T) {
-	s := startSupervisor(t, Config{})
-	req := protocol.StartRequest{Job: db.NewJob{Argv: helperArgv(t, "fork-grandchild"), Mode: "pty"}}
-	job := start(t, s, req)
-	out := waitOutput(t, s, job.ID, "\n")
-	var a, b int
-	if _, err := fmtSscanf(out, "pids %d %d", &a, &b); err != nil {
-		t.Fatalf("output %q: %v", out, err)
-	}
-	procs := map[int]int64{job.PID: job.PIDStart}
-	for _, pid := range []int{a, b} {
-		st, err := proc.StartTime(pid)
-		if err != nil {
-			t.Fatalf("grandchild %d: %v", pid, err)
-		}
-		procs[pid] = st
-	}
-	res, err := s.Kill(context.Background(), job.ID, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != vocab.StatusKilled || len(res.Survivors) != 0 {
-		t.Errorf("kill = %+v, want killed, no survivors", res)
-	}
-	for pid, st := range procs {
-		if proc.Alive(pid, st) {
-			t.Errorf("process %d survived", pid)
-		}
-	}
-	if job = waitDone(t, s.db, job.ID, 30*time.Second); job.Status != vocab.StatusKilled {
-		t.Errorf("status = %s, want killed", job.Status)
 	}
 }
 

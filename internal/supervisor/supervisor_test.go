@@ -174,42 +174,49 @@ func TestBackgroundGrandchildDoesNotHoldJob(t *testing.T) {
 
 func TestKillTreeWithGrandchildren(t *testing.T) {
 	t.Parallel()
-	s := startSupervisor(t, Config{})
-	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Argv: helperArgv(t, "fork-grandchild")}})
-	out := waitOutput(t, s, job.ID, "\n")
-	var a, b int
-	if _, err := fmtSscanf(out, "pids %d %d", &a, &b); err != nil {
-		t.Fatalf("output %q: %v", out, err)
-	}
-	procs := map[int]int64{job.PID: job.PIDStart}
-	for _, pid := range []int{a, b} {
-		st, err := proc.StartTime(pid)
-		if err != nil {
-			t.Fatalf("grandchild %d: %v", pid, err)
-		}
-		procs[pid] = st
-	}
-	res, err := s.Kill(context.Background(), job.ID, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.AlreadyDone || res.Status != vocab.StatusKilled || len(res.Survivors) != 0 {
-		t.Errorf("kill = %+v, want killed, no survivors", res)
-	}
-	for pid, st := range procs {
-		if proc.Alive(pid, st) {
-			t.Errorf("process %d survived", pid)
-		}
-		if !containsInt(res.Signalled, pid) {
-			t.Errorf("process %d not in signalled %v", pid, res.Signalled)
-		}
-	}
-	job = waitDone(t, s.db, job.ID, time.Second)
-	if got, want := job.Status, vocab.StatusKilled; got != want {
-		t.Errorf("status = %s, want %s", got, want)
-	}
-	if got, want := job.Signal, "SIGTERM"; got != want {
-		t.Errorf("signal = %q, want %q", got, want)
+	// Both modes end through the one kill path: a pipe job's group, and a
+	// pty job's session (whose leader leads the group too), with a
+	// grandchild that left it found by its tag.
+	for _, mode := range []string{vocab.ModePipe, vocab.ModePTY} {
+		t.Run(mode, func(t *testing.T) {
+			s := startSupervisor(t, Config{})
+			job := start(t, s, protocol.StartRequest{Job: db.NewJob{Argv: helperArgv(t, "fork-grandchild"), Mode: mode}})
+			out := waitOutput(t, s, job.ID, "\n")
+			var a, b int
+			if _, err := fmtSscanf(out, "pids %d %d", &a, &b); err != nil {
+				t.Fatalf("output %q: %v", out, err)
+			}
+			procs := map[int]int64{job.PID: job.PIDStart}
+			for _, pid := range []int{a, b} {
+				st, err := proc.StartTime(pid)
+				if err != nil {
+					t.Fatalf("grandchild %d: %v", pid, err)
+				}
+				procs[pid] = st
+			}
+			res, err := s.Kill(context.Background(), job.ID, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.AlreadyDone || res.Status != vocab.StatusKilled || len(res.Survivors) != 0 {
+				t.Errorf("kill = %+v, want killed, no survivors", res)
+			}
+			for pid, st := range procs {
+				if proc.Alive(pid, st) {
+					t.Errorf("process %d survived", pid)
+				}
+				if mode == vocab.ModePipe && !containsInt(res.Signalled, pid) {
+					t.Errorf("process %d not in signalled %v", pid, res.Signalled)
+				}
+			}
+			job = waitDone(t, s.db, job.ID, 30*time.Second)
+			if got, want := job.Status, vocab.StatusKilled; got != want {
+				t.Errorf("status = %s, want %s", got, want)
+			}
+			if got, want := job.Signal, "SIGTERM"; mode == vocab.ModePipe && got != want {
+				t.Errorf("signal = %q, want %q", got, want)
+			}
+		})
 	}
 }
 
