@@ -42,7 +42,7 @@ func (w *world) waitTerminal(id string, d time.Duration) job {
 	waitFor(w.t, d, "job "+id+" to end", func() bool {
 		j = w.poll(id)
 		switch j.Status {
-		case "starting", "running":
+		case "queued", "starting", "running":
 			return false
 		}
 		return true
