@@ -117,7 +117,7 @@ func TestSessionErrorWording(t *testing.T) {
 		{jobs.ErrNotFound, "Session 7fq2 not found"},
 		{jobs.ErrNotRunning, "Session 7fq2 is not running"},
 		{jobs.ErrStdinClosed, "Session 7fq2 stdin is not available"},
-		{fmt.Errorf("job 7fq2 is %w: it took 65536 of 100000 bytes, then none for 10s", jobs.ErrNotReading),
+		{fmt.Errorf("write: %w", &jobs.NotReadingError{Ref: "7fq2", Took: 65536, Size: 100000, Idle: 10 * time.Second}),
 			"Session 7fq2 is not reading its stdin: it took 65536 of 100000 bytes, then none for 10s; see its output with action=poll, or close its stdin with eof=true"},
 	} {
 		if got := describe("7fq2", tc.err).Error(); got != tc.want {

@@ -298,9 +298,8 @@ func procError(handle string, err error) error {
 		//lint:ignore ST1005 the original's wording, capital letter included
 		return fmt.Errorf("Process %s stdin is not available", h)
 	case errors.Is(err, jobs.ErrNotReading):
-		_, took, _ := strings.Cut(err.Error(), jobs.ErrNotReading.Error()+": ")
 		//lint:ignore ST1005 the original's wording, capital letter included
-		return fmt.Errorf("Process %s is not reading its stdin: %s; see its output with process action=log, or close its stdin with eof=true", h, took)
+		return fmt.Errorf("Process %s is not reading its stdin: %s; see its output with process action=log, or close its stdin with eof=true", h, notReadingDetail(err))
 	}
 	return describe(handle, err)
 }

@@ -3,7 +3,6 @@ package mcp
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/pkg/jobs"
@@ -37,10 +36,7 @@ func describe(ref string, err error) error {
 	case errors.Is(err, jobs.ErrNotRunning):
 		return &sessionError{ref, "is not running", err}
 	case errors.Is(err, jobs.ErrNotReading):
-		// err's text ends with what the job took and for how long it
-		// took nothing.
-		_, took, _ := strings.Cut(err.Error(), jobs.ErrNotReading.Error()+": ")
-		return &sessionError{ref, "is not reading its stdin: " + took + "; see its output with action=poll, or close its stdin with eof=true", err}
+		return &sessionError{ref, "is not reading its stdin: " + notReadingDetail(err) + "; see its output with action=poll, or close its stdin with eof=true", err}
 	case errors.Is(err, jobs.ErrStdinClosed):
 		return &sessionError{ref, "stdin is not available", err}
 	case errors.Is(err, jobs.ErrNotTmux):
@@ -64,4 +60,14 @@ func describe(ref string, err error) error {
 // argError is a tool error about the arguments.
 func argError(format string, a ...any) error {
 	return fmt.Errorf(format, a...)
+}
+
+// notReadingDetail is what a write that gave up took and for how long the
+// job then took nothing, from the typed error when there is one.
+func notReadingDetail(err error) string {
+	var nr *jobs.NotReadingError
+	if errors.As(err, &nr) {
+		return nr.Detail()
+	}
+	return "it took nothing"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors. An error that means one of these wraps it, in whichever
@@ -95,6 +96,29 @@ func (e *AmbiguousError) Error() string {
 
 // Is makes errors.Is(err, ErrAmbiguous) true.
 func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
+
+// NotReadingError is returned when a write gave up because the job took
+// none of the rest of the data for Idle: Took of Size bytes went in.
+type NotReadingError struct {
+	Ref  string        `json:"ref"`
+	Took int           `json:"took"`
+	Size int           `json:"size"`
+	Idle time.Duration `json:"idle"`
+}
+
+// Error says how much the job took and for how long it then took nothing.
+func (e *NotReadingError) Error() string {
+	return fmt.Sprintf("job %s is %s: %s", e.Ref, ErrNotReading, e.Detail())
+}
+
+// Detail is the error without the job: "it took N of M bytes, then none
+// for D", for front ends that name the job their own way.
+func (e *NotReadingError) Detail() string {
+	return fmt.Sprintf("it took %d of %d bytes, then none for %s", e.Took, e.Size, e.Idle)
+}
+
+// Is makes errors.Is(err, ErrNotReading) true.
+func (e *NotReadingError) Is(target error) bool { return target == ErrNotReading }
 
 // NameTakenError is returned when an active job of the scope already has
 // the requested name.

@@ -548,6 +548,10 @@ func TestWriteNotReading(t *testing.T) {
 	if !strings.Contains(err.Error(), fmt.Sprintf("took %d of %d bytes", n, len(data))) {
 		t.Errorf("the error does not count what went in: %v", err)
 	}
+	var nr *jobs.NotReadingError
+	if !errors.As(err, &nr) || nr.Took != n || nr.Size != len(data) || nr.Idle <= 0 {
+		t.Errorf("the error is not a *NotReadingError with the counts: %#v", err)
+	}
 	if err := c.CloseStdin(ctx, j.ID); err != nil {
 		t.Errorf("close stdin of a job that does not read: %v", err)
 	}

@@ -106,7 +106,7 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 		return 0, fmt.Errorf("job %s: its %w (%s: stopped or hung, no answer to a ping within 2s): nothing was written", echo(ref), protocol.ErrHung, j.SupervisorID)
 	}
 	if errors.Is(err, vocab.ErrNotReading) {
-		return n, fmt.Errorf("job %s is %w: it took %d of %d bytes, then none for %s", ref, ErrNotReading, n, len(data), c.opts.WriteTimeout)
+		return n, &NotReadingError{Ref: echo(ref), Took: n, Size: len(data), Idle: c.opts.WriteTimeout}
 	}
 	return n, publicErr(ref, err)
 }

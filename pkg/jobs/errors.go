@@ -24,6 +24,7 @@ var (
 	// ErrNotReading means a Write gave up: the job took none of the rest of
 	// the data within the client's WriteTimeout. Write's count says how
 	// much it took before.
+	// The error is a *NotReadingError with the counts.
 	ErrNotReading = vocab.ErrNotReading
 	// ErrLimit means starting would pass the running-jobs limit of the
 	// scope or of the database. Nothing is evicted to make room.
@@ -80,3 +81,8 @@ type CorruptError = vocab.CorruptError
 
 // ReplacedError names the database path whose file was removed or replaced.
 type ReplacedError = vocab.ReplacedError
+
+// NotReadingError is the error of a Write that gave up: how much the job
+// took of the data and for how long it then took nothing. It wraps
+// ErrNotReading.
+type NotReadingError = vocab.NotReadingError
