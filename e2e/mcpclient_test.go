@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -192,9 +193,15 @@ func TestMCPClientScenarios(t *testing.T) {
 }
 
 // installClient installs the locked client packages when they are missing.
+// The tests that need them run in parallel, and two `npm ci` at once in one
+// directory leave it half installed (each starts by removing
+// node_modules), so they take turns; an install counts once npm has written
+// node_modules/.package-lock.json, which it does when it is done.
 func installClient(t *testing.T, dir string) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err == nil {
+	clientInstall.Lock()
+	defer clientInstall.Unlock()
+	if clientInstalled(dir) {
 		return
 	}
 	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
@@ -202,6 +209,20 @@ func installClient(t *testing.T, dir string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
 	}
+	if !clientInstalled(dir) {
+		t.Fatalf("npm ci in %s left no complete node_modules", dir)
+	}
+}
+
+var clientInstall sync.Mutex
+
+func clientInstalled(dir string) bool {
+	for _, f := range []string{".package-lock.json", "@modelcontextprotocol/sdk/package.json"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", f)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func itoa[T ~int | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }

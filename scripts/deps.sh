@@ -34,7 +34,9 @@ fi
 # missing node is an error, not a skip.
 client=$(dirname "$0")/../e2e/mcpclient
 if command -v npm >/dev/null; then
-	if [ ! -d "$client/node_modules/@modelcontextprotocol/sdk" ]; then
+	# npm writes node_modules/.package-lock.json when an install is complete.
+	if [ ! -f "$client/node_modules/.package-lock.json" ] ||
+		[ ! -f "$client/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
 		(cd "$client" && npm ci --no-audit --no-fund --loglevel=error)
 	fi
 elif [ "${CI:-}" = true ]; then
