@@ -19,15 +19,19 @@ const DefaultMinAge = 500 * time.Millisecond
 // SetSubreaper) inherits, without ever taking the exit status of a child
 // that someone in this process waits for.
 //
-// Stealing is prevented two ways. Children whose status matters — a job's
+// Stealing is prevented three ways. Children whose status matters — a job's
 // main process — are started with StartCmd (or registered with Own), and the
 // Reaper never reaps an owned pid. StartCmd holds the same lock as the reap
 // step across fork and registration, so a child that exits at once cannot be
 // reaped in the gap before it is owned. Children started elsewhere in the
-// process without the Reaper's knowledge (a quick exec.Command(...).Run())
-// are protected by MinAge: their waiter reaps them within microseconds of
-// exit, while the Reaper only takes a zombie it has seen unreaped for
-// MinAge.
+// process without the Reaper's knowledge (an exec.Command of the program
+// that embeds the supervisor, waited for whenever that program likes) stay
+// in this process's own process group, while every job and so every orphan
+// a job leaves has a group of its own: the Reaper never takes a zombie of
+// its own group. What remains, a child started elsewhere in the process
+// with a group of its own, is protected by MinAge: its waiter usually reaps
+// it within microseconds of exit, while the Reaper only takes a zombie it
+// has seen unreaped for MinAge.
 //
 // On darwin there is no subreaper, orphans go to launchd, and the Reaper
 // only keeps the owned set.
@@ -159,10 +163,11 @@ func (r *Reaper) ReapNow() time.Duration {
 	var reaped []reapedChild
 	var next time.Duration
 
+	group := syscall.Getpgrp()
 	r.mu.Lock()
 	seen := make(map[int]seenZombie, len(zombies))
 	for _, z := range zombies {
-		if _, ok := r.owned[z.PID]; ok {
+		if _, ok := r.owned[z.PID]; ok || z.PGID == group {
 			continue
 		}
 		s, ok := r.seen[z.PID]

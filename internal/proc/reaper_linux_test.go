@@ -15,7 +15,7 @@ import (
 // TestReaper makes the test binary a subreaper (it stays one for the rest of
 // the run, which only means later orphans end up here as zombies). It is
 // not parallel: a Reaper with MinAge 0 would take the status of other
-// tests' unowned children.
+// tests' unowned children that have a process group of their own.
 func TestReaper(t *testing.T) {
 	if err := SetSubreaper(); err != nil {
 		t.Fatal(err)
@@ -44,6 +44,7 @@ func TestReaper(t *testing.T) {
 		}
 		defer inW.Close()
 		cmd := helperCmd("orphan")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as every job is
 		cmd.Stdin = inR
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -123,4 +124,76 @@ func TestReaperMinAgeSparesUnowned(t *testing.T) {
 	}
 	r.Stop()
 	r.Stop() // idempotent
+}
+
+// TestReaperSparesItsOwnGroup leaves children of this process's own group,
+// which the Reaper knows nothing about, as zombies for longer than MinAge
+// while it reaps (MinAge 0, and passes forced with ReapNow), then waits for
+// them: their status is still theirs, as for a program that embeds a
+// supervisor and waits for its own children when it likes. A child in a
+// group of its own with the same history is reaped: that is what an
+// orphan of a job looks like.
+func TestReaperSparesItsOwnGroup(t *testing.T) {
+	if err := SetSubreaper(); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReaper()
+	r.MinAge = 0
+	reaped := make(chan int, 10)
+	r.OnReap = func(pid int, _ syscall.WaitStatus) { reaped <- pid }
+	mine := helperCmd("exit", "7")
+	if err := mine.Start(); err != nil {
+		t.Fatal(err)
+	}
+	orphanLike := helperCmd("exit", "3")
+	orphanLike.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := orphanLike.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*exec.Cmd{mine, orphanLike} {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			info, err := Inspect(c.Process.Pid)
+			if err == nil && info.State == 'Z' {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d did not become a zombie: %+v, %v", c.Process.Pid, info, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// Passes until the one in a group of its own is taken (a pass can
+	// miss a child that is exiting); ours must never be.
+	deadline := time.Now().Add(time.Minute)
+	for took := false; !took; {
+		r.ReapNow()
+		for drained := false; !drained; {
+			select {
+			case pid := <-reaped:
+				if pid != orphanLike.Process.Pid {
+					t.Fatalf("the Reaper took pid %d, a child of our own group (want only %d)", pid, orphanLike.Process.Pid)
+				}
+				took = true
+			default:
+				drained = true
+			}
+		}
+		if !took && time.Now().After(deadline) {
+			t.Fatalf("the Reaper left the zombie in a group of its own (pid %d)", orphanLike.Process.Pid)
+		}
+	}
+	for range 5 {
+		r.ReapNow()
+		select {
+		case pid := <-reaped:
+			t.Fatalf("the Reaper took pid %d, a child of our own group", pid)
+		default:
+		}
+	}
+	err := mine.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("Wait for the child of our own group = %v, want exit status 7", err)
+	}
 }
