@@ -16,12 +16,20 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
-// EnsureDefaultTimeout bounds how long EnsureDefault waits for a supervisor
-// it started to answer.
+// EnsureDefaultTimeout bounds how long EnsureDefault waits for a default
+// supervisor to answer once the one it started has exited (it lost the
+// race for default.lock to another, or failed; see its log).
 const EnsureDefaultTimeout = 5 * time.Second
+
+// EnsureDefaultPatience bounds how long EnsureDefault waits for the
+// supervisor it started while that process lives: on a loaded machine
+// opening the database and binding the socket can take many seconds, and a
+// live supervisor that is still starting is not a failure.
+const EnsureDefaultPatience = 2 * time.Minute
 
 // Conn is a connection to a supervisor in another process. Its methods
 // mirror the Supervisor's, with the same semantics and the same sentinel
@@ -293,8 +301,9 @@ func (c *Conn) Sync(ctx context.Context, jobID string) error {
 // `--runtime-dir DIR` when runtimeDir is not the default one), in a new
 // session, with stdin on /dev/null, stdout and stderr appended to
 // <runtime>/supervise.log and its working directory at /, not
-// waited for, so that it outlives the caller. It then waits up to
-// EnsureDefaultTimeout for default.sock to answer. Callers racing here are
+// waited for, so that it outlives the caller. It then waits for default.sock to answer: while the process it
+// started lives (up to EnsureDefaultPatience), and EnsureDefaultTimeout
+// once that process has exited. Callers racing here are
 // fine: only one supervisor wins default.lock, the others exit, and all
 // callers reach the winner. runtimeDir "" means DefaultRuntimeDir(d.Path);
 // executable "" means os.Executable().
@@ -356,9 +365,13 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 	// Not waited for: it outlives us. (If it loses the race for
 	// default.lock it exits at once; the short-lived CLI does not mind
 	// the zombie, and a subreaper's Reaper collects it.)
+	pid := cmd.Process.Pid
+	started, inspectErr := proc.Inspect(pid)
 	cmd.Process.Release()
+	starting := func() bool { return inspectErr == nil && proc.Alive(pid, started.StartTime) }
 
-	ctx, cancel := context.WithTimeout(ctx, EnsureDefaultTimeout)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, EnsureDefaultPatience)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -369,9 +382,14 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 			return c, nil
 		}
 		lastErr = err
+		waited := time.Since(began)
+		if waited > EnsureDefaultTimeout && !starting() {
+			return nil, fmt.Errorf("start supervisor: no answer on %s after %s, and the supervisor started for it has exited (see %s): %w",
+				sock, waited.Round(time.Millisecond), filepath.Join(runtimeDir, SupervisorLogName), lastErr)
+		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("start supervisor: no answer on %s after %s: %w", sock, EnsureDefaultTimeout, lastErr)
+			return nil, fmt.Errorf("start supervisor: no answer on %s after %s: %w", sock, waited.Round(time.Millisecond), lastErr)
 		case <-tick.C:
 		}
 	}
