@@ -37,6 +37,7 @@ func init() {
 // TestFollowCleanCleansEveryPage: `log -f --clean` cleans what arrives
 // after the first page too.
 func TestFollowCleanCleansEveryPage(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	gate := w.base + "/gate"
 	id := w.start(helper("paint-then-wait", gate)...)
@@ -67,6 +68,7 @@ func TestFollowCleanCleansEveryPage(t *testing.T) {
 // TestWriteEOFJobEndsAfterData: `write ID DATA --eof` succeeds when the
 // job ends as soon as it has taken the data, before the close arrives.
 func TestWriteEOFJobEndsAfterData(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const runs = 5
 	for i := 0; i < runs; i++ {
@@ -95,6 +97,7 @@ func TestWriteEOFJobEndsAfterData(t *testing.T) {
 
 // TestKillReadsTheSameInTmuxAndPipeMode: one kill, one wording.
 func TestKillReadsTheSameInTmuxAndPipeMode(t *testing.T) {
+	t.Parallel()
 	w, _ := tmuxWorld(t)
 	var texts []string
 	for _, mode := range [][]string{nil, {"--tmux"}} {
@@ -130,6 +133,7 @@ func statusLine(t *testing.T, w *world, id string) string {
 // TestMainExitedSaidInText: a job whose main process exited while a child
 // holds its output says so in list, status and poll, not only in JSON.
 func TestMainExitedSaidInText(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// The state lasts while the supervisor waits for the pipes the
 	// grandchild holds (2 s by default): long enough here that a loaded
@@ -173,6 +177,7 @@ func TestMainExitedSaidInText(t *testing.T) {
 
 // TestHookOutputKept: an exit hook's own output is stored in its event.
 func TestHookOutputKept(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--on-exit", `echo "hook saw $JOBS_STATUS"; echo "to stderr" >&2`, "true")
 	w.ok("wait", id)
@@ -244,6 +249,7 @@ func disorder(text string) (bad, n int) {
 // TestCombinedReadKeepsOrder: stdout and stderr lines written 5 ms apart
 // come back in the order written from every combined read.
 func TestCombinedReadKeepsOrder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	pairs := int(envInt64("JOBS_E2E_ORDER_PAIRS", 100))
 	const gap = "5ms"
@@ -314,6 +320,7 @@ func argvHolding(s string) []string {
 // TestEnvValueNeverInArgv: an --env value reaches the job's environment
 // and no process's command line, in pipe and tmux mode.
 func TestEnvValueNeverInArgv(t *testing.T) {
+	t.Parallel()
 	w, _ := tmuxWorld(t)
 	secret := fmt.Sprintf("sekrit-%d-%d", os.Getpid(), time.Now().UnixNano())
 	scanned, found := 0, 0
@@ -352,6 +359,7 @@ func TestEnvValueNeverInArgv(t *testing.T) {
 // started on, and capture, attach and kill find it there from a shell
 // whose JOBS_TMUX_SOCKET differs.
 func TestTmuxSocketRecordedWithJob(t *testing.T) {
+	t.Parallel()
 	w, sock := tmuxWorld(t) // every command of w has JOBS_TMUX_SOCKET=sock
 	id := w.start("--tmux", "echo marker-on-private; sleep 60")
 	waitFor(t, 10*time.Second, "the job's output", func() bool { return strings.Contains(w.ok("log", id), "marker-on-private") })
@@ -403,6 +411,7 @@ func cpuTicks(t *testing.T, pid int) int64 {
 // TestWaitSleepsThroughAnotherJobsFlood: a wait on a quiet job wakes when
 // a status changes, not on every write of another job's output.
 func TestWaitSleepsThroughAnotherJobsFlood(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	window := time.Duration(envInt64("JOBS_E2E_WAIT_WINDOW_MS", 6000)) * time.Millisecond
 	quiet := w.start("sleep 600")
@@ -448,6 +457,7 @@ func TestWaitSleepsThroughAnotherJobsFlood(t *testing.T) {
 // the lines of that stream (from 1 in the CLI and its JSON, from 0 as an
 // MCP offset), in every front end.
 func TestStreamLinesCountThatStream(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start(helper("alternate", "10", "1ms")...)
 	w.ok("wait", id)
@@ -522,6 +532,7 @@ func maxRSS(t *testing.T, w *world, id string) int64 {
 // which the kernel counts into a child spawned with vfork; a job that uses
 // more than the supervisor shows its own peak.
 func TestMaxRSSIsTheJobs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	small := w.start("true")
 	w.ok("wait", small)
@@ -546,6 +557,7 @@ func TestMaxRSSIsTheJobs(t *testing.T) {
 // of the job that ended; and --until or --idle that never happened because
 // the job ended exit 125, not the 0 of a real match.
 func TestWaitExitCodes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	failFast := w.start("--", "sh", "-c", "exit 3")
 	w.waitTerminal(failFast, 30*time.Second)
@@ -580,6 +592,7 @@ func TestWaitExitCodes(t *testing.T) {
 // says so in one line and creates neither the file nor its directories;
 // start still creates a database on first use.
 func TestMistypedDBCreatesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dir := w.base + "/typo"
 	path := dir + "/sub/jobs.db"

@@ -13,6 +13,7 @@ import (
 // A database on read-only media is opened read-only by itself: reads work,
 // nothing is created beside it.
 func TestReadOnlyMediaIsReadWithoutFlag(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to bind-mount a directory read-only")
 	}

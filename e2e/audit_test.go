@@ -122,6 +122,7 @@ func sweptWorld(t *testing.T) (w *world, done, orphan string) {
 // its WAL changing; its running job is not marked lost and no access is
 // recorded.
 func TestAuditOfAnotherHostsDatabaseWritesNothing(t *testing.T) {
+	t.Parallel()
 	w, done, orphan := sweptWorld(t)
 	copyPath := filepath.Join(w.base, "other-host.db")
 	copyAsHost(t, w.dbPath(), copyPath, "build-box-2")
@@ -157,6 +158,7 @@ func TestAuditOfAnotherHostsDatabaseWritesNothing(t *testing.T) {
 // read would otherwise mark the dead supervisor's job lost and record an
 // access; verbs that write refuse with one line.
 func TestReadOnlyFlagWritesNothing(t *testing.T) {
+	t.Parallel()
 	w, done, orphan := sweptWorld(t)
 	path := w.dbPath()
 	before := fileSums(t, path)
@@ -197,6 +199,7 @@ func TestReadOnlyFlagWritesNothing(t *testing.T) {
 // Two hosts' databases are audited together: list over both names each
 // row's host, in text and JSON, and neither file changes.
 func TestTwoHostsAuditedTogether(t *testing.T) {
+	t.Parallel()
 	wa, wb := newWorld(t), newWorld(t)
 	ida := wa.start("--name", "build", "--", "echo", "on host a")
 	idb := wb.start("--name", "test", "--", "echo", "on host b")

@@ -140,6 +140,7 @@ func (a *shellAccount) ready(marker string) {
 // installed, the install line makes bash complete the program's verbs and
 // the scope's job names, not the builtin's job specs.
 func TestCompletionInstallBash(t *testing.T) {
+	t.Parallel()
 	needShell(t, "bash")
 	if _, err := os.Stat("/usr/share/bash-completion/bash_completion"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -164,6 +165,7 @@ func TestCompletionInstallBash(t *testing.T) {
 // TestCompletionInstallZsh: the install line makes zsh complete the
 // program, and zsh's own completion of job specs (kill %<TAB>) still works.
 func TestCompletionInstallZsh(t *testing.T) {
+	t.Parallel()
 	needShell(t, "zsh")
 	w := newWorld(t)
 	w.start("--name", "uniquename", "sleep 300")
@@ -183,6 +185,7 @@ func TestCompletionInstallZsh(t *testing.T) {
 // TestCompletionInstallFish: with the install line, `jobs` typed in fish
 // runs the program (not fish's builtin) and completes its job names.
 func TestCompletionInstallFish(t *testing.T) {
+	t.Parallel()
 	needShell(t, "fish")
 	w := newWorld(t)
 	w.start("--name", "uniquename", "sleep 300")

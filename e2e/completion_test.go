@@ -56,6 +56,7 @@ printf '%s\n' "${COMPREPLY[@]}"`
 // lines: verbs, flags, signal and status names, scopes, and the names and
 // ids of the scope's jobs from a real database.
 func TestCompletionBash(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}
@@ -124,6 +125,7 @@ func TestCompletionBash(t *testing.T) {
 // exists answers nothing and leaves no database, directory or supervisor
 // behind.
 func TestCompletionCreatesNothing(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed")
 	}

@@ -289,6 +289,7 @@ func finishedWorld(t *testing.T) (*world, string) {
 // in one line and exits 1, no job starts, and the file's bytes are never
 // changed.
 func TestB12CorruptDatabaseRefused(t *testing.T) {
+	t.Parallel()
 	var figures []string
 	for _, c := range corruptions {
 		t.Run(c.name, func(t *testing.T) {
@@ -361,6 +362,7 @@ func TestB12CorruptDatabaseRefused(t *testing.T) {
 // consistently without its WAL is used, one it finds damaged is refused in
 // one line; never a misleading error.
 func TestB12WALDeletedAfterCrash(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	n := envInt64("JOBS_E2E_FLOOD_BYTES", 64<<20)
 	if raceEnabled {
@@ -451,6 +453,7 @@ func sqliteVerdict(t *testing.T, path string) string {
 // never started and no job runs; start says which path and why in one
 // line, and reads answer or fail in one line.
 func TestB10ReadOnlyDatabaseDirectory(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a read-only bind mount (chmod does not stop root)")
 	}
@@ -507,6 +510,7 @@ exec "$@"`
 // Row D8 guards: the binary links one SQLite, modernc.org/sqlite; a second
 // (mattn/go-sqlite3, cgo) would break SQLite's POSIX lock bookkeeping.
 func TestD8OneSQLite(t *testing.T) {
+	t.Parallel()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go is not on PATH")
@@ -537,6 +541,7 @@ func TestD8OneSQLite(t *testing.T) {
 // opens it: the files lose their group and other bits, the directory
 // becomes 0700.
 func TestD3WorldReadableDatabaseTightened(t *testing.T) {
+	t.Parallel()
 	w, id := finishedWorld(t)
 	dir := filepath.Dir(w.dbPath())
 	// Leave -wal and -shm behind as a crashed process would.
@@ -582,6 +587,7 @@ func TestD3WorldReadableDatabaseTightened(t *testing.T) {
 // is refused in one line and left as it is (such a file could be read or
 // swapped by its owner).
 func TestD3OtherUsersDatabaseRefused(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to give a file to uid 65534")
 	}

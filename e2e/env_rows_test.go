@@ -18,6 +18,7 @@ import (
 // MODERNC_SQLITE_OFD_LOCK) never reaches the supervisor; the shell is run
 // by absolute path; and JOBS_DB is a path taken literally, never a DSN.
 func TestC8EnvironmentAbuse(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, env := range []string{"=v", "K", "A B=1", "1A=x", "K\n=v", strings.Repeat("\x1b", 1000) + "=v"} {
 		checkErrorLine(t, w.jobs("start", "--env", env, "--", "true"), 2)

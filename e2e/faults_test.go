@@ -86,6 +86,7 @@ func firstDiff(a, b []byte) int {
 // under context.WithoutCancel); a CLI killed while it spawns the
 // supervisor leaves at most a supervisor, no job row.
 func TestCLIKilledMidStart(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 16; i++ {
@@ -118,6 +119,7 @@ func TestCLIKilledMidStart(t *testing.T) {
 // creating it and starting its process is marked lost by the next reader
 // (SweepLost covers starting as well as running jobs).
 func TestHalfMadeJobOfDeadSupervisor(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.ok("list") // creates the database
 	ctx := context.Background()
@@ -166,6 +168,7 @@ func (w *world) kill(args ...string) killResult {
 // database's clock (db.DB.Now) jumps two hours forward while a job with a
 // one-hour timeout runs.
 func TestClockJump(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	d, err := db.Open(ctx, w.dbPath())
@@ -207,6 +210,7 @@ func TestClockJump(t *testing.T) {
 // The JSON contract (docs/json.md): durations are integers in
 // milliseconds; signal names are "TERM", "KILL" ….
 func TestJSONDurationsInMilliseconds(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	began := time.Now()
 	id := w.start("--timeout", "90s", "--ttl", "5m", "--", "true")

@@ -267,6 +267,7 @@ func short(v any) string {
 // server and package jobs on a finished job with stdout and stderr lines,
 // a failed one and a running one, and compares every field they share.
 func TestFrontEndsAgree(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	done := w.start(append([]string{"--name", "build", "--label", "ci"}, helper("out-err-lines", "30")...)...)
 	failed := w.start("--", "sh", "-c", "echo partial; echo 'bad input' >&2; exit 3")

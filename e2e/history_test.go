@@ -186,6 +186,7 @@ func thousands(n int) string {
 // only their events (kept for their own retention) add up. After the last
 // expiry the space is given back: the file is less than half that size.
 func TestHistoryStaysSmall(t *testing.T) {
+	t.Parallel()
 	total := envCount("JOBS_E2E_EXPIRE_JOBS", 3000)
 	per := max(1, total/10)
 	w := newWorld(t)
@@ -237,6 +238,7 @@ func fileSize(p string) int64 {
 // (by an older version) gets it from `jobs gc --vacuum`, which also gives
 // the space of deleted jobs back, and keeps every job.
 func TestHistoryVacuumOldDatabase(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if err := os.MkdirAll(w.state+"/jobs", 0o700); err != nil {
 		t.Fatal(err)

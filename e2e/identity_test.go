@@ -164,6 +164,7 @@ func (w *world) lostSurvivors(id string) (pids []int, ok bool) {
 // proves the main process, and a group whose leader is another process is
 // not the job's.
 func TestB14PIDReuseNeverSignalled(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		offset int64  // added to the stranger's real start time
@@ -222,6 +223,7 @@ func TestB14PIDReuseNeverSignalled(t *testing.T) {
 // protected (0, 1, the caller's own group, a supervisor's), whatever the
 // job's row says, even when the row's start times match.
 func TestD7KillNeverHitsProtectedGroup(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	live := w.start(helper("ready-idle")...)
 	w.waitOutput(live, "ready")
@@ -288,6 +290,7 @@ func TestD7KillNeverHitsProtectedGroup(t *testing.T) {
 // marks its jobs). JOBS_E2E_B1_ROUNDS (default 3) kills that many
 // supervisors, each at a random point of its flood.
 func TestB1SupervisorKilledDuringFlood(t *testing.T) {
+	t.Parallel()
 	n := envInt64("JOBS_E2E_FLOOD_BYTES", 64<<20)
 	rounds := envInt64("JOBS_E2E_B1_ROUNDS", 3)
 	seed := uint64(envInt64("JOBS_E2E_SEED", time.Now().UnixNano()))
@@ -418,6 +421,7 @@ func (w *world) checkChunksContiguous(id string) int64 {
 // counted by poll, and ended by kill (Decision 1), not killed behind the
 // user's back.
 func TestB1LostJobSurvivorsListed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start(helper("ready-idle")...)
 	w.waitOutput(id, "ready")
@@ -477,6 +481,7 @@ func (w *world) pollStopped(id string) bool {
 // sends SIGCONT after SIGTERM so the stopped child acts on the TERM at once
 // instead of sitting out the grace until SIGKILL.
 func TestB3StoppedChildThenKill(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start(helper("ready-idle")...)
 	w.waitOutput(id, "ready")
@@ -512,6 +517,7 @@ func TestB3StoppedChildThenKill(t *testing.T) {
 // Row B3 guards: pause and resume stop and continue the job's processes,
 // and the job shows stopped only while it is.
 func TestB3PauseResume(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start(append([]string{"--"}, "sh", "-c", "sleep 1000 & echo started; wait")...)
 	w.waitOutput(id, "started")
@@ -573,6 +579,7 @@ func TestB3StoppedJobTimesOut(t *testing.T) {
 // child ignores SIGTERM, records KILL as the signal, and reports no
 // survivor.
 func TestB4ChildIgnoringSIGTERM(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		argv []string
@@ -613,6 +620,7 @@ func TestB4ChildIgnoringSIGTERM(t *testing.T) {
 // job's: poll counts it after the job is done, and kill ends that very
 // process, not only the leader.
 func TestB5GrandchildInGroup(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start(helper("fork-grandchild")...)
 	out := w.waitOutput(id, "ready")
@@ -672,6 +680,7 @@ func taggedPIDs(id string) []int {
 // double fork) is still found through the job's JOBS_ID: counted by poll
 // and killed, never a clean kill while it survives.
 func TestB6EscapedGrandchild(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		argv []string

@@ -16,6 +16,7 @@ import (
 // dispositions, the launcher's pipe closes when the CLI exits, and a job
 // holds no lock of the supervisor's.
 func TestB17NothingLeaksIntoChildren(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	pr, pw, err := os.Pipe()
 	if err != nil {

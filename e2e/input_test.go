@@ -310,6 +310,7 @@ func checkTables(t *testing.T, w *world) {
 // before anything blocks, in one capped line with exit 2, and a valid but
 // backtracking-prone one matches in linear time.
 func TestC7BadAndPathologicalRegex(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--", "sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' a; echo")
 	w.waitTerminal(id, 30*time.Second)
@@ -343,6 +344,7 @@ func TestC7BadAndPathologicalRegex(t *testing.T) {
 // exist and changes nothing; list, events and gc of the other scope show
 // nothing of it.
 func TestD1ScopeIsolationMCPActions(t *testing.T) {
+	t.Parallel()
 	w, id, missing := aliceJobSeenByBob(t)
 	cs := w.mcp()
 	actions := []map[string]any{

@@ -8,6 +8,7 @@ import (
 // TestListShowsNameAndLabel: a job's --label shows in `jobs list` whether
 // or not the job also has a name.
 func TestListShowsNameAndLabel(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	both := w.start("--name", "web", "--label", "frontend", "--", "true")
 	label := w.start("--label", "backend", "--", "true")

@@ -464,6 +464,7 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 // started with it copies none of a flood into the database file, where one
 // started without it does (its checkpointer copies every few MiB).
 func TestCheckpointOffLeavesTheWAL(t *testing.T) {
+	t.Parallel()
 	const size = 12 << 20
 	for _, mode := range []string{"on", "off"} {
 		t.Run("checkpoints-"+mode, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 // Row B7 guards: a job whose background grandchild keeps the output pipe open is finished once its main process exits and the drain wait (about 2 s) expires, with what it printed captured.
 func TestB7GrandchildHoldsPipe(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	began := time.Now()
 	id := w.start("--no-stdin", "--", "sh", "-c", "sleep 100 & echo hi")
@@ -39,6 +40,7 @@ func TestB7GrandchildHoldsPipe(t *testing.T) {
 
 // Row B8 guards: a command that cannot start ends failed with its reason, straight from starting, never running, leaving no zombie; the shell form fails 127 with sh's complaint stored.
 func TestB8CannotStart(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dir := t.TempDir()
 	noexec := filepath.Join(dir, "noexec")
@@ -112,6 +114,7 @@ func TestB8CannotStart(t *testing.T) {
 
 // Row B20 guards: a job blocked reading its stdin is reported waiting_for_input from the kernel's view, and not once its input arrived.
 func TestB20WaitingForInput(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--", "sh", "-c", "read x; echo got $x")
 	began := time.Now()
@@ -161,6 +164,7 @@ func TestB20WaitingForInput(t *testing.T) {
 
 // Row D4 guards: --env values reach the child but never the database, its -wal and -shm, the supervisor's log, the events or status --json; only the names are kept, also after a crash and gc.
 func TestD4NoSecretsPersisted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	done, crash := secret(t), secret(t)
 	// A supervisor in the foreground, its log in a file.

@@ -170,6 +170,7 @@ func cgroupOffered() (bool, string) {
 // environment (setsid env -i) is still found and ended by kill, through the
 // job's own cgroup, where the system offers one.
 func TestE8EscapeeWithoutJobsIDKilled(t *testing.T) {
+	t.Parallel()
 	if ok, why := cgroupOffered(); !ok {
 		t.Skipf("no cgroup for jobs on this machine (%s): an escapee without JOBS_ID is then not found (docs/kill.md)", why)
 	}
@@ -212,6 +213,7 @@ func TestE8EscapeeWithoutJobsIDKilled(t *testing.T) {
 // gone), names none of the job's processes: the strangers are not listed
 // as survivors, not counted, and not signalled by kill.
 func TestB14LostJobReusedGroupNeverSignalled(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// A stranger group whose leader has exited: sh starts a member
 	// that records every signal it gets, prints its pid and exits.

@@ -174,6 +174,7 @@ func dirNames(t *testing.T, dir string) []string {
 // database or migrated. Before, `jobs --db app.db list` added jobs' 10
 // tables and views to it. Only a new or empty file is set up.
 func TestE2ForeignDatabaseRefused(t *testing.T) {
+	t.Parallel()
 	for _, journal := range []string{"delete", "wal"} {
 		t.Run("journal "+journal, func(t *testing.T) {
 			w := newWorld(t)
@@ -278,6 +279,7 @@ func schemaVersion(t *testing.T, path string) int64 {
 // that upgrade it. A writer (start) then upgrades it. Before, every read
 // migrated it.
 func TestE10ReadsNeverMigrate(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if err := os.MkdirAll(filepath.Dir(w.dbPath()), 0o700); err != nil {
 		t.Fatal(err)
@@ -334,6 +336,7 @@ func plantAsNobody(t *testing.T, path, target string) {
 // and a planted one is refused in one line; an empty mark of our own left
 // 0644 is tightened to 0600.
 func TestE3PlantedStatusSymlinkRefused(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to plant files as uid 65534")
 	}

@@ -236,6 +236,7 @@ func errorCode(m map[string]json.RawMessage) int {
 // that negotiated 2025-03-26 (which has batches) a batch is answered in
 // full.
 func TestE4JSONRPCBatchAnsweredIDsEchoed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 
 	t.Run("batch refused on 2025-06-18", func(t *testing.T) {
@@ -414,6 +415,7 @@ func checkSigStatus(t *testing.T, what, out string) {
 // the CLI (which starts the supervisor), runs `jobs supervise` itself, or
 // is a program that embeds the supervisor through pkg/jobs.
 func TestE5SignalMaskNotInherited(t *testing.T) {
+	t.Parallel()
 	launch := func(w *world, argv ...string) *exec.Cmd {
 		c := exec.Command(helperBin, append([]string{"e2e-helper", "sigblock-exec"}, argv...)...)
 		c.Env = w.environ()
@@ -492,6 +494,7 @@ func shmFrames(t *testing.T, shm string) (frames, copied uint32, ok bool) {
 // changes. A -wal whose changes were all copied into the database loses
 // nothing and is used; without the -shm nothing can be seen (documented).
 func TestE7DeletedWALDetected(t *testing.T) {
+	t.Parallel()
 	crash := func(t *testing.T, checkpoint bool) (*world, string) {
 		w, id := finishedWorld(t)
 		w.t = t
@@ -612,6 +615,7 @@ func rawInvisible(s string) rune {
 // log --clean, --json poll, the MCP process tool) writes each of them as
 // a \uNNNN escape, never raw; so does list for a label holding them.
 func TestE9BidiAndInvisibleEscaped(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var payload strings.Builder
 	payload.WriteString("start ")

@@ -21,6 +21,7 @@ const supervisorRSSBound = 80 << 20
 
 // Row A1 guards: eight jobs flooding both streams at once lose no byte, reorder nothing and leave no gap, while the supervisor's memory stays bounded (children are slowed through their pipes instead).
 func TestA1FloodZeroLoss(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// Half size under -race, not an eighth: the supervisor's memory bound
 	// only shows when the children outrun the database, and an eighth is
@@ -45,6 +46,7 @@ func TestA1FloodZeroLoss(t *testing.T) {
 
 // Row A7 guards: a command that writes and exits at once keeps both its streams and its exit code (the pipes are drained before the exit is recorded).
 func TestA7FastExitKeepsOutput(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	n := int(envInt64("JOBS_E2E_FAST_EXITS", 500/scale()))
 	ids := make([]string, n)
@@ -100,6 +102,7 @@ func TestA7FastExitKeepsOutput(t *testing.T) {
 
 // Row A5 guards: thousands of short jobs leave nothing behind in the supervisor: every child is reaped and every pipe and descriptor closed.
 func TestA5ChurnLeavesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	n := int(envInt64("JOBS_E2E_CHURN_JOBS", 2000/scale()))
 	const concurrent = 50
@@ -164,6 +167,7 @@ func TestA5ChurnLeavesNothing(t *testing.T) {
 
 // Row A2 guards: a trickle from eight jobs reaches readers within a second (time-batched flushes) and the children never block on a write.
 func TestA2TrickleLatencyNoStall(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dur := 20 * time.Second
 	if raceEnabled {

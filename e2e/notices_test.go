@@ -82,6 +82,7 @@ func (n *noticeClient) lastUpdate(uri string) (time.Time, int) {
 // told of the job's end within 1 s, and every connected client of the
 // scope, under any profile, gets Duragent's completion message once.
 func TestNoticeSubscribedWithinASecond(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.scope = "notices"
 	a := w.noticeClient("duragent")
@@ -130,6 +131,7 @@ func TestNoticeSubscribedWithinASecond(t *testing.T) {
 // the scope, exactly one client gets its completion message, and a third
 // server's client gets none.
 func TestNoticeEndedWhileNoServer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.scope = "notices-backlog"
 	id := w.start("--", "sh", "-c", "echo finished alone; exit 5")

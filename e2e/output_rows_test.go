@@ -73,6 +73,7 @@ func checkCleaned(t *testing.T, what, text string) {
 // log and wait holds no ESC, C1 or DEL of a job printing OSC 52 and CSI
 // sequences.
 func TestD9CleanedTextHasNoEscapes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start(helper("escapes")...)
 	w.waitOutput(id, "end 1")
@@ -123,6 +124,7 @@ func TestD9CleanedTextHasNoEscapes(t *testing.T) {
 // --json carries it exactly in output_base64, and cleaned text marks the
 // invalid bytes with U+FFFD.
 func TestC4BinaryOutput(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	want := binaryPayload()
 	id := w.start(helper("binary")...)
@@ -176,6 +178,7 @@ type logOutput struct {
 // MaxInt64, gives an empty page with next_offset = total; nothing
 // overflows or panics.
 func TestC6OffsetsAndLimits(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--", "sh", "-c", `printf 'one\ntwo\nthree\n'`)
 	w.waitTerminal(id, 30*time.Second)

@@ -115,6 +115,7 @@ func mustJSON(t *testing.T, s string, v any) {
 // text form say where the text they return starts, on a log of about
 // 100 KB.
 func TestPollTailDescribesItsText(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const n = 2000
 	full := variedLines(n)
@@ -180,6 +181,7 @@ func init() {
 // TestPollTailAfterClear: a tail that reaches back to bytes `jobs clear`
 // removed starts at the first stored byte and says where that is.
 func TestPollTailAfterClear(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	gate := w.base + "/gate"
 	id := w.start(helper("lines-gate-lines", "300", gate, "40")...)

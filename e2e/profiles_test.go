@@ -133,6 +133,7 @@ func TestProfileMacOSShell(t *testing.T) {
 // TestProfileUnknown: --profile and JOBS_MCP_PROFILE refuse a name that
 // is no profile, with one line.
 func TestProfileUnknown(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.jobs("mcp", "--profile", "nope")
 	if r.code == 0 || !strings.HasPrefix(r.stderr, "jobs: ") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 1 || !strings.Contains(r.stderr, "claude-code") {

@@ -99,6 +99,7 @@ func checkQueueRun(t *testing.T, trail []transitionRow, ids []string, parallel i
 // at once, in the order the jobs were queued (JOBS_E2E_QUEUE_JOBS jobs, 24
 // unless set; the figure is 100).
 func TestQueueParallelTwoKeepsOrder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	n := int(envInt64("JOBS_E2E_QUEUE_JOBS", 24))
 	w.ok("queue", "builds", "--parallel", "2")
@@ -126,6 +127,7 @@ func TestQueueParallelTwoKeepsOrder(t *testing.T) {
 // the next supervisor marks the 5 lost and starts the 20 in their order,
 // each once.
 func TestQueueSurvivesSupervisorCrash(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.ok("queue", "q", "--parallel", "5")
 	var long, waiting []string
@@ -199,6 +201,7 @@ func TestQueueSurvivesSupervisorCrash(t *testing.T) {
 // A chain of three whose middle link fails: with --after-ok the last one
 // fails, naming the dependency; with --after it runs.
 func TestDependencyChainWithFailure(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// fetch ends when told to (a line on its stdin): the others are all
 	// queued behind it by then, however slow the machine.
@@ -282,6 +285,7 @@ func (w *world) restartView(id string) restartView {
 // from the restarting environment); the new job records the old one, and
 // the old one keeps its history. Flags given to restart override.
 func TestRestartFailedJobCLI(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.extra = append(w.extra, "GREETING=hello")
 	old := w.start("--name", "flaky", "--cwd", w.base, "--env", "GREETING", "echo $GREETING from $(pwd); exit 4")
@@ -325,6 +329,7 @@ func TestRestartFailedJobCLI(t *testing.T) {
 // process action=restart over MCP does what jobs restart does, and
 // execute_command queues a job given a queue and after.
 func TestRestartAndQueueMCP(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	cs := w.mcp()
 	text, isErr := mcpCall(t, cs, "execute_command", map[string]any{"command": "echo once; exit 5", "name": "mflaky", "yieldMs": 20000})
@@ -377,6 +382,7 @@ func TestRestartAndQueueMCP(t *testing.T) {
 // The job page's Restart button (--allow-control) starts a new job like
 // the failed one and opens it; the read-only view has no such button.
 func TestUIRestartButton(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	old := w.start("--name", "uiflaky", "echo try; exit 6")
 	w.jobs("wait", old)
@@ -413,6 +419,7 @@ func TestUIRestartButton(t *testing.T) {
 // The 51st running job of a scope waits instead of being refused, and its
 // start says why; --no-queue asks for the refusal.
 func TestScopeCapQueuesTheFiftyFirst(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	t.Cleanup(func() { w.jobs("kill", "--all") })
 	var first string
@@ -447,6 +454,7 @@ func TestScopeCapQueuesTheFiftyFirst(t *testing.T) {
 // taken over after that supervisor's crash cannot have its --env values:
 // it fails, saying why, instead of running without them.
 func TestQueuedEnvironmentNeverStored(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.extra = append(w.extra, "QUEUE_CALLER_TOKEN=caller-d41d8cd9")
 	w.ok("queue", "q", "--parallel", "1")

@@ -86,6 +86,7 @@ func TestB15SIGPIPEAtBothEnds(t *testing.T) {
 // flock on default.lock decides who serves; the others exit and every CLI
 // reaches the winner). Knob: JOBS_E2E_COLD_STARTS (default 20).
 func TestB16ColdStartRace(t *testing.T) {
+	t.Parallel()
 	n := int(envInt64("JOBS_E2E_COLD_STARTS", 20))
 	w := newWorld(t)
 	results := make([]result, n)
@@ -132,6 +133,7 @@ func TestB16ColdStartRace(t *testing.T) {
 // leaves the job running to done and the supervisor's descriptors at their
 // baseline.
 func TestB2CLIKilled(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	warm := w.start("--", "true")
 	w.waitTerminal(warm, 30*time.Second)

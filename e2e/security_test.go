@@ -120,6 +120,7 @@ func secret(t *testing.T) string {
 // the caller's environment (sent to the supervisor as the job's base
 // environment). Only the names of --env variables are stored.
 func TestEnvValuesNeverStored(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	flag, caller := secret(t), secret(t)
 	w.extra = append(w.extra, "JOBS_E2E_CALLER_TOKEN="+caller)
@@ -152,6 +153,7 @@ var idPattern = regexp.MustCompile(`^[a-z2-7]{13,}$`)
 // base32 characters, every symbol used at every position, no collision in
 // 100k, and the id package does not import math/rand.
 func TestD2IDEntropy(t *testing.T) {
+	t.Parallel()
 	const n = 100_000
 	seen := make(map[string]bool, n)
 	var perPos [13]map[byte]bool

@@ -593,6 +593,7 @@ func TestUITimelineAndScreenshots(t *testing.T) {
 // their event streams read the database, start no supervisor, and while
 // nothing changes send nothing new and cost the ui process little.
 func TestUIReadsWithoutSupervisor(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--name", "finished", "--", "bash", "-c", "echo hello; echo world")
 	w.waitTerminal(id, 30*time.Second)

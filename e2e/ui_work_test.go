@@ -46,6 +46,7 @@ func settle(t *testing.T, ctx context.Context, d time.Duration, what, expr strin
 // a few hundred lines says one match, shows it with its line number, and
 // its link opens the output around that line with the line marked.
 func TestUISearchCountsExactlyAndJumps(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// crate_77 is followed by a space once; crate_770..crate_779 are not.
 	id := w.start("--name", "crates", "--", "bash", "-c", `for i in $(seq 0 999); do echo "Compiling crate_$i v0.1.$i"; done`)
@@ -88,6 +89,7 @@ func TestUISearchCountsExactlyAndJumps(t *testing.T) {
 // counts every match exactly, and shows the first ones with their line
 // numbers.
 func TestUISearchWholeLargeLog(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	size := envInt64("JOBS_E2E_UI_SEARCH_BYTES", 64<<20) &^ (64<<10 - 1)
 	big := w.start("--name", "big", "--max-output", "0", "--", "true")
@@ -153,6 +155,7 @@ func TestUISearchWholeLargeLog(t *testing.T) {
 // metadata; every line has a number that links to the line; a jump by
 // line number opens the output there.
 func TestUIJobPageOutputFirstLineLinks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--name", "lines", "--", "bash", "-c", `for i in $(seq 1 5000); do printf 'row %05d \033[32mgreen\033[0m\n' $i; done`)
 	w.waitTerminal(id, 30*time.Second)
@@ -195,6 +198,7 @@ func TestUIJobPageOutputFirstLineLinks(t *testing.T) {
 // TestUIShowsPausedJob: a paused job reads paused in the list and on its
 // page, and running again once resumed.
 func TestUIShowsPausedJob(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start(append([]string{"--name", "napper", "--timeout", "120s"}, helper("ready-idle")...)...)
 	w.waitOutput(id, "ready")
@@ -219,6 +223,7 @@ func TestUIShowsPausedJob(t *testing.T) {
 // or command holds a text, sorted as asked, and the live updates keep the
 // filter.
 func TestUIListFilterSort(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	a := w.start("--name", "alpha-build", "--", "true")
 	w.waitTerminal(a, 30*time.Second)
@@ -267,6 +272,7 @@ func TestUIListFilterSort(t *testing.T) {
 // TestUIErrorPages: a job that does not exist, a bad offset and an unknown
 // path answer pages with the layout, a message and a link back.
 func TestUIErrorPages(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("--name", "one", "--", "true")
 	w.waitTerminal(id, 30*time.Second)
@@ -306,6 +312,7 @@ func TestUIErrorPages(t *testing.T) {
 // a search finds lines on both sides of the gap with their true numbers,
 // says what could not be searched, and a match's link opens its line.
 func TestUISearchAcrossCapGap(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// 40000 lines of 8 bytes (n=00001) under a 64 KiB cap: the first
 	// lines and the newest stay, the middle goes.

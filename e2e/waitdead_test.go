@@ -12,6 +12,7 @@ import (
 // end: jobs wait and jobs log -f look on their own every few seconds, find
 // the supervisor gone and the job lost, and return.
 func TestWaitersNoticeADeadSupervisor(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	id := w.start("sleep 600")
 	job := w.poll(id)
