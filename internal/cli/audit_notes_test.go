@@ -37,6 +37,7 @@ func jobNotes(t *testing.T, e *env, id string) []string {
 // TestAuditNotesPauseResumeRemove: pause, resume and rm leave notes on the
 // job's audit trail, which outlives the job.
 func TestAuditNotesPauseResumeRemove(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("sleep 60")
 	e.ok("pause", id)
@@ -51,6 +52,7 @@ func TestAuditNotesPauseResumeRemove(t *testing.T) {
 // TestAuditNoteTTL: a job deleted when its ttl passed leaves a note that
 // says so.
 func TestAuditNoteTTL(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("--ttl", "1ms", "true")
 	eventually(t, 30*time.Second, "the job deleted after its ttl", func() bool {

@@ -272,6 +272,7 @@ type pollJSON struct {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		args []string
@@ -325,6 +326,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out := e.ok("help")
 	for _, verb := range []string{"start", "poll", "log", "write", "kill", "list", "status", "wait", "events",
@@ -344,6 +346,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestJobLife(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("--name", "greeter", "read name; echo \"hello $name\"; echo bye >&2; exit 3")
 
@@ -441,6 +444,7 @@ func TestJobLife(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fails(ExitError, "not found", "poll", "zzzzzzzz")
 	e.fails(ExitError, "not found", "status", "nosuchname")
@@ -476,6 +480,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestKillTree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// A job whose grandchildren leave the group and ignore SIGTERM.
 	id := e.start(`trap '' TERM; (setsid sh -c 'trap "" TERM; echo gc $$; exec sleep 300' &) ; (sleep 300 & echo c $!); echo ready; sleep 300`)
@@ -527,6 +532,7 @@ func alive(pid int) bool {
 }
 
 func TestSignal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start(`trap 'echo got INT; exit 7' INT; echo armed; while :; do sleep 0.05; done`)
 	e.ok("wait", id, "--until", "armed", "--timeout", "20s")
@@ -540,6 +546,7 @@ func TestSignal(t *testing.T) {
 }
 
 func TestStartWaitAndYield(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.run2("start", "--wait", "echo out; echo err >&2; exit 5")
 	if r.code != 5 || r.stdout != "out\n" || !strings.HasPrefix(r.stderr, "err\n") {
@@ -555,13 +562,19 @@ func TestStartWaitAndYield(t *testing.T) {
 	if r.code != 2 || r.stdout != "quick\n" {
 		t.Errorf("yield fast: %v", r)
 	}
-	// Slow: the id and "running".
-	r = e.run2("start", "--yield", "200ms", "sleep 0.5; echo late")
+	// Slow: the id and "running". The job waits for a file the test makes
+	// only once start has answered, so it is still running at the end of
+	// the window however slowly anything is scheduled.
+	gate := filepath.Join(t.TempDir(), "go")
+	r = e.run2("start", "--yield", "200ms", "while [ ! -e '"+gate+"' ]; do sleep 0.05; done; echo late")
 	fields := strings.Fields(r.stdout)
 	if r.code != 0 || len(fields) != 2 || fields[1] != "running" {
 		t.Fatalf("yield slow: %v", r)
 	}
 	id := fields[0]
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r = e.run2("wait", id, "--timeout", "20s")
 	if r.code != 0 {
 		t.Errorf("wait after yield: %v", r)
@@ -587,6 +600,7 @@ func TestStartWaitAndYield(t *testing.T) {
 }
 
 func TestWaitTimeoutAndIdle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("echo one; sleep 30")
 	r := e.run2("wait", id, "--timeout", "300ms")
@@ -610,6 +624,7 @@ func TestWaitTimeoutAndIdle(t *testing.T) {
 }
 
 func TestPollNewAndClean(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start(`printf '\033[31mred\033[0m\n'; printf '10%%\r20%%\r30%%\n'; read x; echo "$x"`)
 	e.ok("wait", id, "--until", "30%", "--timeout", "20s")
@@ -640,6 +655,7 @@ func TestPollNewAndClean(t *testing.T) {
 }
 
 func TestLogFollow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("for i in 1 2 3; do echo line $i; sleep 0.1; done")
 	r := e.run2("log", id, "-f", "--offset", "0")
@@ -649,6 +665,7 @@ func TestLogFollow(t *testing.T) {
 }
 
 func TestWriteStdinAndEOF(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("wc -c")
 	if r := e.runIn([]byte("12345"), "write", id, "-", "--eof"); r.code != 0 {
@@ -663,6 +680,7 @@ func TestWriteStdinAndEOF(t *testing.T) {
 }
 
 func TestJSONShapes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var j jobJSON
 	e.jsonOf(&j, "start", "--label", "shape", "--env", "A=1", "--", "sh", "-c", "echo x")
@@ -692,6 +710,7 @@ func TestJSONShapes(t *testing.T) {
 }
 
 func TestStartFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.run2("start", "--wait", "--", "/no/such/program")
 	if r.code == 0 {
@@ -715,6 +734,7 @@ func TestStartFailures(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.run2("start", "--wait", "--timeout", "300ms", "echo started; sleep 30")
 	if r.code != 128+15 && r.code != 128+9 {
@@ -726,6 +746,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestEventsFollow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.start("true")
 	e.ok("wait", first, "--timeout", "20s")
@@ -797,6 +818,7 @@ func TestEventsFollow(t *testing.T) {
 }
 
 func TestTmux(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("no tmux")
 	}

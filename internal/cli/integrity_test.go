@@ -15,6 +15,7 @@ import (
 // and checks `jobs log --all` gives both back byte for byte. The size is
 // 32 MiB by default; JOBS_TEST_INTEGRITY_MIB=256 runs the full-size check.
 func TestOutputIntegrity(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	mib := 32
 	if s := os.Getenv("JOBS_TEST_INTEGRITY_MIB"); s != "" {

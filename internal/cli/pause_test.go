@@ -6,6 +6,7 @@ import (
 )
 
 func TestPauseResumeUsage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out := e.ok("help")
 	for _, verb := range []string{"pause", "resume"} {

@@ -30,6 +30,7 @@ type searchJSON struct {
 // number and offset as the other reads count them, and --tail/--lines
 // apply to the matches.
 func TestLogGrepSearchesWholeLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// About 6.6 MB: more than one page of the search (4 MiB).
 	id := e.start("--max-output", "0", "echo 'ERROR first'; seq 900000; echo 'ERROR last'")
@@ -82,6 +83,7 @@ func TestLogGrepSearchesWholeLog(t *testing.T) {
 // the output cap, --grep finds the matches on both sides, numbers the lines
 // after the gap as the log does, and says which bytes it did not search.
 func TestLogGrepSaysWhatWasNotSearched(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("--max-output", "2MiB", "echo 'ERROR first'; seq 1000000; echo 'ERROR last'")
 	e.ok("wait", id)

@@ -10,6 +10,7 @@ import (
 // TestLogFollowExitsWithJobStatus: log -f ends with the job's exit status,
 // as wait does, and says on stderr how the job ended.
 func TestLogFollowExitsWithJobStatus(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("echo hi; exit 3")
 	r := e.run2("log", id, "-f", "--offset", "0")
@@ -21,6 +22,7 @@ func TestLogFollowExitsWithJobStatus(t *testing.T) {
 // TestWaitUntilNeverMatchedSaysSo: a wait --until whose jobs ended without
 // a match says that no line matched, besides exiting 125.
 func TestWaitUntilNeverMatchedSaysSo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("echo hi")
 	r := e.run2("wait", id, "--until", "ready")
@@ -32,6 +34,7 @@ func TestWaitUntilNeverMatchedSaysSo(t *testing.T) {
 // TestShortPrefixSaysMinimum: an id prefix of fewer than 4 characters
 // that is no job's name says how many characters an id prefix needs.
 func TestShortPrefixSaysMinimum(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("true")
 	checkError(t, e.run2("status", id[:3]), ExitError, "an id prefix needs at least 4 characters")
@@ -41,6 +44,7 @@ func TestShortPrefixSaysMinimum(t *testing.T) {
 }
 
 func TestDidYouMean(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		args []string
@@ -66,6 +70,7 @@ func TestDidYouMean(t *testing.T) {
 // TestPipedLogStartsAtLine: the default read (the last 500 characters)
 // printed to a pipe starts at a line, so head -1 gives a whole line.
 func TestPipedLogStartsAtLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("for i in $(seq 100); do echo \"line $i of the output, padded to a fair length\"; done")
 	e.ok("wait", id)
@@ -86,6 +91,7 @@ func TestPipedLogStartsAtLine(t *testing.T) {
 // TestSeveralLabels: --label given more than once keeps every value (it
 // kept only the last), and list --label finds the job by any of them.
 func TestSeveralLabels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.start("--label", "nightly", "--label", "db, slow", "true")
 	var s struct {

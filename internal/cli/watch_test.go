@@ -52,6 +52,7 @@ func cpuTicks(t *testing.T, pid int) int64 {
 // TestListWatchRedrawsOnChange: list --watch draws the table, and draws it
 // again when a job starts and when it ends, woken by the change.
 func TestListWatchRedrawsOnChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.start("true") // the database exists
 	c := exec.Command(jobsBin, "list", "--watch")

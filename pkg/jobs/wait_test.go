@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,17 +45,26 @@ func TestWaitUntilSeesThePrompt(t *testing.T) {
 func TestWaitInputAndNewOutput(t *testing.T) {
 	c := open(t, jobs.Options{})
 	ctx := context.Background()
-	j, err := c.Start(ctx, jobs.Spec{Command: `sleep 0.5; printf 'name? '; read x; echo "hi $x"; sleep 30`})
+	// The job reads its stdin only once the test opens the gate; until
+	// then a wait for input times out.
+	gate := filepath.Join(t.TempDir(), "go")
+	j, err := c.Start(ctx, jobs.Spec{Command: `while [ ! -e '` + gate + `' ]; do sleep 0.05; done; printf 'name? '; read x; echo "hi $x"; sleep 30`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Now()
-	r, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Input: true, Timeout: 20 * time.Second})
+	r, err := c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Input: true, Timeout: time.Second})
+	if err != nil || r.Reason != jobs.WaitTimedOut {
+		t.Fatalf("wait input before the job reads: %s %v, want a timeout", r.Reason, err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.Wait(ctx, []string{j.ID}, jobs.WaitOptions{Input: true, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Reason != jobs.WaitInput || r.JobID != j.ID || time.Since(t0) < 500*time.Millisecond {
-		t.Fatalf("wait input: %s %s after %s", r.Reason, r.JobID, time.Since(t0))
+	if r.Reason != jobs.WaitInput || r.JobID != j.ID {
+		t.Fatalf("wait input: %s %s", r.Reason, r.JobID)
 	}
 	p, err := c.ReadNew(ctx, j.ID, jobs.PollOptions{Newest: true})
 	if err != nil || p.Output.Text != "name? " {
