@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -194,7 +193,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 		// Ended from outside while this supervisor did not answer (a
 		// kill that found it stopped records its intent and ends the
 		// processes itself: control.Unanswered).
-		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), db.FinalWriteTimeout)
 		if stop, err := s.db.StopRequested(ctx, c.id); err == nil && stop != "" {
 			end, reason = stop, "killed while its supervisor did not answer"
 			if stop == vocab.StatusTimedOut {
@@ -205,7 +204,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 	}
 	var t db.Transition
 	if ps != nil {
-		code, sig := exitStatus(ps)
+		code, sig := proc.ExitStatus(ps)
 		t.ExitCode, t.Signal = &code, sig
 		u := proc.UsageOf(ps)
 		if u.MaxRSSKB <= spawnerPeak {
@@ -274,7 +273,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 	})
 	if err != nil {
 		s.logf("record end of job %s: %v", c.id, err)
-		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), db.FinalWriteTimeout)
 		defer cancel()
 		if j, ferr := s.db.FindJobByID(ctx, c.id); ferr == nil {
 			job = j
@@ -296,7 +295,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 // returns the function that lets the next one go.
 func (s *Supervisor) reserveForEnd() func() {
 	s.endMu.Lock()
-	ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), db.FinalWriteTimeout)
 	defer cancel()
 	if s.app.Reclaim(ctx) {
 		return s.endMu.Unlock
@@ -315,7 +314,7 @@ func (s *Supervisor) reserveForEnd() func() {
 func (s *Supervisor) persist(what string, write func(ctx context.Context) error) error {
 	backoff := 100 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), FinalWriteTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), db.FinalWriteTimeout)
 		err := write(ctx)
 		cancel()
 		if err == nil || errors.Is(err, vocab.ErrInvalidTransition) || errors.Is(err, vocab.ErrNotFound) || s.ctx.Err() != nil {
@@ -330,13 +329,4 @@ func (s *Supervisor) persist(what string, write func(ctx context.Context) error)
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
-}
-
-// exitStatus returns the exit code of a finished process, 128+n for death
-// by signal n as shells report it, and the signal's name.
-func exitStatus(ps *os.ProcessState) (int, string) {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), vocab.SignalName(ws.Signal())
-	}
-	return ps.ExitCode(), ""
 }

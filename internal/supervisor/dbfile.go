@@ -1,12 +1,10 @@
 package supervisor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -19,22 +17,6 @@ const fileCheckInterval = time.Second
 // it opens no other (see retire), and its runners, janitor and socket
 // handlers share these to record the end of its running jobs.
 const reservedConns = 4
-
-// CheckDB refuses to open a supervisor on a database it must not write:
-// one that cannot be written (read-only mount, another user's directory),
-// one already removed or replaced, or one SQLite finds damaged. It runs
-// before the supervisor writes anything or spawns a job; a client that
-// starts a detached supervisor runs it first too, so that the refusal
-// reaches the user.
-func CheckDB(ctx context.Context, d *db.DB) error {
-	if err := d.CheckWritable(); err != nil {
-		return err
-	}
-	if err := d.CheckFile(); err != nil {
-		return err
-	}
-	return d.CheckIntegrity(ctx)
-}
 
 // checkFile returns the *vocab.ReplacedError once the database file was
 // removed or replaced, retiring the supervisor the first time (see retire).
@@ -110,7 +92,7 @@ func (s *Supervisor) watchFile() {
 	}
 }
 
-// openCheck wraps a CheckDB failure for Open; a CorruptError stays whole,
+// openCheck wraps a db.CheckForWriter failure for Open; a CorruptError stays whole,
 // so that it reads "database corrupt: PATH: cause" wherever it ends up.
 func openCheck(err error) error {
 	var ce *vocab.CorruptError

@@ -12,7 +12,7 @@
 //
 // Every live supervisor holds an exclusive flock on <runtime>/<id>.lock for
 // its whole life, so any process can tell a dead supervisor by trying the
-// lock (protocol.SupervisorAlive) and mark its jobs lost (SweepLost). The
+// lock (protocol.SupervisorAlive) and mark its jobs lost (sweep.Lost). The
 // runtime directory is private (0700); its place and checks are package
 // protocol's (protocol.DefaultRuntimeDir).
 //
@@ -26,9 +26,9 @@
 //
 // tmux jobs (tmux.go) are only created by a supervisor; their tmux-pipe
 // helper (package tmuxpipe) captures their output and records their end,
-// through ReadTmuxEnd and FinishTmux, which a kill also uses when the
+// through tmuxjob.ReadEnd and tmuxjob.Finish, which a kill also uses when the
 // helper is gone. Kill, signal, send-keys and capture of a tmux job work
-// from any process (KillTmux, SendKeysDirect, Capture).
+// from any process (package tmuxjob).
 //
 // Children run in their own process group with JOBS_ID=<id> in their
 // environment, so kill and timeout reach the whole tree, even processes that

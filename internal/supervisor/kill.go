@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentjobs/jobs/internal/sweep"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"slices"
 	"time"
 
@@ -45,7 +47,7 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 	if err != nil {
 		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
-	if res, done, err := KillQueued(ctx, s.db, job); done {
+	if res, done, err := control.KillQueued(ctx, s.db, job); done {
 		s.takeQueuedEnv(job.ID) // it never starts: its kept environment goes
 		return res, err
 	} else if job.Status == vocab.StatusQueued {
@@ -113,7 +115,7 @@ func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
 	if job.SupervisorID == s.id {
 		reason = fmt.Sprintf("supervisor %s lost track of it", s.id)
 	}
-	lost, err := s.db.Transition(ctx, job.ID, lostTransition(ctx, s.db, job, reason))
+	lost, err := s.db.Transition(ctx, job.ID, sweep.LostTransition(ctx, s.db, job, reason))
 	if errors.Is(err, vocab.ErrInvalidTransition) {
 		return s.db.FindJobByID(ctx, job.ID)
 	}
@@ -159,7 +161,7 @@ func (s *Supervisor) endChild(ctx context.Context, c *child, status vocab.Status
 	}
 	// The runner finishes within the pipe drain and the final write once
 	// the processes are gone; the bound only guards against a bug.
-	bound := time.NewTimer(s.cfg.DrainTimeout + FinalWriteTimeout + proc.KillWait)
+	bound := time.NewTimer(s.cfg.DrainTimeout + db.FinalWriteTimeout + proc.KillWait)
 	defer bound.Stop()
 	select {
 	case <-c.done:
@@ -208,7 +210,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 		return nil, fmt.Errorf("signal job %s: %w", jobID, err)
 	}
 	if job.Mode == vocab.ModeTmux {
-		return signalTmux(ctx, s.db, job, sig) // needs no owner: tmux.go
+		return tmuxjob.Signal(ctx, s.db, job, sig) // needs no owner: tmux.go
 	}
 	if !job.Status.Terminal() {
 		conn, err := s.owner(ctx, job)

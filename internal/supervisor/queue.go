@@ -238,7 +238,7 @@ func (s *Supervisor) adoptQueued(ctx context.Context) {
 // endQueued moves the queued jobs this supervisor owns to killed with
 // reason.
 func (s *Supervisor) endQueued(ctx context.Context, reason string) {
-	ctx, cancel := context.WithTimeout(ctx, FinalWriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, db.FinalWriteTimeout)
 	defer cancel()
 	queued, err := s.db.FindJobs(ctx, db.Filter{AllScopes: true, SupervisorID: s.id, Statuses: []vocab.Status{vocab.StatusQueued}})
 	if err != nil {
@@ -251,23 +251,6 @@ func (s *Supervisor) endQueued(ctx context.Context, reason string) {
 			s.logf("end queued job %s: %v", j.ID, err)
 		}
 	}
-}
-
-// KillQueued ends a queued job before its turn: status killed, reason
-// "killed while queued". done is false when the job is not queued (any
-// more): the caller then kills it as a job with a process.
-func KillQueued(ctx context.Context, d *db.DB, j db.Job) (res vocab.KillResult, done bool, err error) {
-	if j.Status != vocab.StatusQueued {
-		return res, false, nil
-	}
-	killed, err := d.Transition(ctx, j.ID, db.Transition{To: vocab.StatusKilled, Reason: "killed while queued"})
-	if errors.Is(err, vocab.ErrInvalidTransition) {
-		return res, false, nil // its turn came meanwhile
-	}
-	if err != nil {
-		return res, true, fmt.Errorf("kill job %s: %w", j.ID, err)
-	}
-	return vocab.KillResult{JobID: killed.ID, Status: killed.Status, Signalled: []int{}, Survivors: []int{}}, true, nil
 }
 
 // queuedEnv is the environment a queued job was asked to run with.

@@ -196,7 +196,7 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 	}
 	env = append(env, req.Env...)
 	env = append(env, protocol.EnvJobID+"="+nj.ID, protocol.EnvScope+"="+nj.Scope)
-	return nj, argv, dedupEnv(env), nil
+	return nj, argv, parse.DedupEnv(env), nil
 }
 
 // replace ends the active jobs of scope named name, wherever they run.
@@ -259,7 +259,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequ
 	}
 	path := argv[0]
 	if !strings.Contains(path, "/") {
-		p, err := LookPath(path, EnvValue(env, "PATH"), job.Cwd)
+		p, err := proc.LookPath(path, parse.EnvValue(env, "PATH"), job.Cwd)
 		if err != nil {
 			return s.failStart(ctx, c, err.Error())
 		}
@@ -406,52 +406,6 @@ func startReason(err error) string {
 		return pe.Path + ": " + pe.Err.Error()
 	}
 	return err.Error()
-}
-
-// LookPath finds file in the job's PATH (not the supervisor's: a detached
-// supervisor started by another caller may have a different one), relative
-// entries taken from the job's cwd, like the shell would.
-func LookPath(file, path, cwd string) (string, error) {
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(cwd, dir)
-		}
-		p := filepath.Join(dir, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: command not found", file)
-}
-
-// EnvValue returns the value of the last key= entry of env.
-func EnvValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// dedupEnv keeps the last entry of each name, in first-seen order.
-func dedupEnv(env []string) []string {
-	last := make(map[string]int, len(env))
-	for i, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		last[k] = i
-	}
-	out := make([]string, 0, len(last))
-	for i, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		if last[k] == i {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 func appendUnique(list []string, s string) []string {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentjobs/jobs/internal/hook"
+	"github.com/agentjobs/jobs/internal/sweep"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,7 +26,7 @@ const (
 	DefaultIdleExit        = 60 * time.Second
 	DefaultGrace           = control.DefaultGrace
 	DefaultJanitorInterval = 30 * time.Second
-	DefaultEventRetention  = 30 * 24 * time.Hour
+	DefaultEventRetention  = sweep.DefaultEventRetention
 	DefaultPerScope        = 50
 	DefaultTotal           = 200
 	// DefaultDrainTimeout is how long the pipes of a job whose main
@@ -32,12 +34,8 @@ const (
 	// job is finished anyway; the same idea as exec.Cmd.WaitDelay.
 	DefaultDrainTimeout = 2 * time.Second
 	// DefaultHookTimeout bounds an on-exit hook; it is killed after it.
-	DefaultHookTimeout = 60 * time.Second
+	DefaultHookTimeout = hook.DefaultTimeout
 )
-
-// FinalWriteTimeout bounds the writes that must land even while the
-// supervisor shuts down: the final status, the last output, events.
-const FinalWriteTimeout = 15 * time.Second
 
 // Config configures a Supervisor. Zero fields take the defaults above.
 type Config struct {
@@ -278,7 +276,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		}
 	}()
 
-	if err := CheckDB(ctx, s.db); err != nil {
+	if err := s.db.CheckForWriter(ctx); err != nil {
 		return openCheck(err)
 	}
 	if err := s.db.ReserveConnections(ctx, reservedConns); err != nil {
@@ -331,7 +329,7 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 	}
 
 	s.reaper = acquireReaper(s.cfg.Logf)
-	ao := AppenderOptions(s.noteDropped)
+	ao := logs.ProcessOptions(s.noteDropped)
 	ao.FlushInterval = s.cfg.FlushInterval
 	s.app = logs.NewAppender(s.db, ao)
 	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
@@ -458,7 +456,7 @@ func (s *Supervisor) shutdown() {
 		releaseReaper()
 	}
 	if s.registered {
-		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), db.FinalWriteTimeout)
 		if err := s.db.EndSupervisor(ctx, s.id); err != nil {
 			errs = append(errs, err)
 		}

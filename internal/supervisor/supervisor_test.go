@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentjobs/jobs/internal/sweep"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -558,7 +559,7 @@ func TestTwoSupervisorsShareADatabase(t *testing.T) {
 	j1 := start(t, s1, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30"}})
 	j2 := start(t, s2, protocol.StartRequest{Job: db.NewJob{Command: "echo two"}})
 	waitDone(t, d, j2.ID, 5*time.Second)
-	if n, err := SweepLost(ctx, d); err != nil || n != 0 {
+	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 0 {
 		t.Errorf("sweep with both alive = %d, %v; want 0", n, err)
 	}
 	// s2 does not own j1: the kill goes to s1 over its socket.
@@ -596,13 +597,13 @@ func TestSweepLostAfterSupervisorDies(t *testing.T) {
 		}
 		return false
 	})
-	if n, _ := SweepLost(ctx, d); n != 0 {
+	if n, _ := sweep.Lost(ctx, d, nil); n != 0 {
 		t.Fatalf("sweep while the helper lives marked %d jobs", n)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
 
-	n, err := SweepLost(ctx, d)
+	n, err := sweep.Lost(ctx, d, nil)
 	if err != nil || n != 1 {
 		t.Fatalf("sweep after the helper died = %d, %v; want 1", n, err)
 	}
@@ -617,7 +618,7 @@ func TestSweepLostAfterSupervisorDies(t *testing.T) {
 	if sup, _ := d.FindSupervisor(ctx, supID); sup.EndedAt == nil {
 		t.Errorf("dead supervisor has no end time after a supervisor's look for due hooks")
 	}
-	if n, _ := SweepLost(ctx, d); n != 0 {
+	if n, _ := sweep.Lost(ctx, d, nil); n != 0 {
 		t.Errorf("second sweep marked %d", n)
 	}
 	// Its process still runs, untouched; kill ends it.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"os"
 	"syscall"
 	"time"
@@ -33,7 +35,7 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 			return 0, fmt.Errorf("write job %s: %w", jobID, vocab.ErrNotRunning)
 		}
 		if job.Mode == vocab.ModeTmux {
-			if err := writeTmux(job, data, eof); err != nil { // types into the pane: tmux.go
+			if err := tmuxjob.Write(job, data, eof); err != nil { // types into the pane: tmux.go
 				return 0, err
 			}
 			return len(data), nil
@@ -162,7 +164,7 @@ func (c *child) stdinFile() (*os.File, error) {
 // of file, ^D (at the start of a line: the reader's read returns 0).
 func (s *Supervisor) closeChildStdin(ctx context.Context, c *child) error {
 	if c.pty {
-		_, err := s.writeChild(ctx, c, []byte{4}, FinalWriteTimeout)
+		_, err := s.writeChild(ctx, c, []byte{4}, db.FinalWriteTimeout)
 		return err
 	}
 	c.mu.Lock()
@@ -176,7 +178,7 @@ func (s *Supervisor) closeChildStdin(ctx context.Context, c *child) error {
 		return vocab.ErrStdinClosed
 	}
 	f.Close()
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FinalWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), db.FinalWriteTimeout)
 	defer cancel()
 	return s.db.SetStdin(wctx, c.id, vocab.StdinClosed)
 }
@@ -247,5 +249,5 @@ func (s *Supervisor) SendKeys(ctx context.Context, jobID string, keys []string, 
 	if job.Mode != vocab.ModeTmux {
 		return fmt.Errorf("send keys to job %s: %w", jobID, vocab.ErrNotTmux)
 	}
-	return SendKeysDirect(job, keys, literal)
+	return tmuxjob.SendKeys(job, keys, literal)
 }
