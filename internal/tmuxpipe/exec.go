@@ -2,15 +2,15 @@ package tmuxpipe
 
 import (
 	"fmt"
-	"github.com/agentjobs/jobs/internal/parse"
-	"github.com/agentjobs/jobs/internal/proc"
 	"io"
 	"os"
 	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/privfile"
+	"github.com/agentjobs/jobs/internal/proc"
 )
 
 // A tmux job's environment does not go on the tmux command line: every

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentjobs/jobs/internal/sweep"
 	"regexp"
 	"regexp/syntax"
 	"runtime"
@@ -19,6 +18,7 @@ import (
 	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
+	"github.com/agentjobs/jobs/internal/sweep"
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/vocab"
 )

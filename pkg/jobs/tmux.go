@@ -3,10 +3,10 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"github.com/agentjobs/jobs/internal/tmuxjob"
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
