@@ -1,14 +1,20 @@
 // Package supervisor runs jobs: the one place that owns live child
 // processes.
 //
-// A Supervisor runs one runner goroutine per job. The runner reads the
-// job's stdout and stderr pipes into the shared logs.Appender, waits for the
-// main process, drains the pipes with a bounded wait (a grandchild that keeps
-// the pipe open must not keep the job running), and records the final status
-// with its exit code and resource usage through db.Transition. A janitor
-// goroutine marks the jobs of dead supervisors lost, deletes expired jobs and
-// old events. Open starts all of this under one WaitGroup; Close cancels,
-// ends the supervisor's jobs, waits and flushes.
+// A Supervisor is composed of services with one start and stop contract
+// (package startstop), each owning its fields and its goroutines: the
+// addresses (locks, supervisors row, sockets), the hooks, the runners, the
+// janitor, the queue, the socket server and the file watch. Open starts
+// them in that order; Close refuses new work, ends the supervisor's jobs,
+// then stops them in reverse, each waiting for its goroutines.
+//
+// The runners service runs one runner goroutine per job. The runner reads
+// the job's stdout and stderr pipes into the shared logs.Appender, waits for
+// the main process, drains the pipes with a bounded wait (a grandchild that
+// keeps the pipe open must not keep the job running), and records the final
+// status with its exit code and resource usage through db.Transition. The
+// janitor marks the jobs of dead supervisors lost, deletes expired jobs and
+// old events (package sweep, which needs no supervisor).
 //
 // Every live supervisor holds an exclusive flock on <runtime>/<id>.lock for
 // its whole life, so any process can tell a dead supervisor by trying the

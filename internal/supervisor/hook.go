@@ -2,16 +2,47 @@ package supervisor
 
 import (
 	"context"
-	"github.com/agentjobs/jobs/internal/hook"
+	"sync/atomic"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/hook"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/startstop"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
+// hooks is the service that runs on-exit work: Config.OnExit and the
+// on_exit commands (hook.Runner) of the supervisor's own jobs, run by
+// their runners; and, in goroutines of its own, the hooks of jobs it did
+// not see end (lost, or due since a supervisor died: runDueHooks).
+type hooks struct {
+	startstop.Base
+	s        *Supervisor
+	runner   hook.Runner
+	stopOnce atomic.Bool // set by the Stop that releases the Reaper
+}
+
+// Start readies the hook runner, with the process's shared Reaper.
+func (h *hooks) Start(ctx context.Context) error {
+	h.Init(ctx)
+	s := h.s
+	h.runner = hook.Runner{DB: s.db, Timeout: s.cfg.HookTimeout, Reaper: acquireReaper(s.cfg.Logf), Logf: s.cfg.Logf}
+	return nil
+}
+
+// Stop waits for the hooks under way and releases the Reaper.
+func (h *hooks) Stop() error {
+	h.Halt()
+	if h.runner.Reaper != nil && h.stopOnce.CompareAndSwap(false, true) {
+		releaseReaper()
+	}
+	return nil
+}
+
 // afterExit runs what waits for a job's end: Config.OnExit and the job's
 // on_exit command. Neither can change the job.
-func (s *Supervisor) afterExit(job db.Job, baseEnv []string) {
+func (h *hooks) afterExit(job db.Job, baseEnv []string) {
+	s := h.s
 	if s.cfg.OnExit != nil {
 		func() {
 			defer func() {
@@ -23,7 +54,7 @@ func (s *Supervisor) afterExit(job db.Job, baseEnv []string) {
 		}()
 	}
 	if job.OnExit != "" {
-		s.runHook(job, baseEnv)
+		h.runHook(job, baseEnv)
 	}
 }
 
@@ -31,41 +62,49 @@ func (s *Supervisor) afterExit(job db.Job, baseEnv []string) {
 // HookTimeout. A hook runs once per job whoever notices the job's end: the
 // claim in the database decides between this supervisor and any other
 // that found the same lost job.
-func (s *Supervisor) runHook(job db.Job, baseEnv []string) {
-	r := hook.Runner{DB: s.db, Timeout: s.cfg.HookTimeout, Reaper: s.reaper, Logf: s.cfg.Logf}
-	r.Run(s.ctx, job, baseEnv)
+func (h *hooks) runHook(job db.Job, baseEnv []string) {
+	h.runner.Run(h.Context(), job, baseEnv)
+}
+
+// goAfterExit runs afterExit in a goroutine of the service, for a job
+// this supervisor ended without a runner (it failed to start, or it ended
+// while queued). Once the supervisor is closing, nothing is run.
+func (h *hooks) goAfterExit(job db.Job) {
+	h.goRun(func() { h.afterExit(job, nil) })
+}
+
+// goRun runs f in a goroutine of the service, counted only while the
+// supervisor takes work (Supervisor.admit), and reports whether it did.
+func (h *hooks) goRun(f func()) bool {
+	return h.s.admit(func() {
+		h.Go(func(context.Context) { f() })
+	}) == nil
 }
 
 // hookLost runs the on_exit command of a job this supervisor did not see
 // end (it marked it lost, or found its hook due: see runDueHooks), in a
-// goroutine owned by wg. Config.OnExit is not called: the job was not this
-// supervisor's.
-func (s *Supervisor) hookLost(job db.Job) {
+// goroutine of the service. Config.OnExit is not called: the job was not
+// this supervisor's.
+func (h *hooks) hookLost(job db.Job) {
 	if job.OnExit == "" {
 		return
 	}
-	// Counting the goroutine under mu while not closing orders the Add
-	// before shutdown's wg.Wait.
-	s.mu.Lock()
-	closing := s.closing
-	if !closing {
-		s.wg.Add(1)
+	if !h.goRun(func() { h.runHook(job, nil) }) {
+		h.s.logf("on-exit hook of job %s skipped: supervisor closing", job.ID)
 	}
-	s.mu.Unlock()
-	if closing {
-		s.logf("on-exit hook of job %s skipped: supervisor closing", job.ID)
-		return
-	}
-	go func() {
-		defer s.wg.Done()
-		s.runHook(job, nil)
-	}()
+}
+
+// goDueHooks runs the hooks due at Open in the background (see
+// runDueHooks): a long history must not hold up serving.
+func (h *hooks) goDueHooks(dead []db.Supervisor) {
+	h.Go(func(ctx context.Context) { h.runDueHooks(ctx, dead) })
 }
 
 // deadSupervisors returns the supervisors that died unnoticed: not
 // recorded as ended, their lock free. The jobs they saw end may have hooks
 // nobody claimed (see runDueHooks), which records them as ended.
-func (s *Supervisor) deadSupervisors(ctx context.Context) []db.Supervisor {
+func (h *hooks) deadSupervisors(ctx context.Context) []db.Supervisor {
+	s := h.s
 	sups, err := s.db.OpenSupervisors(ctx)
 	if err != nil {
 		s.logf("%v", err)
@@ -93,13 +132,14 @@ func (s *Supervisor) deadSupervisors(ctx context.Context) []db.Supervisor {
 // tmux-pipe helper's, which needs no supervisor.) Each hook runs once
 // however many supervisors find it: runHook claims it in the database
 // first (db.ClaimHook).
-func (s *Supervisor) runDueHooks(ctx context.Context, dead []db.Supervisor) {
+func (h *hooks) runDueHooks(ctx context.Context, dead []db.Supervisor) {
+	s := h.s
 	lost, err := s.db.PendingHooks(ctx, s.db.Now().Add(-s.cfg.EventRetention))
 	if err != nil {
 		s.logf("%v", err)
 	}
 	for _, j := range lost {
-		s.hookLost(j)
+		h.hookLost(j)
 	}
 	if len(dead) == 0 {
 		return
@@ -119,7 +159,7 @@ func (s *Supervisor) runDueHooks(ctx context.Context, dead []db.Supervisor) {
 	}
 	for _, j := range ended {
 		if ids[j.SupervisorID] && j.Mode != vocab.ModeTmux {
-			s.hookLost(j)
+			h.hookLost(j)
 		}
 	}
 	for _, sup := range dead {

@@ -2,51 +2,86 @@ package supervisor
 
 import (
 	"context"
-	"github.com/agentjobs/jobs/internal/sweep"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/startstop"
+	"github.com/agentjobs/jobs/internal/sweep"
 )
 
-// sweep is sweep.Lost that also runs the on_exit hooks of the jobs it marks.
-func (s *Supervisor) sweep(ctx context.Context) (int, error) {
-	return sweep.Lost(ctx, s.db, s.hookLost)
+// janitor is the service that keeps the database in order while the
+// supervisor runs: at Start it marks lost the jobs of dead supervisors and
+// has the hooks they left due run; then, every JanitorInterval, a round
+// (sweep.Pass, the due hooks, empty cgroups, a checkpoint nudge).
+type janitor struct {
+	startstop.Base
+	s *Supervisor
 }
 
-// janitor runs the janitor every JanitorInterval until Close.
-func (s *Supervisor) janitor() {
-	defer s.wg.Done()
+// Start marks lost the running jobs of every dead supervisor (running
+// their hooks), has the hooks due since then run in the background, and
+// starts the rounds.
+func (j *janitor) Start(ctx context.Context) error {
+	j.Init(ctx)
+	s := j.s
+	dead := s.hooks.deadSupervisors(ctx)
+	if n, err := j.sweep(ctx); err != nil {
+		s.logf("sweep lost jobs: %v", err)
+	} else if n > 0 {
+		s.logf("marked %d jobs of dead supervisors lost", n)
+	}
+	j.Go(j.loop)
+	s.hooks.goDueHooks(dead)
+	return nil
+}
+
+// Stop ends the rounds and waits for the one under way.
+func (j *janitor) Stop() error {
+	j.Halt()
+	return nil
+}
+
+// sweep is sweep.Lost that also runs the on_exit hooks of the jobs it marks.
+func (j *janitor) sweep(ctx context.Context) (int, error) {
+	return sweep.Lost(ctx, j.s.db, j.s.hooks.hookLost)
+}
+
+// loop runs a round every JanitorInterval until Stop.
+func (j *janitor) loop(ctx context.Context) {
+	s := j.s
 	t := time.NewTicker(s.cfg.JanitorInterval)
 	defer t.Stop()
 	clock := newClockWatch(s.db.Now, s.cfg.Monotonic)
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		s.janitorRound(clock)
+		j.round(clock)
 	}
 }
 
-// janitorRound is one round of the supervisor's janitor. A round in which
-// the wall clock jumped deletes nothing (see clockWatch).
-func (s *Supervisor) janitorRound(clock *clockWatch) sweep.Result {
+// round is one round of the supervisor's janitor. A round in which the
+// wall clock jumped deletes nothing (see clockWatch).
+func (j *janitor) round(clock *clockWatch) sweep.Result {
+	s := j.s
+	ctx := j.Context()
 	expire := true
 	if jump := clock.jump(); jump > maxClockJump || jump < -maxClockJump {
 		s.logf("janitor: the wall clock moved %s against the monotonic clock since the last round; nothing is deleted this round", jump.Round(time.Second))
 		expire = false
 	}
-	dead := s.deadSupervisors(s.ctx)
-	res, err := sweep.Pass(s.ctx, s.db, s.cfg.EventRetention, s.hookLost, expire)
-	if err != nil && s.ctx.Err() == nil {
+	dead := s.hooks.deadSupervisors(ctx)
+	res, err := sweep.Pass(ctx, s.db, s.cfg.EventRetention, s.hooks.hookLost, expire)
+	if err != nil && ctx.Err() == nil {
 		s.logf("janitor: %v", err)
 	}
-	s.runDueHooks(s.ctx, dead)
-	s.dropEmptyCgroups(s.ctx)
-	s.app.CheckpointSoon()
+	s.hooks.runDueHooks(ctx, dead)
+	j.dropEmptyCgroups(ctx)
+	s.runners.checkpointSoon()
 	if res.Lost > 0 || res.Deleted > 0 {
 		s.logf("janitor: %d jobs lost, %d expired jobs deleted, %d events deleted", res.Lost, res.Deleted, res.EventsDeleted)
 	}
@@ -58,11 +93,11 @@ func (s *Supervisor) janitorRound(clock *clockWatch) sweep.Result {
 // processes ended on their own (not through a kill) leaves one. Cgroups of
 // jobs of other databases, and of jobs still starting or running, are
 // left alone.
-func (s *Supervisor) dropEmptyCgroups(ctx context.Context) {
+func (j *janitor) dropEmptyCgroups(ctx context.Context) {
 	dir, names := proc.JobCgroups("jobs-")
 	for _, name := range names {
-		j, err := s.db.FindJobByID(ctx, strings.TrimPrefix(name, "jobs-"))
-		if err != nil || !j.Status.Terminal() {
+		job, err := j.s.db.FindJobByID(ctx, strings.TrimPrefix(name, "jobs-"))
+		if err != nil || !job.Status.Terminal() {
 			continue
 		}
 		_ = proc.RemoveCgroup(filepath.Join(dir, name)) // EBUSY while processes are left

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
@@ -20,16 +19,23 @@ import (
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
-// A supervisor only creates a tmux job (see package tmuxjob): once its
-// session runs, its tmux-pipe helper records it, and any process can act
-// on it.
+// tmuxStarter creates the supervisor's tmux jobs. It is no service: a
+// supervisor only creates a tmux job (see package tmuxjob); once its
+// session runs, the job's tmux-pipe helper records it, and any process can
+// act on it. Nothing of a tmux job runs in the supervisor, so there is
+// nothing to start or stop, nor to take over from a supervisor that died:
+// its sweep leaves a job whose session lives to its helper (tmuxjob.Alive).
+type tmuxStarter struct {
+	s *Supervisor
+}
 
-// startTmux is Start for Mode "tmux": it creates the job and its session,
+// start is Start for Mode "tmux": it creates the job and its session,
 // whose pipe-pane runs the tmux-pipe helper, and returns the job running.
 // As for pipe jobs, a job that cannot start (missing cwd, command not
 // found, tmux refusing) is returned failed with a nil error; a missing
 // tmux is vocab.ErrNoTmux and creates no job.
-func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, nj db.NewJob, argv, env []string) (db.Job, error) {
+func (t *tmuxStarter) start(ctx context.Context, req protocol.StartRequest, nj db.NewJob, argv, env []string) (db.Job, error) {
+	s := t.s
 	// The caller's JOBS_TMUX_SOCKET, else ours; recorded with the job,
 	// so that every later step finds the same server.
 	srv := tmuxjob.DefaultServer()
@@ -40,7 +46,7 @@ func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, n
 		return db.Job{}, fmt.Errorf("start job: %w", tmuxjob.NoTmux(err))
 	}
 	nj.TmuxSocket = srv.Socket
-	exe, err := s.executable()
+	exe, err := t.executable()
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
@@ -49,14 +55,8 @@ func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, n
 			return db.Job{}, fmt.Errorf("start job: replace %q: %w", nj.Name, err)
 		}
 	}
-	s.mu.Lock()
-	opened, closing := s.opened, s.closing
-	s.mu.Unlock()
-	switch {
-	case !opened:
-		return db.Job{}, errors.New("start job: supervisor is not open")
-	case closing:
-		return db.Job{}, fmt.Errorf("start job: %w", vocab.ErrSupervisorClosed)
+	if err := s.takingJobs(); err != nil {
+		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
 	nj.TmuxSession = cmp.Or(req.TmuxPrefix, tmuxjob.SessionPrefix) + nj.ID
 	job, err := s.db.CreateJob(ctx, nj, s.limitsFor(req))
@@ -70,15 +70,15 @@ func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, n
 
 	if req.KeepTmux {
 		if err := s.db.SetKeepTmux(ctx, job.ID, true); err != nil {
-			return s.failTmux(ctx, job, "record --keep-tmux: "+err.Error())
+			return t.fail(ctx, job, "record --keep-tmux: "+err.Error())
 		}
 	}
 	if reason := checkCwd(job.Cwd); reason != "" {
-		return s.failTmux(ctx, job, reason)
+		return t.fail(ctx, job, reason)
 	}
 	if !strings.Contains(argv[0], "/") {
 		if _, err := proc.LookPath(argv[0], parse.EnvValue(env, "PATH"), job.Cwd); err != nil {
-			return s.failTmux(ctx, job, err.Error())
+			return t.fail(ctx, job, err.Error())
 		}
 	}
 	if len(argv) == 1 {
@@ -88,14 +88,14 @@ func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, n
 	}
 	pipe := tmuxjob.PipeCommand(exe, s.db.Path, job.ID, srv.Socket, req.TimeoutGrace)
 	// The environment goes through a file, not tmux's argv (writeEnvFile).
-	envFile, err := tmuxjob.WriteEnvFile(s.runtimeDir, tmuxjob.Env(env, job.EnvNames, math.MaxInt))
+	envFile, err := tmuxjob.WriteEnvFile(s.addr.runtimeDir, tmuxjob.Env(env, job.EnvNames, math.MaxInt))
 	if err != nil {
-		return s.failTmux(ctx, job, err.Error())
+		return t.fail(ctx, job, err.Error())
 	}
 	argv = append([]string{exe, "tmux-exec", "--env-file", envFile, "--"}, argv...)
 	if err := srv.NewSession(ctx, name, job.Cwd, nil, argv, 0, 0, tmux.WithPipe(pipe)); err != nil {
 		os.Remove(envFile)
-		return s.failTmux(ctx, job, err.Error())
+		return t.fail(ctx, job, err.Error())
 	}
 	pid, err := srv.PanePID(name)
 	if err != nil {
@@ -127,41 +127,26 @@ func (s *Supervisor) startTmux(ctx context.Context, req protocol.StartRequest, n
 	return running, nil
 }
 
-// failTmux records that a tmux job could not start and runs its exit
-// hooks in the background, owned by wg.
-func (s *Supervisor) failTmux(ctx context.Context, job db.Job, reason string) (db.Job, error) {
+// fail records that a tmux job could not start and runs its exit
+// hooks in the background (hooks.goAfterExit).
+func (t *tmuxStarter) fail(ctx context.Context, job db.Job, reason string) (db.Job, error) {
+	s := t.s
 	failed, err := s.db.Transition(ctx, job.ID, db.Transition{To: vocab.StatusFailed, Reason: reason})
 	if err != nil {
 		return job, fmt.Errorf("start job: %w", err)
 	}
-	s.mu.Lock()
-	closing := s.closing
-	if !closing {
-		s.wg.Add(1)
-	}
-	s.mu.Unlock()
-	if !closing {
-		go func() {
-			defer s.wg.Done()
-			s.afterExit(failed, nil)
-		}()
-	}
+	s.hooks.goAfterExit(failed)
 	return failed, nil
 }
 
 // executable is the jobs binary, which tmux runs as the tmux-pipe helper.
-func (s *Supervisor) executable() (string, error) {
-	if s.cfg.Executable != "" {
-		return s.cfg.Executable, nil
+func (t *tmuxStarter) executable() (string, error) {
+	if t.s.cfg.Executable != "" {
+		return t.s.cfg.Executable, nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("find jobs executable for the tmux helper: %w", err)
 	}
 	return exe, nil
-}
-
-// killTmux is Kill for a tmux job, which any supervisor can do.
-func (s *Supervisor) killTmux(ctx context.Context, job db.Job, grace time.Duration) (vocab.KillResult, error) {
-	return tmuxjob.Kill(ctx, s.db, job, grace, s.logf)
 }
