@@ -635,7 +635,7 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	// The job lives on in tmux: no sweep may call it lost, and a new
 	// supervisor adopts nothing but leaves it be.
 	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 0 {
-		t.Errorf("SweepLost = %d, %v; want 0 jobs marked", n, err)
+		t.Errorf("sweep.Lost = %d, %v; want 0 jobs marked", n, err)
 	}
 	s2 := supervisor.StartSupervisor(t, supervisor.Config{DB: d})
 	job, err := d.FindJobByID(ctx, jobID)
@@ -680,7 +680,7 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 1 {
-		t.Errorf("SweepLost of a tmux job without session = %d, %v; want 1", n, err)
+		t.Errorf("sweep.Lost of a tmux job without session = %d, %v; want 1", n, err)
 	}
 	if j, _ := d.FindJobByID(ctx, lostJob.ID); j.Status != vocab.StatusLost {
 		t.Errorf("tmux job without session is %s, want lost", j.Status)
