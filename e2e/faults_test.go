@@ -117,7 +117,7 @@ func TestCLIKilledMidStart(t *testing.T) {
 
 // Protection: a job left in starting by a supervisor that died between
 // creating it and starting its process is marked lost by the next reader
-// (SweepLost covers starting as well as running jobs).
+// (sweep.Lost covers starting as well as running jobs).
 func TestHalfMadeJobOfDeadSupervisor(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

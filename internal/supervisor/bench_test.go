@@ -52,9 +52,9 @@ func BenchmarkStart(b *testing.B) {
 
 // waitChild waits until the supervisor is done with job id.
 func (s *Supervisor) waitChild(id string) {
-	s.mu.Lock()
-	c := s.children[id]
-	s.mu.Unlock()
+	s.runners.mu.Lock()
+	c := s.runners.children[id]
+	s.runners.mu.Unlock()
 	if c != nil {
 		<-c.done
 	}

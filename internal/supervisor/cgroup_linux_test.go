@@ -45,7 +45,7 @@ func TestJobCgroup(t *testing.T) {
 	if err := os.Mkdir(donePath, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.dropEmptyCgroups(ctx)
+	s.janitor.dropEmptyCgroups(ctx)
 	if _, err := os.Stat(donePath); !os.IsNotExist(err) {
 		t.Errorf("the finished job's empty cgroup stayed: %v", err)
 	}

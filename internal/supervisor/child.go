@@ -3,13 +3,11 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -102,8 +100,8 @@ func (c *child) setEnd(status vocab.Status, reason string, force bool) bool {
 // appender, enforces the timeout, waits for the main process, drains the
 // pipes with a bound, stores the final status and runs the exit hooks. It
 // owns the pump and wait goroutines and waits for both.
-func (s *Supervisor) run(c *child, timeout, grace time.Duration) {
-	defer s.wg.Done()
+func (r *runners) run(c *child, timeout, grace time.Duration) {
+	defer r.wg.Done()
 	c.mu.Lock()
 	cmd, stdout, stderr, pid, outStream := c.cmd, c.stdout, c.stderr, c.pid, c.outStream
 	// The runtime is measured from here with the monotonic clock: the
@@ -118,10 +116,10 @@ func (s *Supervisor) run(c *child, timeout, grace time.Duration) {
 	c.pair = pair
 	c.mu.Unlock()
 	pumps.Add(1)
-	go func() { defer pumps.Done(); s.pump(c.id, outStream, stdout, &drain, pair, 0) }()
+	go func() { defer pumps.Done(); r.pump(c.id, outStream, stdout, &drain, pair, 0) }()
 	if stderr != nil {
 		pumps.Add(1)
-		go func() { defer pumps.Done(); s.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
+		go func() { defer pumps.Done(); r.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
 	}
 	waited := make(chan error, 1)
 	go func() {
@@ -145,12 +143,12 @@ wait:
 			expired = nil
 			<-c.ready
 			reason := fmt.Sprintf("timed out after %s", timeout)
-			if _, err := s.signalEnd(context.Background(), c, vocab.StatusTimedOut, reason, grace); err != nil {
-				s.logf("time out job %s: %v", c.id, err)
+			if _, err := r.signalEnd(context.Background(), c, vocab.StatusTimedOut, reason, grace); err != nil {
+				r.s.logf("time out job %s: %v", c.id, err)
 			}
 		}
 	}
-	s.reaper.Disown(pid)
+	r.reaper.Disown(pid)
 
 	c.mu.Lock()
 	c.exited = true
@@ -169,21 +167,21 @@ wait:
 	// would hold them open forever, so the drain is bounded, as
 	// exec.Cmd.WaitDelay bounds Wait; what the grandchild writes after
 	// that is not captured. The pumps close the pipes.
-	drain.set(timeNow().Add(s.cfg.DrainTimeout))
-	s.trickle.readNow()
+	drain.set(timeNow().Add(r.s.cfg.DrainTimeout))
+	r.trickle.readNow()
 	pumps.Wait()
 
 	<-c.ready
-	job := s.finish(c, cmd.ProcessState, waitErr, end, reason)
+	job := r.finish(c, cmd.ProcessState, waitErr, end, reason)
 	// An empty cgroup goes with the job; one that processes the job
 	// left behind still hold stays, so that a kill finds them.
 	_ = proc.RemoveCgroup(c.cgroup)
-	s.afterExit(job, c.baseEnv)
+	r.s.hooks.afterExit(job, c.baseEnv)
 }
 
 // finish stores the job's final status. The output goes in first, so that
 // whoever sees the job finished can read all of it.
-func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vocab.Status, reason string) db.Job {
+func (r *runners) finish(c *child, ps *os.ProcessState, waitErr error, end vocab.Status, reason string) db.Job {
 	c.mu.Lock()
 	started := c.job.Status == vocab.StatusRunning
 	scope := c.job.Scope
@@ -194,8 +192,8 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 		// Ended from outside while this supervisor did not answer (a
 		// kill that found it stopped records its intent and ends the
 		// processes itself: control.Unanswered).
-		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
-		if stop, err := s.db.StopRequested(ctx, c.id); err == nil && stop != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), db.FinalWriteTimeout)
+		if stop, err := r.s.db.StopRequested(ctx, c.id); err == nil && stop != "" {
 			end, reason = stop, "killed while its supervisor did not answer"
 			if stop == vocab.StatusTimedOut {
 				reason = "timed out while its supervisor did not answer"
@@ -205,7 +203,7 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 	}
 	var t db.Transition
 	if ps != nil {
-		code, sig := exitStatus(ps)
+		code, sig := proc.ExitStatus(ps)
 		t.ExitCode, t.Signal = &code, sig
 		u := proc.UsageOf(ps)
 		if u.MaxRSSKB <= spawnerPeak {
@@ -243,14 +241,14 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 	// The pipes are drained: the appender's counts are final. Recorded
 	// with the status, they survive a database that refused the last
 	// batches (and their counter updates).
-	totals, tracked := s.app.Totals(c.id)
+	totals, tracked := r.app.Totals(c.id)
 	// Untrack flushes; bytes the database refused are counted by then
 	// (OnDropped runs inside the flush that gives up on them).
-	if err := s.app.Untrack(c.id); err != nil {
-		s.logf("flush output of job %s: %v", c.id, err)
+	if err := r.app.Untrack(c.id); err != nil {
+		r.s.logf("flush output of job %s: %v", c.id, err)
 	}
-	release := s.reserveForEnd()
-	d := s.takeDropped(c.id)
+	release := r.reserveForEnd()
+	d := r.takeDropped(c.id)
 	if tracked {
 		t.Output = &db.OutputTotals{Bytes: totals.Bytes, Lines: totals.Lines}
 		if d != nil {
@@ -260,23 +258,23 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 	if d != nil && d.bytes > 0 {
 		t.Detail = map[string]any{"dropped_bytes": d.bytes}
 		detail, _ := json.Marshal(map[string]any{"bytes": d.bytes, "error": d.err})
-		if err := s.persist("record dropped output of job "+c.id, func(ctx context.Context) error {
-			_, err := s.db.AddEvent(ctx, db.Event{JobID: c.id, Scope: scope, Kind: "output_dropped", Detail: detail})
+		if err := r.persist("record dropped output of job "+c.id, func(ctx context.Context) error {
+			_, err := r.s.db.AddEvent(ctx, db.Event{JobID: c.id, Scope: scope, Kind: "output_dropped", Detail: detail})
 			return err
 		}); err != nil {
-			s.logf("record dropped output of job %s: %v", c.id, err)
+			r.s.logf("record dropped output of job %s: %v", c.id, err)
 		}
 	}
 	var job db.Job
-	err := s.persist("record end of job "+c.id, func(ctx context.Context) (err error) {
-		job, err = s.db.Transition(ctx, c.id, t)
+	err := r.persist("record end of job "+c.id, func(ctx context.Context) (err error) {
+		job, err = r.s.db.Transition(ctx, c.id, t)
 		return err
 	})
 	if err != nil {
-		s.logf("record end of job %s: %v", c.id, err)
-		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
+		r.s.logf("record end of job %s: %v", c.id, err)
+		ctx, cancel := context.WithTimeout(context.Background(), db.FinalWriteTimeout)
 		defer cancel()
-		if j, ferr := s.db.FindJobByID(ctx, c.id); ferr == nil {
+		if j, ferr := r.s.db.FindJobByID(ctx, c.id); ferr == nil {
 			job = j
 		} else {
 			c.mu.Lock()
@@ -286,57 +284,6 @@ func (s *Supervisor) finish(c *child, ps *os.ProcessState, waitErr error, end vo
 		}
 	}
 	release()
-	s.complete(c, job)
+	r.complete(c, job)
 	return job
-}
-
-// reserveForEnd readies the database for recording a job's end: on a
-// tight disk, it copies and truncates the WAL and lets one end be recorded
-// at a time, so that each finds the whole reserve (db.Upkeep). It
-// returns the function that lets the next one go.
-func (s *Supervisor) reserveForEnd() func() {
-	s.endMu.Lock()
-	ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
-	defer cancel()
-	if s.app.Reclaim(ctx) {
-		return s.endMu.Unlock
-	}
-	s.endMu.Unlock()
-	return func() {}
-}
-
-// persist runs a write that must land — a final status, the record of
-// dropped output — until it succeeds. A database locked past its busy
-// timeout (a long transaction elsewhere, a full disk being cleaned up) must
-// not leave a finished job "running" forever, so failures are retried with
-// backoff; errors that retrying cannot fix end it at once, and once the
-// supervisor is closing one more attempt is all it gets. Each attempt is
-// bounded and runs without the supervisor's cancellation.
-func (s *Supervisor) persist(what string, write func(ctx context.Context) error) error {
-	backoff := 100 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), FinalWriteTimeout)
-		err := write(ctx)
-		cancel()
-		if err == nil || errors.Is(err, vocab.ErrInvalidTransition) || errors.Is(err, vocab.ErrNotFound) || s.ctx.Err() != nil {
-			return err
-		}
-		s.logf("%s: %v (retrying in %s)", what, err, backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
-			t.Stop()
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-// exitStatus returns the exit code of a finished process, 128+n for death
-// by signal n as shells report it, and the signal's name.
-func exitStatus(ps *os.ProcessState) (int, string) {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), vocab.SignalName(ws.Signal())
-	}
-	return ps.ExitCode(), ""
 }

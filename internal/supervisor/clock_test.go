@@ -52,7 +52,7 @@ func TestB13ClockJumpDeletesNothingEarly(t *testing.T) {
 	}
 
 	clock.pass(30 * time.Second)
-	if res := s.janitorRound(watch); res.Deleted != 0 || !exists() {
+	if res := s.janitor.round(watch); res.Deleted != 0 || !exists() {
 		t.Fatalf("a steady round deleted %d jobs before their ttl", res.Deleted)
 	}
 	clock.pass(30 * time.Second)
@@ -60,17 +60,17 @@ func TestB13ClockJumpDeletesNothingEarly(t *testing.T) {
 	if expired, _ := d.ExpiredJobs(ctx, d.Now()); len(expired) != 1 {
 		t.Fatalf("after +2 days the wall clock says %d jobs expired, want 1 (the test needs it)", len(expired))
 	}
-	if res := s.janitorRound(watch); res.Deleted != 0 || !exists() {
+	if res := s.janitor.round(watch); res.Deleted != 0 || !exists() {
 		t.Errorf("the round after a +2 day jump deleted %d jobs, want 0", res.Deleted)
 	}
 	clock.pass(30 * time.Second)
 	clock.jump(-time.Hour)
-	if res := s.janitorRound(watch); res.Deleted != 0 || !exists() {
+	if res := s.janitor.round(watch); res.Deleted != 0 || !exists() {
 		t.Errorf("the round after a -1 h jump deleted %d jobs, want 0", res.Deleted)
 	}
 	// Steady again: the new time is trusted and the ttl has passed on it.
 	clock.pass(30 * time.Second)
-	if res := s.janitorRound(watch); res.Deleted != 1 || exists() {
+	if res := s.janitor.round(watch); res.Deleted != 1 || exists() {
 		t.Errorf("a steady round after the jumps deleted %d jobs, want 1", res.Deleted)
 	}
 	t.Logf("MATRIX-FIGURE %s", "+2 days and -1 h wall jumps: 0 jobs deleted in the jumped rounds; 1 deleted on the next steady round")

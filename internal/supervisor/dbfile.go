@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/startstop"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -19,22 +19,6 @@ const fileCheckInterval = time.Second
 // it opens no other (see retire), and its runners, janitor and socket
 // handlers share these to record the end of its running jobs.
 const reservedConns = 4
-
-// CheckDB refuses to open a supervisor on a database it must not write:
-// one that cannot be written (read-only mount, another user's directory),
-// one already removed or replaced, or one SQLite finds damaged. It runs
-// before the supervisor writes anything or spawns a job; a client that
-// starts a detached supervisor runs it first too, so that the refusal
-// reaches the user.
-func CheckDB(ctx context.Context, d *db.DB) error {
-	if err := d.CheckWritable(); err != nil {
-		return err
-	}
-	if err := d.CheckFile(); err != nil {
-		return err
-	}
-	return d.CheckIntegrity(ctx)
-}
 
 // checkFile returns the *vocab.ReplacedError once the database file was
 // removed or replaced, retiring the supervisor the first time (see retire).
@@ -71,46 +55,57 @@ func (s *Supervisor) retire(err error) {
 		return
 	}
 	s.replaced = err
-	running := len(s.children)
-	def, defLock := s.defaultListener, s.defaultLock
-	s.defaultListener, s.defaultLock = nil, nil
+	running, _ := s.runners.idle()
 	s.mu.Unlock()
 
 	s.db.KeepConnections()
 	s.db.LetGoOfSideFiles()
 	s.logf("database %s was removed or replaced: refusing new jobs; %d running jobs finish into the file that was open, then the supervisor exits", s.db.Path, running)
-	// The listener first, then the lock: once the lock is free a new
-	// supervisor may create default.sock (closing ours leaves another's
-	// socket alone, but there is no need to race it).
-	if def != nil {
-		def.Close()
-	}
-	if defLock != nil {
-		defLock.Close()
-	}
+	s.addr.dropDefault()
 	s.poke()
 }
 
-// watchFile checks the database file every fileCheckInterval until Close,
-// and the runtime directory's lock and sockets (keepAddresses).
-func (s *Supervisor) watchFile() {
-	defer s.wg.Done()
+// fileWatch is the service that checks, every fileCheckInterval, that the
+// database file is still the one at its path (checkFile, which retires
+// the supervisor when it is not), and keeps the supervisor's addresses in
+// the runtime directory (addresses.keep).
+type fileWatch struct {
+	startstop.Base
+	s *Supervisor
+}
+
+// Start starts the checks.
+func (w *fileWatch) Start(ctx context.Context) error {
+	w.Init(ctx)
+	w.Go(w.loop)
+	return nil
+}
+
+// Stop ends the checks.
+func (w *fileWatch) Stop() error {
+	w.Halt()
+	return nil
+}
+
+// loop checks the database file every fileCheckInterval until Stop or
+// the supervisor retires, and the runtime directory's lock and sockets.
+func (w *fileWatch) loop(ctx context.Context) {
 	t := time.NewTicker(fileCheckInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if s.checkFile() != nil {
+		if w.s.checkFile() != nil {
 			return
 		}
-		s.keepAddresses()
+		w.s.addr.keep()
 	}
 }
 
-// openCheck wraps a CheckDB failure for Open; a CorruptError stays whole,
+// openCheck wraps a db.CheckForWriter failure for Open; a CorruptError stays whole,
 // so that it reads "database corrupt: PATH: cause" wherever it ends up.
 func openCheck(err error) error {
 	var ce *vocab.CorruptError

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/sweep"
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -71,7 +72,7 @@ func dueHooksRound(t *testing.T, round int) {
 		db.FormatTime(time.Now().Add(-DefaultEventRetention-time.Hour)), old.ID); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := SweepLost(ctx, d); err != nil || n != 1 {
+	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 1 {
 		t.Fatalf("the read's sweep marked %d (%v), want 1", n, err)
 	}
 	left := newJob("left") // still starting: the next supervisors' sweep marks it lost

@@ -12,5 +12,4 @@ var (
 	StartSupervisor = startSupervisor
 	Exe             = testExe
 	WaitDone        = waitDone
-	TmuxEnv         = tmuxEnv
 )

@@ -11,15 +11,10 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/sweep"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
-
-// child returns the live child of jobID, or nil.
-func (s *Supervisor) child(jobID string) *child {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.children[jobID]
-}
 
 // Kill ends the job's whole process tree: SIGTERM and SIGCONT to its group
 // and its tagged processes, grace (0 means Config.Grace, vocab.NoGrace
@@ -34,8 +29,8 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 	if err != nil {
 		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
-	if c := s.child(jobID); c != nil {
-		res, err := s.endChild(ctx, c, vocab.StatusKilled, "killed", grace)
+	if c := s.runners.child(jobID); c != nil {
+		res, err := s.runners.endChild(ctx, c, vocab.StatusKilled, "killed", grace)
 		if err != nil {
 			return res, fmt.Errorf("kill job %s: %w", jobID, err)
 		}
@@ -45,15 +40,15 @@ func (s *Supervisor) Kill(ctx context.Context, jobID string, grace time.Duration
 	if err != nil {
 		return vocab.KillResult{}, fmt.Errorf("kill job %s: %w", jobID, err)
 	}
-	if res, done, err := KillQueued(ctx, s.db, job); done {
-		s.takeQueuedEnv(job.ID) // it never starts: its kept environment goes
+	if res, done, err := control.KillQueued(ctx, s.db, job); done {
+		s.queue.takeEnv(job.ID) // it never starts: its kept environment goes
 		return res, err
 	} else if job.Status == vocab.StatusQueued {
 		// Its turn came meanwhile: kill it as a job with a process.
 		return s.Kill(ctx, jobID, grace)
 	}
 	if job.Mode == vocab.ModeTmux {
-		return s.killTmux(ctx, job, grace) // needs no owner: tmux.go
+		return tmuxjob.Kill(ctx, s.db, job, grace, s.logf) // needs no owner
 	}
 	if !job.Status.Terminal() {
 		conn, err := s.owner(ctx, job)
@@ -113,20 +108,20 @@ func (s *Supervisor) markLost(ctx context.Context, job db.Job) (db.Job, error) {
 	if job.SupervisorID == s.id {
 		reason = fmt.Sprintf("supervisor %s lost track of it", s.id)
 	}
-	lost, err := s.db.Transition(ctx, job.ID, lostTransition(ctx, s.db, job, reason))
+	lost, err := s.db.Transition(ctx, job.ID, sweep.LostTransition(ctx, s.db, job, reason))
 	if errors.Is(err, vocab.ErrInvalidTransition) {
 		return s.db.FindJobByID(ctx, job.ID)
 	}
 	if err != nil {
 		return job, err
 	}
-	s.hookLost(lost)
+	s.hooks.hookLost(lost)
 	return lost, nil
 }
 
 // signalEnd records why c ends (status, reason) and kills its tree. It
 // does not wait for the final status; the runner stores it.
-func (s *Supervisor) signalEnd(ctx context.Context, c *child, status vocab.Status, reason string, grace time.Duration) (vocab.KillResult, error) {
+func (r *runners) signalEnd(ctx context.Context, c *child, status vocab.Status, reason string, grace time.Duration) (vocab.KillResult, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
@@ -141,7 +136,7 @@ func (s *Supervisor) signalEnd(ctx context.Context, c *child, status vocab.Statu
 		return res, nil
 	}
 	t := c.target()
-	control.Guard(ctx, s.db, &t)
+	control.Guard(ctx, r.s.db, &t)
 	// The kill must finish its escalation even if the caller goes away.
 	kr, err := control.End(context.WithoutCancel(ctx), t, grace)
 	res.Signalled, res.Survivors, res.Escalated = kr.Signalled, kr.Survivors, kr.Escalated
@@ -152,14 +147,14 @@ func (s *Supervisor) signalEnd(ctx context.Context, c *child, status vocab.Statu
 }
 
 // endChild kills c and waits until its final status is stored.
-func (s *Supervisor) endChild(ctx context.Context, c *child, status vocab.Status, reason string, grace time.Duration) (vocab.KillResult, error) {
-	res, err := s.signalEnd(ctx, c, status, reason, grace)
+func (r *runners) endChild(ctx context.Context, c *child, status vocab.Status, reason string, grace time.Duration) (vocab.KillResult, error) {
+	res, err := r.signalEnd(ctx, c, status, reason, grace)
 	if err != nil && ctx.Err() != nil {
 		return res, err
 	}
 	// The runner finishes within the pipe drain and the final write once
 	// the processes are gone; the bound only guards against a bug.
-	bound := time.NewTimer(s.cfg.DrainTimeout + FinalWriteTimeout + proc.KillWait)
+	bound := time.NewTimer(r.s.cfg.DrainTimeout + db.FinalWriteTimeout + proc.KillWait)
 	defer bound.Stop()
 	select {
 	case <-c.done:
@@ -183,7 +178,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 	if err != nil {
 		return nil, fmt.Errorf("signal job %s: %w", jobID, invalid(err))
 	}
-	if c := s.child(jobID); c != nil {
+	if c := s.runners.child(jobID); c != nil {
 		select {
 		case <-c.ready:
 		case <-ctx.Done():
@@ -208,7 +203,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 		return nil, fmt.Errorf("signal job %s: %w", jobID, err)
 	}
 	if job.Mode == vocab.ModeTmux {
-		return signalTmux(ctx, s.db, job, sig) // needs no owner: tmux.go
+		return tmuxjob.Signal(ctx, s.db, job, sig) // needs no owner: tmux.go
 	}
 	if !job.Status.Terminal() {
 		conn, err := s.owner(ctx, job)
@@ -241,12 +236,7 @@ func (s *Supervisor) Signal(ctx context.Context, jobID string, sig string) ([]in
 
 // Running returns the ids of the jobs this supervisor is running, sorted.
 func (s *Supervisor) Running() []string {
-	s.mu.Lock()
-	ids := make([]string, 0, len(s.children))
-	for id := range s.children {
-		ids = append(ids, id)
-	}
-	s.mu.Unlock()
+	ids := s.runners.running()
 	slices.Sort(ids)
 	return ids
 }

@@ -80,8 +80,8 @@ func readPauseOf(n int, since time.Duration, half int) time.Duration {
 
 // trickleWait is how long a pump waits, at now, to read readLead before
 // one of the appender's flushes.
-func (s *Supervisor) trickleWait(now time.Time) time.Duration {
-	return s.app.NextFlush(now.Add(readLead+minReadPause)).Sub(now) - readLead
+func (r *runners) trickleWait(now time.Time) time.Duration {
+	return r.app.NextFlush(now.Add(readLead+minReadPause)).Sub(now) - readLead
 }
 
 // pipeDrain is the drain deadline of one job's pipes, set once its main
@@ -395,18 +395,18 @@ func (p *pipe) sweep(buf []byte, emit func([]byte)) {
 //
 // Reads go straight into a 64 KiB buffer (a pipe's whole capacity, the
 // size of a chunk row), which the appender copies into its chunk.
-func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *pipeDrain, pair *pipePair, side int) {
+func (r *runners) pump(jobID string, stream logs.Stream, f *os.File, drain *pipeDrain, pair *pipePair, side int) {
 	buf := make([]byte, 64<<10)
 	emit := func(p []byte) {
-		if err := s.app.Write(jobID, stream, p); err != nil {
-			s.noteDropped(jobID, int64(len(p)), err)
+		if err := r.app.Write(jobID, stream, p); err != nil {
+			r.noteDropped(jobID, int64(len(p)), err)
 		}
 	}
-	p, err := newPipe(r)
+	p, err := newPipe(f)
 	if err != nil {
 		// Cannot happen with a pipe from os.Pipe; read it the plain way.
-		s.logf("read output of job %s: %v", jobID, err)
-		s.pumpFile(r, buf, emit, drain)
+		r.s.logf("read output of job %s: %v", jobID, err)
+		pumpFile(f, buf, emit, drain)
 		return
 	}
 	if stream == logs.PTY {
@@ -453,11 +453,11 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 				continue
 			}
 			if pause > 0 {
-				wait := s.trickleWait(now)
-				if pause >= wait+s.app.FlushInterval() && deadline.IsZero() {
+				wait := r.trickleWait(now)
+				if pause >= wait+r.app.FlushInterval() && deadline.IsZero() {
 					// Too slow to fill half the pipe by the flush after
 					// next: one read a flush is enough, the trickler's.
-					s.trickle.hold(p, emit, drain, now)
+					r.trickle.hold(p, emit, drain, now)
 					waiting, trickle, last = false, false, timeNow()
 					continue
 				}
@@ -466,7 +466,7 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 			trickle = pause > 0
 		case trickle && empty < idleTicks:
 			empty++
-			pause = s.trickleWait(now)
+			pause = r.trickleWait(now)
 		default:
 			// Nothing came in: the job is quiet, or its flood paused.
 			p.unpace()
@@ -492,7 +492,7 @@ func (s *Supervisor) pump(jobID string, stream logs.Stream, r *os.File, drain *p
 
 // pumpFile is the pump over r in the netpoller, for a pipe that cannot be
 // taken out of it.
-func (s *Supervisor) pumpFile(r *os.File, buf []byte, emit func([]byte), drain *pipeDrain) {
+func pumpFile(r *os.File, buf []byte, emit func([]byte), drain *pipeDrain) {
 	defer r.Close()
 	drain.enter(r)
 	defer drain.leave(r)

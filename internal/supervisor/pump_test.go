@@ -66,9 +66,9 @@ func TestTrickleThenFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := func() int {
-		s.trickle.mu.Lock()
-		defer s.trickle.mu.Unlock()
-		return len(s.trickle.pipes)
+		s.runners.trickle.mu.Lock()
+		defer s.runners.trickle.mu.Unlock()
+		return len(s.runners.trickle.pipes)
 	}
 	eventually(t, 10*time.Second, "the trickler to hold the job's stdout", func() bool { return held() > 0 })
 	job = waitDone(t, s.db, job.ID, 30*time.Second)

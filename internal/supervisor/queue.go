@@ -1,17 +1,18 @@
 package supervisor
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/startstop"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -21,17 +22,67 @@ import (
 // ended under another supervisor, a queued job killed) is seen within it.
 const queueLook = 500 * time.Millisecond
 
+// queue is the service that starts the queued jobs the supervisor owns,
+// in their order, when their turn comes: at Start it takes over those of
+// supervisors that are gone; its dispatcher looks at the queue when
+// kicked (a job's end, a new queued job) and every queueLook while it owns
+// queued jobs.
+type queue struct {
+	startstop.Base
+	s *Supervisor
+
+	// kickc asks the dispatcher for a look at the queue; dispatchMu makes
+	// the looks one at a time; queued is how many queued jobs the
+	// supervisor owns, as of its last look (it keeps the supervisor from
+	// its idle exit).
+	kickc      chan struct{}
+	dispatchMu sync.Mutex
+	queued     atomic.Int64
+
+	// env holds, in memory only, the environment (the caller's and the
+	// --env values) of each job this supervisor queued: values are never
+	// stored. Guarded by mu.
+	mu  sync.Mutex
+	env map[string]queuedEnv
+}
+
+func newQueue(s *Supervisor) *queue {
+	return &queue{s: s, kickc: make(chan struct{}, 1)}
+}
+
+// Start takes over the queued jobs of supervisors that are gone (they
+// start in their order) and starts the dispatcher.
+func (q *queue) Start(ctx context.Context) error {
+	q.Init(ctx)
+	q.adopt(ctx)
+	if n, err := q.s.db.CountQueued(ctx, q.s.id); err == nil {
+		q.queued.Store(int64(n))
+	}
+	q.Go(q.dispatcher)
+	q.kick()
+	return nil
+}
+
+// Stop ends the dispatcher and waits for the look under way.
+func (q *queue) Stop() error {
+	q.Halt()
+	return nil
+}
+
+// count is how many queued jobs the supervisor owns.
+func (q *queue) count() int64 { return q.queued.Load() }
+
 // queued reports whether a start asks to wait (a queue or dependencies).
 func queued(nj db.NewJob) bool { return nj.Queue != "" || len(nj.After) > 0 }
 
 // startQueued creates a job that may wait (see db.CreateJobQueued), then
 // gives the queue a look, so that a job whose turn has come starts before
 // the answer. It returns the job as it is then: queued, or started.
-func (s *Supervisor) startQueued(ctx context.Context, req protocol.StartRequest, nj db.NewJob) (db.Job, error) {
+func (q *queue) startQueued(ctx context.Context, req protocol.StartRequest, nj db.NewJob) (db.Job, error) {
 	if nj.Mode == vocab.ModeTmux && queued(nj) {
 		return db.Job{}, fmt.Errorf("start job: %w", invalid(errors.New("a tmux job cannot wait in a queue or for other jobs")))
 	}
-	if err := s.takingJobs(); err != nil {
+	if err := q.s.takingJobs(); err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
 	req.Job = nj
@@ -43,25 +94,25 @@ func (s *Supervisor) startQueued(ctx context.Context, req protocol.StartRequest,
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
-	job, err := s.db.CreateJobQueued(ctx, nj, s.limitsFor(req), request)
+	job, err := q.s.db.CreateJobQueued(ctx, nj, q.s.limitsFor(req), request)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
 	if job.Status != vocab.StatusQueued {
 		// Room under the cap after all: start it as any job. Its request
 		// was not kept (only a queued job's is).
-		return s.startCreated(ctx, req, job)
+		return q.s.startCreated(ctx, req, job)
 	}
-	s.keepQueuedEnv(job.ID, req)
-	s.queuedCount.Add(1)
-	s.dispatch(ctx)
-	if j, err := s.db.FindJobByID(ctx, job.ID); err == nil {
+	q.keepEnv(job.ID, req)
+	q.queued.Add(1)
+	q.dispatch(ctx)
+	if j, err := q.s.db.FindJobByID(ctx, job.ID); err == nil {
 		job = j
 	}
 	if job.Status != vocab.StatusQueued {
 		// Claimed: its answer is the one a plain start gives, once its
 		// process runs.
-		if c := s.child(job.ID); c != nil {
+		if c := q.s.runners.child(job.ID); c != nil {
 			<-c.ready
 			c.mu.Lock()
 			if c.job.Status != vocab.StatusStarting {
@@ -69,147 +120,87 @@ func (s *Supervisor) startQueued(ctx context.Context, req protocol.StartRequest,
 			}
 			c.mu.Unlock()
 		}
-		if j, err := s.db.FindJobByID(ctx, job.ID); err == nil {
+		if j, err := q.s.db.FindJobByID(ctx, job.ID); err == nil {
 			job = j
 		}
 	}
 	return job, nil
 }
 
-// takingJobs is nil unless the supervisor is closing or not open.
-func (s *Supervisor) takingJobs() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.opened {
-		return errors.New("supervisor is not open")
-	}
-	if s.closing {
-		return vocab.ErrSupervisorClosed
-	}
-	return nil
-}
-
-// startCreated starts the process of job, created in status starting,
-// as Start does.
-func (s *Supervisor) startCreated(ctx context.Context, req protocol.StartRequest, job db.Job) (db.Job, error) {
-	_, argv, env, err := s.prepare(req)
-	if err != nil {
-		_, _ = s.db.Transition(ctx, job.ID, db.Transition{To: vocab.StatusFailed, Reason: err.Error()})
-		return db.Job{}, fmt.Errorf("start job: %w", err)
-	}
-	base := req.BaseEnv
-	if base == nil {
-		base = os.Environ()
-	}
-	c, err := s.register(job.ID, base)
-	if err != nil {
-		ended, terr := s.db.Transition(context.WithoutCancel(ctx), job.ID, db.Transition{To: vocab.StatusFailed, Reason: "not started: " + err.Error()})
-		if terr != nil {
-			return job, fmt.Errorf("start job: %w", errors.Join(err, terr))
-		}
-		return ended, nil
-	}
-	c.timeoutGrace = cmp.Or(req.TimeoutGrace, s.cfg.Grace)
-	c.mu.Lock()
-	c.job = job
-	c.mu.Unlock()
-	return s.spawn(context.WithoutCancel(ctx), c, req, argv, env)
-}
-
-// kickQueue asks the dispatcher for a look at the queue.
-func (s *Supervisor) kickQueue() {
+// kick asks the dispatcher for a look at the queue.
+func (q *queue) kick() {
 	select {
-	case s.queueKick <- struct{}{}:
+	case q.kickc <- struct{}{}:
 	default:
 	}
 }
 
 // dispatcher looks at the queue when kicked, and every queueLook while
-// the supervisor owns queued jobs, until Close.
-func (s *Supervisor) dispatcher() {
-	defer s.wg.Done()
+// the supervisor owns queued jobs, until Stop.
+func (q *queue) dispatcher(ctx context.Context) {
 	t := time.NewTicker(queueLook)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
-		case <-s.queueKick:
+		case <-q.kickc:
 		case <-t.C:
-			if s.queuedCount.Load() == 0 {
+			if q.queued.Load() == 0 {
 				continue
 			}
 		}
-		s.dispatch(s.ctx)
+		q.dispatch(ctx)
 	}
 }
 
 // dispatch starts, in their order, the queued jobs of this supervisor
 // whose turn has come (db.ClaimQueued), one look at a time.
-func (s *Supervisor) dispatch(ctx context.Context) {
-	s.dispatchMu.Lock()
-	defer s.dispatchMu.Unlock()
-	if s.takingJobs() != nil {
+func (q *queue) dispatch(ctx context.Context) {
+	q.dispatchMu.Lock()
+	defer q.dispatchMu.Unlock()
+	if q.s.takingJobs() != nil {
 		return
 	}
-	claims, failed, err := s.db.ClaimQueued(ctx, s.id, s.cfg.Limits)
+	claims, failed, err := q.s.db.ClaimQueued(ctx, q.s.id, q.s.cfg.Limits)
 	if err != nil && ctx.Err() == nil {
-		s.logf("start queued jobs: %v", err)
+		q.s.logf("start queued jobs: %v", err)
 	}
 	for _, j := range failed {
-		// Ended without a process: its exit hooks run as any end's.
-		s.hookEnded(j)
+		// Ended without a process: its exit hooks run as any end'q.s.
+		q.s.hooks.goAfterExit(j)
 	}
 	for _, cl := range claims {
 		var req protocol.StartRequest
 		if len(cl.Request) > 0 && string(cl.Request) != "null" {
 			if err := json.Unmarshal(cl.Request, &req); err != nil {
-				s.logf("job %s: read its start request: %v", cl.Job.ID, err)
+				q.s.logf("job %s: read its start request: %v", cl.Job.ID, err)
 			}
 		}
 		req.Job = newJobOf(cl.Job, req.Job)
-		if env, ok := s.takeQueuedEnv(cl.Job.ID); ok {
+		if env, ok := q.takeEnv(cl.Job.ID); ok {
 			req.Env, req.BaseEnv = env.env, env.base
 		} else if len(cl.Job.EnvNames) > 0 {
 			// Queued by a supervisor that is gone, with --env values
 			// that went with it: starting without them could run
 			// something else than what was asked.
 			reason := fmt.Sprintf("not started: the values of its --env variables (%s) are never stored, and the supervisor that queued it is gone", strings.Join(cl.Job.EnvNames, ", "))
-			if j, err := s.db.Transition(context.WithoutCancel(ctx), cl.Job.ID, db.Transition{To: vocab.StatusFailed, Reason: reason}); err != nil {
-				s.logf("job %s: %v", cl.Job.ID, err)
+			if j, err := q.s.db.Transition(context.WithoutCancel(ctx), cl.Job.ID, db.Transition{To: vocab.StatusFailed, Reason: reason}); err != nil {
+				q.s.logf("job %s: %v", cl.Job.ID, err)
 			} else {
-				s.hookEnded(j)
+				q.s.hooks.goAfterExit(j)
 			}
 			continue
 		}
 		// Started in order, one after the other: a queue keeps its order.
-		if _, err := s.startCreated(context.WithoutCancel(ctx), req, cl.Job); err != nil {
-			s.logf("start queued job %s: %v", cl.Job.ID, err)
+		if _, err := q.s.startCreated(context.WithoutCancel(ctx), req, cl.Job); err != nil {
+			q.s.logf("start queued job %s: %v", cl.Job.ID, err)
 		}
 	}
-	if n, err := s.db.CountQueued(ctx, s.id); err == nil {
-		s.queuedCount.Store(int64(n))
-		s.poke()
+	if n, err := q.s.db.CountQueued(ctx, q.s.id); err == nil {
+		q.queued.Store(int64(n))
+		q.s.poke()
 	}
-}
-
-// hookEnded runs what follows the end of a job this supervisor ended
-// without a process (a queued job whose dependency failed), in a goroutine
-// owned by wg.
-func (s *Supervisor) hookEnded(job db.Job) {
-	s.mu.Lock()
-	closing := s.closing
-	if !closing {
-		s.wg.Add(1)
-	}
-	s.mu.Unlock()
-	if closing {
-		return
-	}
-	go func() {
-		defer s.wg.Done()
-		s.afterExit(job, nil)
-	}()
 }
 
 // newJobOf is the NewJob of a claimed job: what its row says, over what
@@ -222,75 +213,60 @@ func newJobOf(j db.Job, nj db.NewJob) db.NewJob {
 	return nj
 }
 
-// adoptQueued takes over the queued jobs of supervisors that are gone.
-func (s *Supervisor) adoptQueued(ctx context.Context) {
-	n, err := s.db.AdoptQueued(ctx, s.id, protocol.SupervisorAlive)
+// adopt takes over the queued jobs of supervisors that are gone.
+func (q *queue) adopt(ctx context.Context) {
+	n, err := q.s.db.AdoptQueued(ctx, q.s.id, protocol.SupervisorAlive)
 	if err != nil {
-		s.logf("%v", err)
+		q.s.logf("%v", err)
 	}
 	if n > 0 {
-		s.logf("took over %d queued jobs of supervisors that are gone", n)
-		s.queuedCount.Add(int64(n))
-		s.kickQueue()
+		q.s.logf("took over %d queued jobs of supervisors that are gone", n)
+		q.queued.Add(int64(n))
+		q.kick()
 	}
 }
 
-// endQueued moves the queued jobs this supervisor owns to killed with
+// endAll moves the queued jobs this supervisor owns to killed with
 // reason.
-func (s *Supervisor) endQueued(ctx context.Context, reason string) {
-	ctx, cancel := context.WithTimeout(ctx, FinalWriteTimeout)
+func (q *queue) endAll(ctx context.Context, reason string) {
+	q.dispatchMu.Lock() // no look at the queue is under way
+	defer q.dispatchMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, db.FinalWriteTimeout)
 	defer cancel()
-	queued, err := s.db.FindJobs(ctx, db.Filter{AllScopes: true, SupervisorID: s.id, Statuses: []vocab.Status{vocab.StatusQueued}})
+	queued, err := q.s.db.FindJobs(ctx, db.Filter{AllScopes: true, SupervisorID: q.s.id, Statuses: []vocab.Status{vocab.StatusQueued}})
 	if err != nil {
-		s.logf("end queued jobs: %v", err)
+		q.s.logf("end queued jobs: %v", err)
 		return
 	}
 	for _, j := range queued {
-		if _, err := s.db.Transition(ctx, j.ID, db.Transition{To: vocab.StatusKilled, Reason: reason}); err != nil &&
+		if _, err := q.s.db.Transition(ctx, j.ID, db.Transition{To: vocab.StatusKilled, Reason: reason}); err != nil &&
 			!errors.Is(err, vocab.ErrInvalidTransition) {
-			s.logf("end queued job %s: %v", j.ID, err)
+			q.s.logf("end queued job %s: %v", j.ID, err)
 		}
 	}
-}
-
-// KillQueued ends a queued job before its turn: status killed, reason
-// "killed while queued". done is false when the job is not queued (any
-// more): the caller then kills it as a job with a process.
-func KillQueued(ctx context.Context, d *db.DB, j db.Job) (res vocab.KillResult, done bool, err error) {
-	if j.Status != vocab.StatusQueued {
-		return res, false, nil
-	}
-	killed, err := d.Transition(ctx, j.ID, db.Transition{To: vocab.StatusKilled, Reason: "killed while queued"})
-	if errors.Is(err, vocab.ErrInvalidTransition) {
-		return res, false, nil // its turn came meanwhile
-	}
-	if err != nil {
-		return res, true, fmt.Errorf("kill job %s: %w", j.ID, err)
-	}
-	return vocab.KillResult{JobID: killed.ID, Status: killed.Status, Signalled: []int{}, Survivors: []int{}}, true, nil
 }
 
 // queuedEnv is the environment a queued job was asked to run with.
 type queuedEnv struct{ env, base []string }
 
-// keepQueuedEnv keeps the environment of a job this supervisor queued
+// keepEnv keeps the environment of a job this supervisor queued
 // until its turn comes. A job taken over from a supervisor that is gone
 // runs with this supervisor's environment, or fails if it was given --env
 // values (dispatch).
-func (s *Supervisor) keepQueuedEnv(id string, req protocol.StartRequest) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.queuedEnv == nil {
-		s.queuedEnv = map[string]queuedEnv{}
+func (q *queue) keepEnv(id string, req protocol.StartRequest) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.env == nil {
+		q.env = map[string]queuedEnv{}
 	}
-	s.queuedEnv[id] = queuedEnv{env: req.Env, base: req.BaseEnv}
+	q.env[id] = queuedEnv{env: req.Env, base: req.BaseEnv}
 }
 
-// takeQueuedEnv returns and forgets the environment kept for a job.
-func (s *Supervisor) takeQueuedEnv(id string) (queuedEnv, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.queuedEnv[id]
-	delete(s.queuedEnv, id)
+// takeEnv returns and forgets the environment kept for a job.
+func (q *queue) takeEnv(id string) (queuedEnv, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e, ok := q.env[id]
+	delete(q.env, id)
 	return e, ok
 }

@@ -8,58 +8,108 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/startstop"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
-// serve accepts connections on l until Close.
-func (s *Supervisor) serve(l net.Listener) {
-	defer s.wg.Done()
+// server is the service that answers the supervisor's sockets: an
+// acceptor goroutine per listener (the addresses service listens), and a
+// handler goroutine per connection, which answers its requests in order.
+type server struct {
+	startstop.Base
+	s *Supervisor
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func newServer(s *Supervisor) *server {
+	return &server{s: s, conns: map[net.Conn]struct{}{}}
+}
+
+// Start serves the sockets the addresses service listens on.
+func (v *server) Start(ctx context.Context) error {
+	v.Init(ctx)
+	for _, l := range v.s.addr.listeners() {
+		v.serve(l)
+	}
+	return nil
+}
+
+// Stop ends the acceptors (their listeners are closed by then: see
+// Supervisor.shutdown) and every connection, and waits for their
+// goroutines. A request under way sees its context cancelled and its
+// connection closed.
+func (v *server) Stop() error {
+	v.mu.Lock()
+	conns := v.conns
+	v.conns = nil // no connection is taken from now on
+	v.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
+	v.Halt()
+	return nil
+}
+
+// serve starts an acceptor on l, and reports whether it did (not once the
+// server stops).
+func (v *server) serve(l net.Listener) bool {
+	return v.Go(func(ctx context.Context) { v.accept(ctx, l) })
+}
+
+// accept accepts connections on l until l is closed or the server stops.
+func (v *server) accept(ctx context.Context, l net.Listener) {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
+			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 				return
 			}
-			s.logf("accept: %v", err)
+			v.s.logf("accept: %v", err)
 			// A persistent error (out of file descriptors) must not spin.
 			t := time.NewTimer(50 * time.Millisecond)
 			select {
-			case <-s.ctx.Done():
+			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-t.C:
 			}
 			continue
 		}
-		s.mu.Lock()
-		if s.ctx.Err() != nil {
-			s.mu.Unlock()
+		v.mu.Lock()
+		if v.conns == nil || ctx.Err() != nil {
+			v.mu.Unlock()
 			conn.Close()
 			return
 		}
-		s.conns[conn] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go s.handleConn(conn)
+		v.conns[conn] = struct{}{}
+		ok := v.Go(func(ctx context.Context) { v.handleConn(ctx, conn) })
+		v.mu.Unlock()
+		if !ok {
+			conn.Close()
+			return
+		}
 	}
 }
 
 // handleConn answers the requests of one connection in order until the
-// client hangs up or Close closes the connection.
-func (s *Supervisor) handleConn(conn net.Conn) {
-	defer s.wg.Done()
+// client hangs up or Stop closes the connection.
+func (v *server) handleConn(ctx context.Context, conn net.Conn) {
+	s := v.s
 	defer func() {
-		s.mu.Lock()
-		delete(s.conns, conn)
-		s.mu.Unlock()
+		v.mu.Lock()
+		delete(v.conns, conn)
+		v.mu.Unlock()
 		conn.Close()
 	}()
 	enc := json.NewEncoder(conn)
-	if err := s.checkPeer(conn); err != nil {
+	if err := checkPeer(conn); err != nil {
 		s.logf("refused a connection: %v", err)
 		enc.Encode(protocol.Response{Error: vocab.EncodeError(err)})
 		return
@@ -75,7 +125,7 @@ func (s *Supervisor) handleConn(conn net.Conn) {
 			}
 			return
 		}
-		ctx := s.ctx
+		ctx := ctx
 		watched := req.Op == protocol.OpWrite
 		var stop func() bool
 		if watched {
@@ -83,7 +133,7 @@ func (s *Supervisor) handleConn(conn net.Conn) {
 			// it must end when its client goes away.
 			ctx, stop = untilHangup(ctx, conn)
 		}
-		resp := s.handle(ctx, req)
+		resp := v.handle(ctx, req)
 		if watched && !stop() {
 			return // gone, or it broke the protocol by sending meanwhile
 		}
@@ -123,7 +173,7 @@ func untilHangup(parent context.Context, conn net.Conn) (context.Context, func()
 // the modes of the socket and its directory say: a request runs commands
 // as that user, so a mode loosened by mistake must not hand that power to
 // another user (root included, which file modes do not stop).
-func (s *Supervisor) checkPeer(conn net.Conn) error {
+func checkPeer(conn net.Conn) error {
 	uid, pid, err := peerCred(conn)
 	if err != nil {
 		return fmt.Errorf("%w: %w", vocab.ErrPermission, err)
@@ -136,7 +186,8 @@ func (s *Supervisor) checkPeer(conn net.Conn) error {
 
 // handle runs one request. A panic becomes an error answer: one bad
 // request must not take down a supervisor and orphan every job.
-func (s *Supervisor) handle(ctx context.Context, req protocol.Request) (resp protocol.Response) {
+func (v *server) handle(ctx context.Context, req protocol.Request) (resp protocol.Response) {
+	s := v.s
 	defer func() {
 		if r := recover(); r != nil {
 			s.logf("request %s panicked: %v\n%s", req.Op, r, debug.Stack())

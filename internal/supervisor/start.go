@@ -16,7 +16,6 @@ import (
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
-	"github.com/agentjobs/jobs/internal/sigreset"
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -64,7 +63,7 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 			return db.Job{}, fmt.Errorf("start job: %w", invalid(errors.New("a tmux job cannot wait in a queue or for other jobs")))
 		}
 		nj.QueueOnLimit = false
-		return s.startTmux(ctx, req, nj, argv, env) // tmux.go
+		return s.tmux.start(ctx, req, nj, argv, env) // tmux.go
 	}
 	if req.Replace && nj.Name != "" {
 		if err := s.replace(ctx, nj.Scope, nj.Name); err != nil {
@@ -72,13 +71,13 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 		}
 	}
 	if queued(nj) {
-		return s.startQueued(ctx, req, nj) // queue.go
+		return s.queue.startQueued(ctx, req, nj) // queue.go
 	}
 	base := req.BaseEnv
 	if base == nil {
 		base = os.Environ()
 	}
-	c, err := s.register(nj.ID, base)
+	c, err := s.runners.register(nj.ID, base)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
@@ -87,12 +86,11 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 	plain.QueueOnLimit = false // its request is kept only by startQueued
 	job, err := s.db.CreateJob(ctx, plain, s.limitsFor(req))
 	if err != nil {
-		s.complete(c, db.Job{})
-		s.wg.Done()
+		s.runners.drop(c, db.Job{})
 		var lim *vocab.LimitError
 		if nj.QueueOnLimit && errors.As(err, &lim) && lim.Label == "" {
 			// The scope's (or the total) cap: wait for room.
-			return s.startQueued(ctx, req, nj)
+			return s.queue.startQueued(ctx, req, nj)
 		}
 		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
@@ -101,7 +99,7 @@ func (s *Supervisor) Start(ctx context.Context, req protocol.StartRequest) (db.J
 	c.mu.Unlock()
 	// The job exists now: whatever happens to the caller, it must end up
 	// running or failed, never stuck in starting.
-	return s.spawn(context.WithoutCancel(ctx), c, req, argv, env)
+	return s.runners.spawn(context.WithoutCancel(ctx), c, req, argv, env)
 }
 
 // prepare validates req and works out what to store and what to execute.
@@ -196,7 +194,7 @@ func (s *Supervisor) prepare(req protocol.StartRequest) (nj db.NewJob, argv, env
 	}
 	env = append(env, req.Env...)
 	env = append(env, protocol.EnvJobID+"="+nj.ID, protocol.EnvScope+"="+nj.Scope)
-	return nj, argv, dedupEnv(env), nil
+	return nj, argv, parse.DedupEnv(env), nil
 }
 
 // replace ends the active jobs of scope named name, wherever they run.
@@ -215,64 +213,28 @@ func (s *Supervisor) replace(ctx context.Context, scope, name string) error {
 	return nil
 }
 
-// register adds a placeholder child for a job about to be created, so that
-// a kill or Close arriving meanwhile finds it, and counts its runner in wg.
-func (s *Supervisor) register(id string, baseEnv []string) (*child, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.opened {
-		return nil, errors.New("supervisor is not open")
-	}
-	if s.closing {
-		return nil, vocab.ErrSupervisorClosed
-	}
-	c := newChild(id, baseEnv)
-	s.children[id] = c
-	s.wg.Add(1)
-	s.poke()
-	return c, nil
-}
-
-// complete records the child's final job, forgets it and wakes whoever
-// waits for it. The caller still owes the wg.Done for the child.
-func (s *Supervisor) complete(c *child, final db.Job) {
-	c.mu.Lock()
-	c.final = final
-	c.mu.Unlock()
-	s.mu.Lock()
-	delete(s.children, c.id)
-	if len(s.children) == 0 {
-		s.idleSince = timeNow()
-	}
-	s.mu.Unlock()
-	s.poke()
-	s.kickQueue() // a place in a queue or under a cap may be free now
-	c.readyOnce.Do(func() { close(c.ready) })
-	close(c.done)
-}
-
 // spawn starts the process of the created job c.
-func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequest, argv, env []string) (db.Job, error) {
+func (r *runners) spawn(ctx context.Context, c *child, req protocol.StartRequest, argv, env []string) (db.Job, error) {
 	job := c.job
 	if reason := checkCwd(job.Cwd); reason != "" {
-		return s.failStart(ctx, c, reason)
+		return r.failStart(ctx, c, reason)
 	}
 	path := argv[0]
 	if !strings.Contains(path, "/") {
-		p, err := LookPath(path, EnvValue(env, "PATH"), job.Cwd)
+		p, err := proc.LookPath(path, parse.EnvValue(env, "PATH"), job.Cwd)
 		if err != nil {
-			return s.failStart(ctx, c, err.Error())
+			return r.failStart(ctx, c, err.Error())
 		}
 		path = p
 	}
-	if err := s.app.Track(c.id, job.MaxOutput); err != nil {
-		return s.failStart(ctx, c, "capture output: "+err.Error())
+	if err := r.app.Track(c.id, job.MaxOutput); err != nil {
+		return r.failStart(ctx, c, "capture output: "+err.Error())
 	}
 
 	cio, err := openChildIO(job, req)
 	if err != nil {
-		s.app.Untrack(c.id)
-		return s.failStart(ctx, c, err.Error())
+		r.app.Untrack(c.id)
+		return r.failStart(ctx, c, err.Error())
 	}
 	cmd := &exec.Cmd{
 		Path:        path,
@@ -287,12 +249,12 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequ
 	// Its own cgroup, where the system offers one: what it forks stays
 	// there whatever it does to its group or environment, so a kill finds
 	// it (setsid env -i …).
-	cg := s.jobCgroup(c.id)
+	cg := r.jobCgroup(c.id)
 	if cg != nil {
 		intoCgroup(cmd.SysProcAttr, cg)
 	}
 	path0, args0, env0 := cmd.Path, cmd.Args, cmd.Env // before the shim takes them
-	err = s.startChild(cmd)
+	err = r.startChild(cmd)
 	if err != nil && cg != nil {
 		// The cgroup may be what refused (a controller's limit, a
 		// hierarchy that takes no processes there): try once without
@@ -304,9 +266,9 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequ
 		cg = nil
 		retry := &exec.Cmd{Path: path0, Args: args0, Env: env0, Dir: cmd.Dir, Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr,
 			SysProcAttr: cio.attr()}
-		if rerr := s.startChild(retry); rerr == nil {
-			s.noCgroup.Store(true)
-			s.logf("job %s: not in a cgroup of its own: %v", c.id, err)
+		if rerr := r.startChild(retry); rerr == nil {
+			r.noCgroup.Store(true)
+			r.s.logf("job %s: not in a cgroup of its own: %v", c.id, err)
 			cmd, err = retry, nil
 		} else {
 			err = rerr
@@ -324,8 +286,8 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequ
 	cio.closeChild() // the child has its copies
 	if err != nil {
 		cio.closeOurs()
-		s.app.Untrack(c.id)
-		return s.failStart(ctx, c, startReason(err))
+		r.app.Untrack(c.id)
+		return r.failStart(ctx, c, startReason(err))
 	}
 	pid := cmd.Process.Pid
 	start, _ := proc.StartTime(pid)
@@ -335,7 +297,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequ
 	c.outStream, c.pty = cio.stream, cio.pty
 	c.pid, c.pidStart, c.spawnerPeakKB, c.cgroup = pid, start, spawnerPeak, cgPath
 	c.mu.Unlock()
-	go s.run(c, job.Timeout, c.timeoutGrace)
+	go r.run(c, job.Timeout, c.timeoutGrace)
 
 	detail := cio.detail()
 	if cgPath != "" {
@@ -344,7 +306,7 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequ
 	if len(detail) == 0 {
 		detail = nil
 	}
-	running, err := s.db.Transition(ctx, c.id, db.Transition{
+	running, err := r.s.db.Transition(ctx, c.id, db.Transition{
 		To: vocab.StatusRunning, PID: pid, PGID: pid, PIDStart: start, Detail: detail,
 	})
 	if err != nil {
@@ -353,8 +315,8 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequ
 		// failure (starting → failed) once the database answers again.
 		c.setEnd(vocab.StatusFailed, "record start: "+err.Error(), true)
 		c.readyOnce.Do(func() { close(c.ready) })
-		if _, kerr := control.End(ctx, c.target(), s.cfg.Grace); kerr != nil {
-			s.logf("kill job %s: %v", c.id, kerr)
+		if _, kerr := control.End(ctx, c.target(), r.s.cfg.Grace); kerr != nil {
+			r.s.logf("kill job %s: %v", c.id, kerr)
 		}
 		return job, fmt.Errorf("start job: %w", err)
 	}
@@ -366,18 +328,17 @@ func (s *Supervisor) spawn(ctx context.Context, c *child, req protocol.StartRequ
 }
 
 // failStart records that the job could not start and runs its exit hooks
-// in the background (owned by wg through the child's count).
-func (s *Supervisor) failStart(ctx context.Context, c *child, reason string) (db.Job, error) {
-	job, err := s.db.Transition(ctx, c.id, db.Transition{To: vocab.StatusFailed, Reason: reason})
+// in the background, in a goroutine counted as the child's runner.
+func (r *runners) failStart(ctx context.Context, c *child, reason string) (db.Job, error) {
+	job, err := r.s.db.Transition(ctx, c.id, db.Transition{To: vocab.StatusFailed, Reason: reason})
 	if err != nil {
-		s.complete(c, c.job)
-		s.wg.Done()
+		r.drop(c, c.job)
 		return c.job, fmt.Errorf("start job: %w", err)
 	}
-	s.complete(c, job)
+	r.complete(c, job)
 	go func() {
-		defer s.wg.Done()
-		s.afterExit(job, c.baseEnv)
+		defer r.wg.Done()
+		r.s.hooks.afterExit(job, c.baseEnv)
 	}()
 	return job, nil
 }
@@ -408,52 +369,6 @@ func startReason(err error) string {
 	return err.Error()
 }
 
-// LookPath finds file in the job's PATH (not the supervisor's: a detached
-// supervisor started by another caller may have a different one), relative
-// entries taken from the job's cwd, like the shell would.
-func LookPath(file, path, cwd string) (string, error) {
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(cwd, dir)
-		}
-		p := filepath.Join(dir, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: command not found", file)
-}
-
-// EnvValue returns the value of the last key= entry of env.
-func EnvValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// dedupEnv keeps the last entry of each name, in first-seen order.
-func dedupEnv(env []string) []string {
-	last := make(map[string]int, len(env))
-	for i, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		last[k] = i
-	}
-	out := make([]string, 0, len(last))
-	for i, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		if last[k] == i {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 func appendUnique(list []string, s string) []string {
 	for _, x := range list {
 		if x == s {
@@ -482,35 +397,29 @@ func (s *Supervisor) limitsFor(req protocol.StartRequest) db.Limits {
 	return lim
 }
 
-// jobCgroup makes the cgroup of job id under the supervisor's own, or
-// returns nil where the system offers none (no cgroup v2, or not
-// writable: see proc.NewCgroup) or an earlier start found it refused.
-func (s *Supervisor) jobCgroup(id string) *proc.Cgroup {
-	if s.noCgroup.Load() {
-		return nil
-	}
-	cg, err := proc.NewCgroup("jobs-" + id)
+// startCreated starts the process of job, created in status starting,
+// as Start does.
+func (s *Supervisor) startCreated(ctx context.Context, req protocol.StartRequest, job db.Job) (db.Job, error) {
+	_, argv, env, err := s.prepare(req)
 	if err != nil {
-		s.noCgroup.Store(true)
-		return nil
+		_, _ = s.db.Transition(ctx, job.ID, db.Transition{To: vocab.StatusFailed, Reason: err.Error()})
+		return db.Job{}, fmt.Errorf("start job: %w", err)
 	}
-	return cg
-}
-
-// startChild starts cmd with an empty signal mask and default
-// dispositions, whatever this process inherited (see package sigreset).
-// StartCmd owns the pid in the reaper in the same step, so the
-// subreaper's orphan reaping never takes the status cmd.Wait needs.
-func (s *Supervisor) startChild(cmd *exec.Cmd) error {
-	started, err := sigreset.Wrap(cmd)
+	base := req.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	c, err := s.runners.register(job.ID, base)
 	if err != nil {
-		return err
+		ended, terr := s.db.Transition(context.WithoutCancel(ctx), job.ID, db.Transition{To: vocab.StatusFailed, Reason: "not started: " + err.Error()})
+		if terr != nil {
+			return job, fmt.Errorf("start job: %w", errors.Join(err, terr))
+		}
+		return ended, nil
 	}
-	err = s.reaper.StartCmd(cmd)
-	if serr := started(); err == nil && serr != nil {
-		cmd.Wait()
-		s.reaper.Disown(cmd.Process.Pid)
-		err = serr
-	}
-	return err
+	c.timeoutGrace = cmp.Or(req.TimeoutGrace, s.cfg.Grace)
+	c.mu.Lock()
+	c.job = job
+	c.mu.Unlock()
+	return s.runners.spawn(context.WithoutCancel(ctx), c, req, argv, env)
 }

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/logs"
-	"github.com/agentjobs/jobs/internal/proc"
+	"github.com/agentjobs/jobs/internal/hook"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/startstop"
+	"github.com/agentjobs/jobs/internal/sweep"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -24,7 +21,7 @@ const (
 	DefaultIdleExit        = 60 * time.Second
 	DefaultGrace           = control.DefaultGrace
 	DefaultJanitorInterval = 30 * time.Second
-	DefaultEventRetention  = 30 * 24 * time.Hour
+	DefaultEventRetention  = sweep.DefaultEventRetention
 	DefaultPerScope        = 50
 	DefaultTotal           = 200
 	// DefaultDrainTimeout is how long the pipes of a job whose main
@@ -32,12 +29,8 @@ const (
 	// job is finished anyway; the same idea as exec.Cmd.WaitDelay.
 	DefaultDrainTimeout = 2 * time.Second
 	// DefaultHookTimeout bounds an on-exit hook; it is killed after it.
-	DefaultHookTimeout = 60 * time.Second
+	DefaultHookTimeout = hook.DefaultTimeout
 )
-
-// FinalWriteTimeout bounds the writes that must land even while the
-// supervisor shuts down: the final status, the last output, events.
-const FinalWriteTimeout = 15 * time.Second
 
 // Config configures a Supervisor. Zero fields take the defaults above.
 type Config struct {
@@ -92,83 +85,60 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-// Supervisor owns live children: one runner goroutine per job, a janitor,
-// and the socket servers. Create it with New, start it with Open, end it
-// with Close. Its methods are safe for concurrent use.
+// Supervisor owns live children. It is composed of services (package
+// startstop), each owning its fields and goroutines, which Open starts in
+// order and Close stops in reverse:
+//
+//   - addresses: the runtime directory, the locks, the supervisors row
+//     and the sockets (addresses.go);
+//   - hooks: the on_exit hooks of jobs it did not see end (hook.go);
+//   - runners: the children, one runner goroutine each, their pipes and
+//     the output appender (runners.go);
+//   - janitor: lost jobs, expiry, cgroups, every JanitorInterval
+//     (janitor.go);
+//   - queue: the queued jobs it owns and their dispatcher (queue.go);
+//   - server: the connections to its sockets (server.go);
+//   - fileWatch: its database file and addresses, each second (dbfile.go).
+//
+// The Supervisor itself decides its life: it refuses new work once closing
+// or retired, and its idle watcher closes it. Create it with New, start it
+// with Open, end it with Close. Its methods are safe for concurrent use.
 type Supervisor struct {
 	cfg Config
 	db  *db.DB
 	id  string
 
-	runtimeDir  string
-	lockPath    string
-	sockPath    string
-	defaultSock string
+	addr    *addresses
+	hooks   *hooks
+	runners *runners
+	janitor *janitor
+	queue   *queue
+	server  *server
+	watch   *fileWatch
+	tmux    *tmuxStarter // no service: see tmuxStarter
 
-	endMu sync.Mutex // one job's end at a time on a tight disk (reserveForEnd)
-
-	// noCgroup is set once the system turned out to offer no cgroup for
-	// jobs (see jobCgroup).
-	noCgroup atomic.Bool
-
-	// ctx is cancelled by Close; it scopes the janitor, the socket
-	// handlers and the idle watcher. Runners do not stop on it: their
-	// children are ended explicitly, and their final writes use
-	// context.WithoutCancel.
-	ctx    context.Context
-	cancel context.CancelFunc
-	// wg counts every goroutine the supervisor owns except the idle
-	// watcher (which may itself run Close): janitor, acceptors,
-	// connection handlers, runners and their helpers.
-	wg sync.WaitGroup
-
-	lock        *os.File // replaced only by keepAddresses, which Close waits for
-	defaultLock *os.File // guarded by mu once opened: retire gives it up
-	registered  bool
-	// listener serves the supervisor's own socket; guarded by mu once
-	// opened (keepAddresses replaces it).
-	listener *protocol.Listener
-	app      *logs.Appender
-	trickle  trickler // reads the pipes of trickling jobs
-	reaper   *proc.Reaper
-
-	mu        sync.Mutex
-	opened    bool
-	closing   bool
-	children  map[string]*child
-	conns     map[net.Conn]struct{}
-	idleSince time.Time
-	dropped   map[string]*dropNote
-	activity  chan struct{} // poked when children come and go
-	// queueKick asks the dispatcher for a look at the queue (queue.go);
-	// dispatchMu makes the looks one at a time; queuedCount is how many
-	// queued jobs the supervisor owns, as of its last look (it keeps the
-	// supervisor from its idle exit).
-	queueKick   chan struct{}
-	dispatchMu  sync.Mutex
-	queuedCount atomic.Int64
-	// queuedEnv holds, in memory only, the environment (the caller's and
-	// the --env values) of each job this supervisor queued: values are
-	// never stored. Guarded by mu.
-	queuedEnv map[string]queuedEnv
+	// mu guards the supervisor's life: whether it is open, closing, or
+	// retired (replaced). A service counts new work only under it while
+	// the supervisor takes work (see admit), so that nothing is counted
+	// once shutdown began.
+	mu      sync.Mutex
+	opened  bool
+	closing bool
 	// replaced is set once the database file was removed or replaced
 	// (see retire); the supervisor then takes no new job.
 	replaced error
-	// defaultListener serves default.sock (Default); retire closes it
-	// before Close does, keepAddresses may replace it.
-	defaultListener *protocol.Listener
+	activity chan struct{} // poked when children come and go
+
+	// idleCtx is cancelled by shutdown; it ends the idle watcher, which
+	// is not a service: it may run shutdown itself, so Close waits for it
+	// through idleDone.
+	idleCtx    context.Context
+	idleCancel context.CancelFunc
 
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}
 	idleDone  chan struct{}
-}
-
-// dropNote accumulates output the database could not take, until the
-// job's runner records it as an output_dropped event.
-type dropNote struct {
-	bytes int64
-	err   string
 }
 
 // New checks cfg and returns a Supervisor that is not yet open.
@@ -202,27 +172,32 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	id := db.NewID()
-	ctx, cancel := context.WithCancel(context.Background())
+	idleCtx, idleCancel := context.WithCancel(context.Background())
 	s := &Supervisor{
-		cfg:         cfg,
-		db:          cfg.DB,
-		id:          id,
-		runtimeDir:  cfg.RuntimeDir,
-		lockPath:    filepath.Join(cfg.RuntimeDir, id+".lock"),
-		sockPath:    filepath.Join(cfg.RuntimeDir, id+".sock"),
-		defaultSock: filepath.Join(cfg.RuntimeDir, "default.sock"),
-		ctx:         ctx,
-		cancel:      cancel,
-		children:    map[string]*child{},
-		conns:       map[net.Conn]struct{}{},
-		dropped:     map[string]*dropNote{},
-		activity:    make(chan struct{}, 1),
-		queueKick:   make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		idleDone:    make(chan struct{}),
+		cfg:        cfg,
+		db:         cfg.DB,
+		id:         db.NewID(),
+		activity:   make(chan struct{}, 1),
+		idleCtx:    idleCtx,
+		idleCancel: idleCancel,
+		done:       make(chan struct{}),
+		idleDone:   make(chan struct{}),
 	}
+	s.addr = newAddresses(s)
+	s.hooks = &hooks{s: s}
+	s.runners = newRunners(s)
+	s.janitor = &janitor{s: s}
+	s.queue = newQueue(s)
+	s.server = newServer(s)
+	s.watch = &fileWatch{s: s}
+	s.tmux = &tmuxStarter{s: s}
 	return s, nil
+}
+
+// services are the supervisor's services in the order Open starts them:
+// each uses only those before it, and Close stops them in reverse.
+func (s *Supervisor) services() []startstop.Service {
+	return []startstop.Service{s.addr, s.hooks, s.runners, s.janitor, s.queue, s.server, s.watch}
 }
 
 func limitOrDefault(n, def int) int {
@@ -246,22 +221,24 @@ func setDefault(d *time.Duration, def time.Duration) {
 func (s *Supervisor) ID() string { return s.id }
 
 // SocketPath returns the supervisor's own socket, <runtime>/<id>.sock.
-func (s *Supervisor) SocketPath() string { return s.sockPath }
+func (s *Supervisor) SocketPath() string { return s.addr.sockPath }
 
 // RuntimeDir returns the directory holding the supervisor's lock and
 // sockets.
-func (s *Supervisor) RuntimeDir() string { return s.runtimeDir }
+func (s *Supervisor) RuntimeDir() string { return s.addr.runtimeDir }
 
 // Done is closed once the supervisor has shut down, after an idle exit or
 // Close.
 func (s *Supervisor) Done() <-chan struct{} { return s.done }
 
-// Open registers the supervisor and starts it: it prepares the runtime
-// directory, takes the default lock (Default only; vocab.ErrDefaultRunning when
-// taken) and its own lock, records its supervisors row, listens on its
-// sockets, marks lost the jobs of dead supervisors, and starts the
-// appender, the janitor, the socket servers and the idle watcher. After a
-// failed Open the supervisor is closed.
+// Open registers the supervisor and starts it: after checking its
+// database it starts its services in order (see Supervisor): the runtime
+// directory, the default lock (Default only; vocab.ErrDefaultRunning when
+// taken), its own lock, its supervisors row and its sockets; the hooks;
+// the appender; the janitor, which first marks lost the jobs of dead
+// supervisors; the queue, which first takes over the queued jobs of
+// supervisors that are gone; the socket servers; the file watch; and
+// then the idle watcher. After a failed Open the supervisor is closed.
 func (s *Supervisor) Open(ctx context.Context) (err error) {
 	s.mu.Lock()
 	if s.opened {
@@ -278,106 +255,25 @@ func (s *Supervisor) Open(ctx context.Context) (err error) {
 		}
 	}()
 
-	if err := CheckDB(ctx, s.db); err != nil {
+	if err := s.db.CheckForWriter(ctx); err != nil {
 		return openCheck(err)
 	}
 	if err := s.db.ReserveConnections(ctx, reservedConns); err != nil {
 		return fmt.Errorf("open supervisor: %w", err)
 	}
-	if err := protocol.PrepareRuntimeDir(s.runtimeDir); err != nil {
-		return fmt.Errorf("open supervisor: %w", err)
+	if err := startstop.StartAll(ctx, s.services()...); err != nil {
+		return err
 	}
-	if s.cfg.Default {
-		f, err := protocol.LockFile(filepath.Join(s.runtimeDir, "default.lock"))
-		if errors.Is(err, protocol.ErrLocked) {
-			return fmt.Errorf("open supervisor: %w", vocab.ErrDefaultRunning)
-		}
-		if err != nil {
-			return fmt.Errorf("open supervisor: %w", err)
-		}
-		s.defaultLock = f
-	}
-	// The lock comes before the row: a row whose lock is free reads as a
-	// dead supervisor to every other process.
-	if s.lock, err = protocol.LockFile(s.lockPath); err != nil {
-		return fmt.Errorf("open supervisor: %w", err)
-	}
-	host, _ := os.Hostname()
-	if err := s.db.CreateSupervisor(ctx, db.Supervisor{
-		ID:         s.id,
-		PID:        os.Getpid(),
-		Host:       host,
-		Kind:       s.cfg.Kind,
-		LockPath:   s.lockPath,
-		SocketPath: s.sockPath,
-		Version:    s.cfg.Version,
-	}); err != nil {
-		return fmt.Errorf("open supervisor: %w", err)
-	}
-	s.registered = true
-
-	if s.listener, err = protocol.Listen(s.sockPath); err != nil {
-		return fmt.Errorf("open supervisor: %w", err)
-	}
-	if s.cfg.Default {
-		// We hold default.lock, so a socket of ours left at default.sock
-		// belongs to a supervisor that died.
-		if err := protocol.RemoveStaleSocket(s.defaultSock); err != nil {
-			return fmt.Errorf("open supervisor: %w", err)
-		}
-		if s.defaultListener, err = protocol.Listen(s.defaultSock); err != nil {
-			return fmt.Errorf("open supervisor: %w", err)
-		}
-	}
-
-	s.reaper = acquireReaper(s.cfg.Logf)
-	ao := AppenderOptions(s.noteDropped)
-	ao.FlushInterval = s.cfg.FlushInterval
-	s.app = logs.NewAppender(s.db, ao)
-	s.trickle = trickler{s: s, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
-	s.app.Open()
-
-	dead := s.deadSupervisors(ctx)
-	if n, err := s.sweep(ctx); err != nil {
-		s.cfg.Logf("sweep lost jobs: %v", err)
-	} else if n > 0 {
-		s.cfg.Logf("marked %d jobs of dead supervisors lost", n)
-	}
-
-	// Queued jobs of supervisors that are gone (crashed, or closed while
-	// jobs waited) are this one's now: they start in their order.
-	s.adoptQueued(ctx)
-	if n, err := s.db.CountQueued(ctx, s.id); err == nil {
-		s.queuedCount.Store(int64(n))
-	}
-	s.mu.Lock()
-	s.idleSince = time.Now()
-	s.mu.Unlock()
-	for _, l := range []*protocol.Listener{s.listener, s.defaultListener} {
-		if l != nil {
-			s.wg.Add(1)
-			go s.serve(l)
-		}
-	}
-	s.wg.Add(4)
-	go s.dispatcher()
-	s.kickQueue()
-	go s.janitor()
-	go s.watchFile()
 	go s.idleWatch()
-	// The hooks left due while no supervisor ran (see runDueHooks), looked
-	// for in the background: a long history must not hold up serving.
-	go func() {
-		defer s.wg.Done()
-		s.runDueHooks(s.ctx, dead)
-	}()
 	return nil
 }
 
 // Close shuts the supervisor down: it stops taking requests, kills its
-// running jobs (status killed, reason "supervisor closed"), waits for every
-// goroutine it owns, flushes the output, records its end and releases its
-// locks. It is idempotent and returns the first Close's error.
+// running jobs (status killed, reason "supervisor closed"), stops its
+// services in reverse order, each waiting for the goroutines it owns
+// (the appender flushes the output, the addresses record the
+// supervisor's end and release its locks). It is idempotent and returns
+// the first Close's error.
 func (s *Supervisor) Close() error {
 	s.closeOnce.Do(s.shutdown)
 	s.mu.Lock()
@@ -389,102 +285,75 @@ func (s *Supervisor) Close() error {
 	return s.closeErr
 }
 
-// shutdown runs once, from Close or from the idle watcher.
+// shutdown runs once, from Close, from the idle watcher or after a failed
+// Open. Before the services stop, the supervisor refuses new work and
+// ends its jobs, while its connections still answer what is asked of
+// jobs that are ending.
 func (s *Supervisor) shutdown() {
 	s.mu.Lock()
 	s.closing = true
-	kids := make([]*child, 0, len(s.children))
-	for _, c := range s.children {
-		kids = append(kids, c)
-	}
 	s.mu.Unlock()
 
 	// Stop answering first, and give up default.lock, so that a client
 	// that comes now starts a new default supervisor instead of talking
 	// to one that is going away.
-	var errs []error
-	s.mu.Lock()
-	own, def, defLock := s.listener, s.defaultListener, s.defaultLock
-	s.defaultListener, s.defaultLock = nil, nil
-	s.mu.Unlock()
-	for _, l := range []*protocol.Listener{own, def} {
-		if l != nil {
-			l.Close()
-		}
-	}
-	if defLock != nil {
-		defLock.Close()
-	}
-
-	// A database locked by another process must not keep the jobs' ends
-	// waiting for their spooled output now.
-	if s.app != nil {
-		s.app.StopWaiting()
-	}
-	var kills sync.WaitGroup
-	for _, c := range kids {
-		kills.Add(1)
-		go func() {
-			defer kills.Done()
-			if _, err := s.endChild(context.Background(), c, vocab.StatusKilled, "supervisor closed", s.cfg.Grace); err != nil {
-				s.cfg.Logf("kill job %s: %v", c.id, err)
-			}
-		}()
-	}
-	kills.Wait()
-	if s.cfg.Kind == "embedded" && s.registered {
+	s.addr.shut()
+	s.runners.endAll("supervisor closed")
+	if s.cfg.Kind == "embedded" && s.addr.isRegistered() {
 		// An embedded supervisor's jobs end with its program, the queued
 		// ones too: no other supervisor is to start them later. A
 		// detached one leaves them queued for the next (queue.go).
-		s.dispatchMu.Lock() // no look at the queue is under way
-		s.endQueued(context.Background(), "supervisor closed")
-		s.dispatchMu.Unlock()
+		s.queue.endAll(context.Background(), "supervisor closed")
 	}
-
-	s.cancel()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-
-	if s.app != nil {
-		if err := s.app.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if s.reaper != nil {
-		releaseReaper()
-	}
-	if s.registered {
-		ctx, cancel := context.WithTimeout(context.Background(), FinalWriteTimeout)
-		if err := s.db.EndSupervisor(ctx, s.id); err != nil {
-			errs = append(errs, err)
-		}
-		cancel()
-	}
-	if s.lock != nil {
-		// Remove before unlocking: a checker that opens the path after
-		// this sees no file, one that opened it before sees the lock
-		// free once we close; both mean "ended". Only our own file:
-		// after the runtime directory was wiped, the path may name a
-		// lock of another supervisor's.
-		protocol.RemoveLockFile(s.lockPath, s.lock)
-		s.lock.Close()
-	}
-	if err := errors.Join(errs...); err != nil {
+	s.idleCancel()
+	if err := startstop.StopAll(s.services()...); err != nil {
 		s.closeErr = fmt.Errorf("close supervisor: %w", err)
 	}
 	close(s.done)
 }
 
+// admit runs count, which counts new work in a service (a child, a
+// connection, a hook), unless the supervisor is closing or not open, and
+// reports whether it ran it. Under mu, where shutdown sets closing, so
+// that no work is counted once shutdown began.
+func (s *Supervisor) admit(count func()) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.takingLocked(); err != nil {
+		return err
+	}
+	count()
+	return nil
+}
+
+// takingJobs is nil unless the supervisor is closing or not open.
+func (s *Supervisor) takingJobs() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.takingLocked()
+}
+
+func (s *Supervisor) takingLocked() error {
+	if !s.opened {
+		return errors.New("supervisor is not open")
+	}
+	if s.closing {
+		return vocab.ErrSupervisorClosed
+	}
+	return nil
+}
+
+// stayed reports whether the supervisor is neither closing nor retired:
+// what it lost of its addresses is made again only then.
+func (s *Supervisor) stayed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closing && s.replaced == nil
+}
+
 // Flush returns once every output byte read so far is in the database.
 func (s *Supervisor) Flush(ctx context.Context) error {
-	if s.app == nil {
-		return nil
-	}
-	return s.app.Flush(ctx)
+	return s.runners.flush(ctx)
 }
 
 // Sync returns once every byte job jobID has written to its pipes so far
@@ -495,7 +364,7 @@ func (s *Supervisor) Flush(ctx context.Context) error {
 // reads and the flushes lag on a loaded machine. An unknown or finished
 // job has nothing left in its pipes: only the flush is done.
 func (s *Supervisor) Sync(ctx context.Context, jobID string) error {
-	if c := s.child(jobID); c != nil {
+	if c := s.runners.child(jobID); c != nil {
 		c.mu.Lock()
 		pair := c.pair
 		c.mu.Unlock()
@@ -507,8 +376,8 @@ func (s *Supervisor) Sync(ctx context.Context, jobID string) error {
 }
 
 // idleWatch closes the supervisor after IdleExit with no running job. It
-// is not counted in wg because it may run shutdown itself, which waits for
-// wg; Close waits for it through idleDone instead.
+// is no service's because it may run shutdown itself, which stops them
+// all; Close waits for it through idleDone instead.
 func (s *Supervisor) idleWatch() {
 	defer close(s.idleDone)
 	// Without an idle exit (IdleExit 0) the watch still ends a retired
@@ -523,8 +392,9 @@ func (s *Supervisor) idleWatch() {
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		busy := len(s.children) > 0 || s.queuedCount.Load() > 0
-		left := period - time.Since(s.idleSince)
+		running, idleSince := s.runners.idle()
+		busy := running > 0 || s.queue.count() > 0
+		left := period - time.Since(idleSince)
 		switch {
 		case s.replaced != nil:
 			left = 0 // retired: nothing more to wait for once idle
@@ -548,7 +418,7 @@ func (s *Supervisor) idleWatch() {
 			return
 		}
 		if closing {
-			<-s.ctx.Done()
+			<-s.idleCtx.Done()
 			return
 		}
 		if busy {
@@ -556,7 +426,7 @@ func (s *Supervisor) idleWatch() {
 		}
 		timer.Reset(left)
 		select {
-		case <-s.ctx.Done():
+		case <-s.idleCtx.Done():
 			return
 		case <-s.activity:
 		case <-timer.C:
@@ -570,31 +440,6 @@ func (s *Supervisor) poke() {
 	case s.activity <- struct{}{}:
 	default:
 	}
-}
-
-// noteDropped is the appender's OnDropped callback. It only counts: the
-// database just failed, so the event is written later by the job's runner.
-func (s *Supervisor) noteDropped(jobID string, n int64, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.dropped[jobID]
-	if d == nil {
-		d = &dropNote{}
-		s.dropped[jobID] = d
-	}
-	d.bytes += n
-	if err != nil {
-		d.err = err.Error()
-	}
-}
-
-// takeDropped returns and forgets what was dropped of jobID.
-func (s *Supervisor) takeDropped(jobID string) *dropNote {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.dropped[jobID]
-	delete(s.dropped, jobID)
-	return d
 }
 
 func (s *Supervisor) logf(format string, args ...any) { s.cfg.Logf(format, args...) }

@@ -22,7 +22,9 @@ import (
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/sweep"
 	"github.com/agentjobs/jobs/internal/tmux"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"github.com/agentjobs/jobs/internal/tmuxpipe"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -110,7 +112,7 @@ func tmuxEnvTest(t *testing.T) tmux.Server {
 	b := make([]byte, 6)
 	rand.Read(b)
 	srv := tmux.Server{Socket: "jobs-rt-" + hex.EncodeToString(b)}
-	t.Setenv(supervisor.EnvTmuxSocket, srv.Socket)
+	t.Setenv(tmuxjob.EnvSocket, srv.Socket)
 	t.Cleanup(func() { killTmuxServer(t, srv) })
 	return srv
 }
@@ -195,7 +197,7 @@ func waitScreen(t *testing.T, job db.Job, what string, ok func(screen string) bo
 	var err error
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		screen, err = supervisor.Capture(job, 0)
+		screen, err = tmuxjob.Capture(job, 0)
 		if err == nil && ok(screen) {
 			return screen
 		}
@@ -292,21 +294,21 @@ func TestTmux(t *testing.T) {
 		waitScreen(t, job, "the >>> prompt", func(sc string) bool { return strings.Contains(sc, ">>>") })
 		// As tmux does: text that is no key name is typed, key names
 		// are pressed, in one call.
-		if err := supervisor.SendKeysDirect(job, []string{"print(sum(range(10)) * 1000)", "Enter"}, false); err != nil {
+		if err := tmuxjob.SendKeys(job, []string{"print(sum(range(10)) * 1000)", "Enter"}, false); err != nil {
 			t.Fatal(err)
 		}
 		waitScreen(t, job, "45000", func(sc string) bool { return hasLine(sc, "45000") })
-		if err := supervisor.SendKeysDirect(job, []string{"", "Enter"}, false); !errors.Is(err, vocab.ErrInvalid) {
+		if err := tmuxjob.SendKeys(job, []string{"", "Enter"}, false); !errors.Is(err, vocab.ErrInvalid) {
 			t.Errorf("an empty key: %v, want vocab.ErrInvalid", err)
 		}
-		if err := supervisor.SendKeysDirect(job, []string{"print(sum(range(10)) * 1000)"}, true); err != nil {
+		if err := tmuxjob.SendKeys(job, []string{"print(sum(range(10)) * 1000)"}, true); err != nil {
 			t.Fatal(err)
 		}
-		if err := supervisor.SendKeysDirect(job, []string{"Enter"}, false); err != nil {
+		if err := tmuxjob.SendKeys(job, []string{"Enter"}, false); err != nil {
 			t.Fatal(err)
 		}
 		waitScreen(t, job, "45000 twice", func(sc string) bool { return strings.Count(sc, "45000") >= 2 })
-		if err := supervisor.SendKeysDirect(job, []string{"C-d"}, false); err != nil {
+		if err := tmuxjob.SendKeys(job, []string{"C-d"}, false); err != nil {
 			t.Fatal(err)
 		}
 		if done := supervisor.WaitDone(t, d, job.ID, 10*time.Second); done.Status != vocab.StatusDone {
@@ -395,16 +397,16 @@ func TestTmux(t *testing.T) {
 		}
 		// A person (or agent) can still read what the job left. (tmux's
 		// "Pane is dead" line scrolled the first line into the history.)
-		if screen, err := supervisor.Capture(done, 5); err != nil || !hasLine(screen, "kept-screen") {
+		if screen, err := tmuxjob.Capture(done, 5); err != nil || !hasLine(screen, "kept-screen") {
 			t.Errorf("capture of the kept session: %v\n%s", err, screen)
 		}
-		if err := supervisor.SendKeysDirect(done, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotRunning) {
+		if err := tmuxjob.SendKeys(done, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotRunning) {
 			t.Errorf("send keys to a finished job: %v, want vocab.ErrNotRunning", err)
 		}
 		if err := srv.KillSession(job.TmuxSession); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := supervisor.Capture(done, 0); !errors.Is(err, vocab.ErrNotRunning) || !strings.Contains(err.Error(), "--keep-tmux") {
+		if _, err := tmuxjob.Capture(done, 0); !errors.Is(err, vocab.ErrNotRunning) || !strings.Contains(err.Error(), "--keep-tmux") {
 			t.Errorf("capture of a finished job without session: %v", err)
 		}
 	})
@@ -527,7 +529,7 @@ func TestTmux(t *testing.T) {
 		if out := pty(t, d, job.ID); !strings.Contains(out, "before-the-end") {
 			t.Errorf("output so far lost: %q", out)
 		}
-		if _, err := supervisor.Capture(lost, 0); !errors.Is(err, vocab.ErrNotRunning) {
+		if _, err := tmuxjob.Capture(lost, 0); !errors.Is(err, vocab.ErrNotRunning) {
 			t.Errorf("capture: %v, want vocab.ErrNotRunning", err)
 		}
 		if err := s.SendKeys(ctx, job.ID, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotRunning) {
@@ -542,10 +544,10 @@ func TestTmux(t *testing.T) {
 		if err := s.SendKeys(ctx, pipe.ID, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotTmux) {
 			t.Errorf("send keys to a pipe job: %v, want vocab.ErrNotTmux", err)
 		}
-		if _, err := supervisor.Capture(pipe, 0); !errors.Is(err, vocab.ErrNotTmux) {
+		if _, err := tmuxjob.Capture(pipe, 0); !errors.Is(err, vocab.ErrNotTmux) {
 			t.Errorf("capture a pipe job: %v, want vocab.ErrNotTmux", err)
 		}
-		if argv := supervisor.AttachArgv(pipe); argv != nil {
+		if argv := tmuxjob.AttachArgv(pipe); argv != nil {
 			t.Errorf("attach argv of a pipe job: %q", argv)
 		}
 		if err := s.SendKeys(ctx, "nosuchjob", []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotFound) {
@@ -570,7 +572,7 @@ func TestTmux(t *testing.T) {
 		// attach command, as `jobs attach` would from inside tmux.
 		outer := tmux.Server{Socket: srv.Socket + "-outer"}
 		t.Cleanup(func() { killTmuxServer(t, outer) })
-		argv := append([]string{"env", "-u", "TMUX"}, supervisor.AttachArgv(job)...)
+		argv := append([]string{"env", "-u", "TMUX"}, tmuxjob.AttachArgv(job)...)
 		if err := outer.NewSession(ctx, "person", "/", nil, argv, 100, 30); err != nil {
 			t.Fatal(err)
 		}
@@ -632,8 +634,8 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	cmd.Wait()
 	// The job lives on in tmux: no sweep may call it lost, and a new
 	// supervisor adopts nothing but leaves it be.
-	if n, err := supervisor.SweepLost(ctx, d); err != nil || n != 0 {
-		t.Errorf("SweepLost = %d, %v; want 0 jobs marked", n, err)
+	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 0 {
+		t.Errorf("sweep.Lost = %d, %v; want 0 jobs marked", n, err)
 	}
 	s2 := supervisor.StartSupervisor(t, supervisor.Config{DB: d})
 	job, err := d.FindJobByID(ctx, jobID)
@@ -652,12 +654,12 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	if err := s2.SendKeys(ctx, jobID, []string{"forty-two"}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := supervisor.SendKeysDirect(job, []string{"Enter"}, false); err != nil {
+	if err := tmuxjob.SendKeys(job, []string{"Enter"}, false); err != nil {
 		t.Fatal(err)
 	}
 	// (It waits for a key once more before it exits: see ExitCodes.)
 	waitPTY(t, d, jobID, "second-half forty-two")
-	if err := supervisor.SendKeysDirect(job, []string{"Enter"}, false); err != nil {
+	if err := tmuxjob.SendKeys(job, []string{"Enter"}, false); err != nil {
 		t.Fatal(err)
 	}
 	done := supervisor.WaitDone(t, d, jobID, 10*time.Second)
@@ -677,8 +679,8 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := supervisor.SweepLost(ctx, d); err != nil || n != 1 {
-		t.Errorf("SweepLost of a tmux job without session = %d, %v; want 1", n, err)
+	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 1 {
+		t.Errorf("sweep.Lost of a tmux job without session = %d, %v; want 1", n, err)
 	}
 	if j, _ := d.FindJobByID(ctx, lostJob.ID); j.Status != vocab.StatusLost {
 		t.Errorf("tmux job without session is %s, want lost", j.Status)
@@ -702,17 +704,5 @@ func TestTmuxNotInstalled(t *testing.T) {
 	job := supervisor.StartJob(t, s, protocol.StartRequest{Job: db.NewJob{Argv: []string{"/bin/sh", "-c", "echo still-fine"}}})
 	if done := supervisor.WaitDone(t, d, job.ID, 10*time.Second); done.Status != vocab.StatusDone {
 		t.Errorf("pipe job without tmux: %s (%s)", done.Status, done.Reason)
-	}
-}
-
-func TestTmuxEnv(t *testing.T) {
-	env := []string{"A=1", "TERM=xterm", "PATH=/bin", "BIG=" + strings.Repeat("x", 500), "TMUX=/tmp/s,1,0", "MINE=v", "JOBS_ID=abc", "Z=2"}
-	got := supervisor.TmuxEnv(env, []string{"MINE"}, 100)
-	want := []string{"A=1", "PATH=/bin", "MINE=v", "JOBS_ID=abc", "Z=2"}
-	if !slices.Equal(got, want) {
-		t.Errorf("tmuxEnv = %q, want %q", got, want)
-	}
-	if got := supervisor.TmuxEnv(env, nil, 1<<20); !slices.Contains(got, env[3]) || slices.Contains(got, "TERM=xterm") {
-		t.Errorf("tmuxEnv with room = %q", got)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // empty idleTicks times, the child speeds up, the pipe ends or fails, or the
 // job's drain deadline passes. The pump then goes on as before.
 type trickler struct {
-	s *Supervisor
+	r *runners
 
 	mu      sync.Mutex
 	pipes   map[*tricklePipe]struct{}
@@ -64,7 +64,7 @@ func (t *trickler) run() {
 	buf := make([]byte, 64<<10)
 	var round []*tricklePipe
 	for {
-		pace := time.NewTimer(t.s.trickleWait(timeNow())) // pacing the reads to the flushes
+		pace := time.NewTimer(t.r.trickleWait(timeNow())) // pacing the reads to the flushes
 		select {
 		case <-pace.C:
 		case <-t.now:

@@ -8,7 +8,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -23,7 +25,7 @@ import (
 // vocab.ErrNotFound, vocab.ErrNotRunning (finished), vocab.ErrStdinClosed (closed
 // before, never a pipe, or closed by the job), vocab.ErrNotReading.
 func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof bool, idle time.Duration) (int, error) {
-	c := s.child(jobID)
+	c := s.runners.child(jobID)
 	if c == nil {
 		job, err := s.db.FindJobByID(ctx, jobID)
 		if err != nil {
@@ -33,7 +35,7 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 			return 0, fmt.Errorf("write job %s: %w", jobID, vocab.ErrNotRunning)
 		}
 		if job.Mode == vocab.ModeTmux {
-			if err := writeTmux(job, data, eof); err != nil { // types into the pane: tmux.go
+			if err := tmuxjob.Write(job, data, eof); err != nil { // types into the pane: tmux.go
 				return 0, err
 			}
 			return len(data), nil
@@ -59,10 +61,10 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 	var n int
 	var err error
 	if len(data) > 0 || !eof {
-		n, err = s.writeChild(ctx, c, data, idle)
+		n, err = s.runners.writeChild(ctx, c, data, idle)
 	}
 	if eof && (err == nil || errors.Is(err, vocab.ErrNotReading)) {
-		if cerr := s.closeChildStdin(ctx, c); cerr != nil {
+		if cerr := s.runners.closeChildStdin(ctx, c); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
 	}
@@ -73,7 +75,7 @@ func (s *Supervisor) Write(ctx context.Context, jobID string, data []byte, eof b
 }
 
 // writeChild writes data to c's stdin, one writer at a time.
-func (s *Supervisor) writeChild(ctx context.Context, c *child, data []byte, idle time.Duration) (int, error) {
+func (r *runners) writeChild(ctx context.Context, c *child, data []byte, idle time.Duration) (int, error) {
 	if len(data) == 0 {
 		return 0, c.stdinState()
 	}
@@ -160,9 +162,9 @@ func (c *child) stdinFile() (*os.File, error) {
 // the file interrupts a write blocked on the full pipe. A pty job's input
 // is its terminal, which stays open: it gets what a terminal sends for end
 // of file, ^D (at the start of a line: the reader's read returns 0).
-func (s *Supervisor) closeChildStdin(ctx context.Context, c *child) error {
+func (r *runners) closeChildStdin(ctx context.Context, c *child) error {
 	if c.pty {
-		_, err := s.writeChild(ctx, c, []byte{4}, FinalWriteTimeout)
+		_, err := r.writeChild(ctx, c, []byte{4}, db.FinalWriteTimeout)
 		return err
 	}
 	c.mu.Lock()
@@ -176,9 +178,9 @@ func (s *Supervisor) closeChildStdin(ctx context.Context, c *child) error {
 		return vocab.ErrStdinClosed
 	}
 	f.Close()
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FinalWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), db.FinalWriteTimeout)
 	defer cancel()
-	return s.db.SetStdin(wctx, c.id, vocab.StdinClosed)
+	return r.s.db.SetStdin(wctx, c.id, vocab.StdinClosed)
 }
 
 // writeIdle writes all of data to the pipe f and returns how much it
@@ -247,5 +249,5 @@ func (s *Supervisor) SendKeys(ctx context.Context, jobID string, keys []string, 
 	if job.Mode != vocab.ModeTmux {
 		return fmt.Errorf("send keys to job %s: %w", jobID, vocab.ErrNotTmux)
 	}
-	return SendKeysDirect(job, keys, literal)
+	return tmuxjob.SendKeys(job, keys, literal)
 }

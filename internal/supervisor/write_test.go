@@ -37,7 +37,7 @@ func TestWriteNotReading(t *testing.T) {
 	}()
 	// Once the unbounded write holds the writers' turn, a bounded one
 	// queued behind it gives up after its own bound.
-	c := s.child(job.ID)
+	c := s.runners.child(job.ID)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(c.stdinTurn) == 0 {
 		if time.Now().After(deadline) {

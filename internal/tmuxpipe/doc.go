@@ -4,7 +4,7 @@
 //   - Run is `jobs tmux-pipe`, which tmux starts with pipe-pane in the
 //     command that creates the job's session: it appends the pane's output
 //     as stream pty, enforces the timeout, and records the job's end (with
-//     supervisor.ReadTmuxEnd and supervisor.FinishTmux, which also run the
+//     tmuxjob.ReadEnd and tmuxjob.Finish, which also run the
 //     job's on-exit command);
 //   - Exec is `jobs tmux-exec`, the pane's first command: it takes the
 //     job's environment from a private file rather than from tmux's
@@ -12,5 +12,6 @@
 //     command.
 //
 // The supervisor starts tmux jobs and the CLI hosts the two verbs; this
-// package imports package supervisor, never the reverse.
+// package acts on the job through package tmuxjob, as a kill from any
+// process does, and needs no supervisor.
 package tmuxpipe

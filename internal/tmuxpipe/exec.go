@@ -8,8 +8,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/privfile"
-	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/proc"
 )
 
 // A tmux job's environment does not go on the tmux command line: every
@@ -49,7 +50,7 @@ func Exec(envFile string, argv []string) error {
 	path := argv[0]
 	if !strings.Contains(path, "/") {
 		cwd, _ := os.Getwd()
-		if path, err = supervisor.LookPath(argv[0], supervisor.EnvValue(env, "PATH"), cwd); err != nil {
+		if path, err = proc.LookPath(argv[0], parse.EnvValue(env, "PATH"), cwd); err != nil {
 			return fmt.Errorf("start job: %w", err)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
-	"github.com/agentjobs/jobs/internal/supervisor"
 	"github.com/agentjobs/jobs/internal/tmux"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -54,7 +54,7 @@ const (
 // The tmux server to talk to is the one recorded with the job ($JOBS_TMUX_SOCKET,
 // which the pipe command sets, for a job recorded before it was kept).
 // grace is the time between SIGTERM and SIGKILL when the timeout ends the
-// job (0 means supervisor.DefaultGrace).
+// job (0 means control.DefaultGrace).
 func Run(ctx context.Context, dbPath, jobID string, grace time.Duration, in io.Reader) error {
 	d, err := db.Open(ctx, dbPath)
 	if err != nil {
@@ -62,7 +62,7 @@ func Run(ctx context.Context, dbPath, jobID string, grace time.Duration, in io.R
 	}
 	defer d.Close()
 	if grace <= 0 {
-		grace = supervisor.DefaultGrace
+		grace = control.DefaultGrace
 	}
 	p := &tmuxPipe{d: d, id: jobID, grace: grace, logf: func(string, ...any) {}}
 	if err := p.run(ctx, in); err != nil {
@@ -89,8 +89,8 @@ func (p *tmuxPipe) run(ctx context.Context, in io.Reader) error {
 	if err != nil {
 		return err
 	}
-	p.srv = supervisor.TmuxServerOf(job)
-	app := logs.NewAppender(p.d, supervisor.AppenderOptions(p.noteDropped))
+	p.srv = tmuxjob.ServerOf(job)
+	app := logs.NewAppender(p.d, logs.ProcessOptions(p.noteDropped))
 	app.Open()
 	defer app.Close()
 	if err := app.Track(p.id, job.MaxOutput); err != nil {
@@ -116,7 +116,7 @@ func (p *tmuxPipe) run(ctx context.Context, in io.Reader) error {
 		return err
 	}
 	p.watch(ctx, job, eof)
-	end, err := supervisor.ReadTmuxEnd(p.srv, job)
+	end, err := tmuxjob.ReadEnd(p.srv, job)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (p *tmuxPipe) run(ctx context.Context, in io.Reader) error {
 			p.logf("job %s: %v", p.id, err)
 		}
 		if !keep {
-			supervisor.CloseTmuxSession(p.srv, job, p.logf)
+			tmuxjob.CloseSession(p.srv, job, p.logf)
 		}
 	}
 	if keep {
@@ -153,10 +153,10 @@ func (p *tmuxPipe) run(ctx context.Context, in io.Reader) error {
 	if err := app.Untrack(p.id); err != nil {
 		p.logf("flush output of job %s: %v", p.id, err)
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), supervisor.FinalWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), db.FinalWriteTimeout)
 	defer cancel()
 	p.recordDropped(wctx, job)
-	_, err = supervisor.FinishTmux(wctx, p.d, job, end, p.logf)
+	_, err = tmuxjob.Finish(wctx, p.d, job, end, p.logf)
 	return err
 }
 
@@ -291,7 +291,7 @@ func (p *tmuxPipe) watch(ctx context.Context, job db.Job, eof <-chan struct{}) {
 			if dead || errors.Is(err, tmux.ErrNoSession) {
 				return
 			}
-			supervisor.NudgeTmux(job)
+			tmuxjob.Nudge(job)
 		case <-ctx.Done():
 			return
 		}

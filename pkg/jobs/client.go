@@ -415,7 +415,7 @@ func (c *Client) starter(ctx context.Context, fallback bool) (starter, error) {
 	// Check here what the new supervisor checks before it writes: it
 	// would refuse to start, and its refusal reaches nobody (its output
 	// goes to /dev/null), leaving us to time out waiting for it.
-	if err := supervisor.CheckDB(ctx, c.db); err != nil {
+	if err := c.db.CheckForWriter(ctx); err != nil {
 		return nil, err
 	}
 	exe, err := c.executable()

@@ -11,7 +11,8 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/protocol"
-	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/sweep"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -83,9 +84,9 @@ func (c *Client) write(ctx context.Context, ref string, data []byte, eof bool) (
 	if j.Mode == vocab.ModeTmux {
 		// tmux types into the pane itself: no supervisor needed.
 		if eof {
-			return 0, publicErr(ref, supervisor.SendKeysDirect(j, []string{"C-d"}, false))
+			return 0, publicErr(ref, tmuxjob.SendKeys(j, []string{"C-d"}, false))
 		}
-		if err := supervisor.SendKeysDirect(j, []string{string(data)}, true); err != nil {
+		if err := tmuxjob.SendKeys(j, []string{string(data)}, true); err != nil {
 			return 0, publicErr(ref, err)
 		}
 		return len(data), nil
@@ -137,7 +138,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	if err != nil {
 		return KillResult{}, fmt.Errorf("kill job %s: %w", echo(j.ID), err)
 	}
-	if r, done, err := supervisor.KillQueued(ctx, c.db, j); done {
+	if r, done, err := control.KillQueued(ctx, c.db, j); done {
 		// No process yet: the kill is a move in the database.
 		return r, publicErr(j.ID, err)
 	} else if j.Status == StatusQueued {
@@ -148,7 +149,7 @@ func (c *Client) kill(ctx context.Context, j db.Job, grace time.Duration) (KillR
 	if j.Mode == vocab.ModeTmux {
 		// Any process can end a tmux job: it records the stop first, so
 		// whoever records the exit says killed.
-		r, err := supervisor.KillTmux(ctx, c.db, j, wait)
+		r, err := tmuxjob.Kill(ctx, c.db, j, wait, nil)
 		if err != nil {
 			return KillResult{}, publicErr(j.ID, err)
 		}
@@ -439,6 +440,6 @@ func (c *Client) GC(ctx context.Context) (GCResult, error) {
 	if err := c.writable(); err != nil {
 		return GCResult{}, err
 	}
-	r, err := supervisor.RunJanitor(ctx, c.db, 0)
+	r, err := sweep.Run(ctx, c.db, 0)
 	return GCResult{Lost: r.Lost, Jobs: r.Deleted, Events: r.EventsDeleted}, err
 }

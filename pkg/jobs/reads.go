@@ -18,7 +18,7 @@ import (
 	"github.com/agentjobs/jobs/internal/control"
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/logs"
-	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/sweep"
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
@@ -747,7 +747,7 @@ func pickTail(n int64) int64 {
 
 // noticeLost is the one place where a read writes: it records as lost the
 // active jobs of every supervisor that died (its lock is free), through
-// supervisor.SweepLost. A read may write that, and only that, because it may be
+// sweep.Lost. A read may write that, and only that, because it may be
 // the only one left to notice: no supervisor need be alive, and without it
 // a job whose supervisor was killed would read running for ever. The
 // transition is conditional on the job's status, so readers racing each
@@ -761,7 +761,7 @@ func (c *Client) noticeLost(ctx context.Context) (int, error) {
 	if c.readOnly() {
 		return 0, nil // a read-only audit records nothing it notices
 	}
-	return supervisor.SweepLost(ctx, c.db)
+	return sweep.Lost(ctx, c.db, nil)
 }
 
 // Hosts tells where the database's jobs ran: the host of each supervisor

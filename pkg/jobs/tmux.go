@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
-	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/tmuxjob"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -57,7 +57,7 @@ func (c *Client) SendKeys(ctx context.Context, ref string, keys []string, litera
 	if len(keys) == 0 {
 		return fmt.Errorf("%w: no keys to send", ErrInvalid)
 	}
-	return publicErr(ref, supervisor.SendKeysDirect(j, keys, literal))
+	return publicErr(ref, tmuxjob.SendKeys(j, keys, literal))
 }
 
 // Capture returns a tmux job's screen as clean text, with up to scrollback
@@ -68,7 +68,7 @@ func (c *Client) Capture(ctx context.Context, ref string, scrollback int) (strin
 	if err != nil {
 		return "", err
 	}
-	out, err := supervisor.Capture(j, scrollback)
+	out, err := tmuxjob.Capture(j, scrollback)
 	return out, publicErr(ref, err)
 }
 
@@ -79,5 +79,5 @@ func (c *Client) AttachCommand(ctx context.Context, ref string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	return supervisor.AttachArgv(j), nil
+	return tmuxjob.AttachArgv(j), nil
 }

@@ -1,10 +1,6 @@
-package supervisor
+package logs
 
-import (
-	"os"
-
-	"github.com/agentjobs/jobs/internal/logs"
-)
+import "os"
 
 // CheckpointEnv names the setting that leaves checkpoints to another
 // process: JOBS_CHECKPOINT=off in the environment of a supervisor (and of
@@ -13,11 +9,11 @@ import (
 // checkpoints itself; without Litestream the WAL would only grow.
 const CheckpointEnv = "JOBS_CHECKPOINT"
 
-// AppenderOptions are the output appender's options of a process that
-// writes output: the defaults, onDropped, and checkpoints as CheckpointEnv
-// says.
-func AppenderOptions(onDropped func(jobID string, n int64, err error)) logs.AppenderOptions {
-	return logs.AppenderOptions{
+// ProcessOptions are the appender's options of a process that writes
+// output (a supervisor, a tmux job's helper): the defaults, onDropped, and
+// checkpoints as CheckpointEnv says.
+func ProcessOptions(onDropped func(jobID string, n int64, err error)) AppenderOptions {
+	return AppenderOptions{
 		OnDropped:     onDropped,
 		NoCheckpoints: os.Getenv(CheckpointEnv) == "off",
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package tmuxjob
 
 import (
 	"context"
@@ -9,56 +9,57 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/hook"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/tmux"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 // The end of a tmux job is recorded by its tmux-pipe helper (package
-// tmuxpipe) or, when the helper is gone, by a kill (recordTmuxEndHere):
+// tmuxpipe) or, when the helper is gone, by a kill (recordEndHere):
 // both read it from tmux and store it with the functions below.
 
-// tmuxStatusWait bounds the wait for the exit status of a dead pane
-// (see ReadTmuxEnd). A process that closed its terminal and went on
+// statusWait bounds the wait for the exit status of a dead pane
+// (see ReadEnd). A process that closed its terminal and went on
 // running never gives one.
-const tmuxStatusWait = 2 * time.Second
+const statusWait = 2 * time.Second
 
-// TmuxEnd is what tmux says about the end of a job's pane.
-type TmuxEnd struct {
+// End is what tmux says about the end of a job's pane.
+type End struct {
 	Dead bool // the command has exited
 	Code int  // its exit status (128+n for signal n); -1 unknown
 	Gone bool // the session no longer exists: nothing more to learn
 }
 
-// ReadTmuxEnd asks tmux whether the pane of job j has ended, and how.
-func ReadTmuxEnd(srv tmux.Server, j db.Job) (TmuxEnd, error) {
+// ReadEnd asks tmux whether the pane of job j has ended, and how.
+func ReadEnd(srv tmux.Server, j db.Job) (End, error) {
 	dead, code, err := srv.PaneStatus(j.TmuxSession)
 	// tmux marks the pane dead when its terminal closes, which can come a
 	// moment before it has reaped the process and knows the status.
-	for deadline := time.Now().Add(tmuxStatusWait); err == nil && dead && code < 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(statusWait); err == nil && dead && code < 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
-		NudgeTmux(j)
+		Nudge(j)
 		dead, code, err = srv.PaneStatus(j.TmuxSession)
 	}
 	if errors.Is(err, tmux.ErrNoSession) || errors.Is(err, tmux.ErrNotInstalled) {
-		return TmuxEnd{Gone: true, Code: -1}, nil
+		return End{Gone: true, Code: -1}, nil
 	}
 	if err != nil {
-		return TmuxEnd{}, fmt.Errorf("read end of job: %w", err)
+		return End{}, fmt.Errorf("read end of job: %w", err)
 	}
 	if !dead {
 		code = -1
 	}
-	return TmuxEnd{Dead: dead, Code: code}, nil
+	return End{Dead: dead, Code: code}, nil
 }
 
-// NudgeTmux makes the tmux server reap the job's pane process if it is a
+// Nudge makes the tmux server reap the job's pane process if it is a
 // zombie. tmux 3.3 now and then misses the SIGCHLD of a pane (seen on a
 // server that has just started; it reaps only when some other child of
 // it exits): the pane then never reports its exit status, and, while
 // another process holds its terminal, never even dies. A SIGCHLD sent to
 // the server — the zombie's parent, checked to be tmux — makes it reap.
-func NudgeTmux(j db.Job) {
+func Nudge(j db.Job) {
 	if j.PID <= 1 || j.PIDStart == 0 {
 		return
 	}
@@ -71,10 +72,10 @@ func NudgeTmux(j db.Job) {
 	}
 }
 
-// FinishTmux stores the final status of tmux job j from its end and its
+// Finish stores the final status of tmux job j from its end and its
 // stop request, and runs its on-exit command. A job someone else finished
 // first is returned as stored (and no hook runs).
-func FinishTmux(ctx context.Context, d *db.DB, j db.Job, end TmuxEnd, logf func(string, ...any)) (db.Job, error) {
+func Finish(ctx context.Context, d *db.DB, j db.Job, end End, logf func(string, ...any)) (db.Job, error) {
 	stop, err := d.StopRequested(ctx, j.ID)
 	if err != nil {
 		return j, fmt.Errorf("record end: %w", err)
@@ -118,27 +119,16 @@ func FinishTmux(ctx context.Context, d *db.DB, j db.Job, end TmuxEnd, logf func(
 	if err != nil {
 		return j, fmt.Errorf("record end: %w", err)
 	}
-	hookRunner(d, logf).afterExit(final, nil)
+	// Not a supervisor: its Reaper is never started, it only keeps the
+	// hook's pid owned while the hook is waited for.
+	(&hook.Runner{DB: d, Logf: logf, Reaper: proc.NewReaper()}).Run(ctx, final, nil)
 	return final, nil
 }
 
-// CloseTmuxSession ends the job's session, which also ends whatever still
+// CloseSession ends the job's session, which also ends whatever still
 // runs in it (SIGHUP) and closes the tmux-pipe helper's pipe.
-func CloseTmuxSession(srv tmux.Server, j db.Job, logf func(string, ...any)) {
+func CloseSession(srv tmux.Server, j db.Job, logf func(string, ...any)) {
 	if err := srv.KillSession(j.TmuxSession); err != nil && !errors.Is(err, tmux.ErrNoSession) {
 		logf("job %s: %v", j.ID, err)
-	}
-}
-
-// hookRunner returns a Supervisor that is only good for running on-exit
-// hooks (runHook) in a process that is not a supervisor: the tmux-pipe
-// helper, or a kill that recorded a tmux job's end. Its Reaper is never
-// started; it only keeps the hook's pid owned while the hook is waited for.
-func hookRunner(d *db.DB, logf func(string, ...any)) *Supervisor {
-	return &Supervisor{
-		cfg:    Config{HookTimeout: DefaultHookTimeout, Logf: logf},
-		db:     d,
-		ctx:    context.Background(),
-		reaper: proc.NewReaper(),
 	}
 }

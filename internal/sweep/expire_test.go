@@ -1,4 +1,4 @@
-package supervisor_test
+package sweep_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/db/dbtest"
-	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/sweep"
 )
 
 // TestJanitorExpiryKeepsWritersMoving: while the janitor deletes many
@@ -72,7 +72,7 @@ func TestJanitorExpiryKeepsWritersMoving(t *testing.T) {
 		}
 	}()
 	t0 := time.Now()
-	res, err := supervisor.RunJanitor(ctx, d, 30*24*time.Hour)
+	res, err := sweep.Run(ctx, d, 30*24*time.Hour)
 	took := time.Since(t0)
 	close(stop)
 	wg.Wait()
@@ -130,7 +130,7 @@ func TestJanitorBatchesAreBounded(t *testing.T) {
 		trace = append(trace, strings.Join(strings.Fields(q), " "))
 		mu.Unlock()
 	})
-	res, err := supervisor.RunJanitor(ctx, d, 30*24*time.Hour)
+	res, err := sweep.Run(ctx, d, 30*24*time.Hour)
 	stop()
 	if err != nil {
 		t.Fatal(err)
