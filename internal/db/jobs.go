@@ -386,7 +386,7 @@ func (d *DB) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 		return err
 	}
 	defer unlock()
-	tx, err := d.BeginTxx(ctx, nil)
+	tx, err := d.beginPatiently(ctx)
 	if err != nil {
 		return err
 	}

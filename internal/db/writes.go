@@ -3,6 +3,9 @@ package db
 import (
 	"context"
 	"database/sql"
+	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // writeQueue lets the write transactions of one process take SQLite's
@@ -44,4 +47,24 @@ func (d *DB) execWrite(ctx context.Context, query string, args ...any) (sql.Resu
 	}
 	defer unlock()
 	return d.ExecContext(ctx, query, args...)
+}
+
+// TxPatience bounds how long a write transaction of DB's methods keeps
+// trying to begin while other processes' writers hold the lock: each try
+// waits the busy timeout. Several supervisors flooding one database on a
+// loaded machine kept the lock busy long enough that a start failed with
+// "database is locked" after one busy timeout; nothing has been written
+// when BEGIN fails, so trying again is safe.
+const TxPatience = time.Minute
+
+// beginPatiently begins a write transaction (BEGIN IMMEDIATE), trying
+// again while SQLite answers busy, for up to TxPatience or until ctx ends.
+func (d *DB) beginPatiently(ctx context.Context) (*sqlx.Tx, error) {
+	deadline := time.Now().Add(TxPatience)
+	for {
+		tx, err := d.BeginTxx(ctx, nil)
+		if err == nil || !IsBusy(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return tx, err
+		}
+	}
 }

@@ -77,3 +77,34 @@ func TestLockWritesEndsWithItsContext(t *testing.T) {
 		t.Errorf("jobs after the refused create: %d, %v", len(jobs), err)
 	}
 }
+
+// TestWritesOutwaitAnotherProcessPastTheBusyTimeout: another process (a
+// connection of its own, outside the queue) holds the write lock for five
+// busy timeouts, as other supervisors' floods did on a loaded machine. A
+// write of DB's methods tries again and lands once the lock is free,
+// instead of failing with "database is locked" after one busy timeout.
+func TestWritesOutwaitAnotherProcessPastTheBusyTimeout(t *testing.T) {
+	busyTimeout = 100 * time.Millisecond
+	defer func() { busyTimeout = BusyTimeout }()
+	d, _ := openTest(t)
+	ctx := context.Background()
+	other, err := sqlx.Open("sqlite", DSN(d.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.BeginTxx(ctx, nil) // BEGIN IMMEDIATE: the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(5 * busyTimeout) // the fault: the lock held this long
+		tx.Rollback()
+	}()
+	if _, err := d.CreateJob(ctx, NewJob{Scope: "s", Command: "true"}, Limits{}); err != nil {
+		t.Fatalf("CreateJob while another process held the lock for 5 busy timeouts: %v", err)
+	}
+	<-released
+}
