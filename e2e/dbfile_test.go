@@ -52,8 +52,7 @@ func (w *world) superviseForeground() *fgSupervisor {
 			_ = c.Process.Kill()
 		}
 	})
-	w.t.Setenv("XDG_RUNTIME_DIR", w.run)
-	sock := filepath.Join(protocol.DefaultRuntimeDir(w.dbPath()), "default.sock")
+	sock := filepath.Join(protocol.RuntimeDirFor(w.run, w.dbPath()), "default.sock")
 	waitFor(w.t, 10*time.Second, "the supervisor's socket", func() bool {
 		_, err := os.Stat(sock)
 		return err == nil
@@ -103,6 +102,7 @@ func tickOutput() string {
 // jobs into the file it has open and exits, never writing into the new
 // file.
 func TestB22DatabaseRemovedOrReplacedUnderSupervisor(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"rm", "mv", "mv over"} {
 		t.Run(how, func(t *testing.T) {
 			w := newWorld(t)

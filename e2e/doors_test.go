@@ -24,8 +24,7 @@ func oneLineError(t *testing.T, r result, want string) {
 // with its parent when mk is set.
 func (w *world) runtimeDir(mk bool) string {
 	w.t.Helper()
-	w.t.Setenv("XDG_RUNTIME_DIR", w.run)
-	rt := protocol.DefaultRuntimeDir(w.dbPath())
+	rt := protocol.RuntimeDirFor(w.run, w.dbPath())
 	if mk {
 		if err := os.MkdirAll(rt, 0o700); err != nil {
 			w.t.Fatal(err)
@@ -39,6 +38,7 @@ func (w *world) runtimeDir(mk bool) string {
 // fstat when opening), instead of a supervisor that cannot lock and a
 // client timing out on its socket, and nothing is created at its target.
 func TestD5SymlinkAtLockFileRefused(t *testing.T) {
+	t.Parallel()
 	var figure []string
 	for _, c := range []struct{ name, what string }{
 		{"default.lock", "lock file"},
@@ -76,6 +76,7 @@ func TestD5SymlinkAtLockFileRefused(t *testing.T) {
 // is refused and never unlinked, by the CLI and by `jobs supervise`
 // (which removes only a stale socket of its own user).
 func TestD5FileAtSocketPathNotUnlinked(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	rt := w.runtimeDir(true)
 	sock := filepath.Join(rt, "default.sock")
@@ -100,6 +101,7 @@ func TestD5FileAtSocketPathNotUnlinked(t *testing.T) {
 // mode 0777) is refused in one line, and never chmodded, chowned or
 // written into.
 func TestD5RuntimeDirOfAnotherUserRefused(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	w := newWorld(t)
 	rt := w.runtimeDir(false)

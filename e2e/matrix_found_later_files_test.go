@@ -74,6 +74,7 @@ func readFile(path string) string {
 // sockets back. Before, every start failed with "no answer on
 // …/default.sock" until the newer supervisor idled out, 70 s in one run.
 func TestE1RuntimeDirWipedUnderLiveSupervisor(t *testing.T) {
+	t.Parallel()
 	t.Run("old supervisor exits after a new one started", func(t *testing.T) {
 		w := newWorld(t)
 		old, exited, log := w.superviseDetached("--idle", "1h")

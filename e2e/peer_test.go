@@ -104,11 +104,11 @@ func asNobody(t *testing.T, bin string, args ...string) (string, error) {
 // connecting process's uid (SO_PEERCRED) and refuses any but its own,
 // whatever the socket's and directory's modes say.
 func TestD6SocketPeerCheck(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	w := newWorld(t)
 	w.start("--", "true") // starts the supervisor, logging to supervise.log
-	t.Setenv("XDG_RUNTIME_DIR", w.run)
-	rt := protocol.DefaultRuntimeDir(w.dbPath())
+	rt := protocol.RuntimeDirFor(w.run, w.dbPath())
 	logs := func() string {
 		b, _ := os.ReadFile(filepath.Join(rt, protocol.SupervisorLogName))
 		return string(b)

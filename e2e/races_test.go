@@ -51,15 +51,19 @@ func (w *world) runShell(d time.Duration, script string, args ...string) (int, t
 // (head) cannot kill it with SIGPIPE; and a CLI whose reader goes away
 // ends at once without touching the job.
 func TestB15SIGPIPEAtBothEnds(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
-	code, _ := w.runShell(30*time.Second, `"$0" start "$@" | head -c1 >/dev/null`, append([]string{jobsBin}, ticker(60)...)...)
+	// The job prints a few lines, then runs until the test opens its gate,
+	// so it is still running after log -f | head -1 however slow that is.
+	gate := filepath.Join(w.base, "go")
+	gated := []string{"--", "/bin/sh", "-c", `i=0; while [ $i -lt 5 ]; do echo line $i; i=$((i+1)); done; while [ ! -e "$0" ]; do sleep 0.05; done`, gate}
+	code, _ := w.runShell(30*time.Second, `"$0" start "$@" | head -c1 >/dev/null`, append([]string{jobsBin}, gated...)...)
 	if code != 0 {
 		t.Fatalf("start | head -c1: exit %d", code)
 	}
 	id := firstID(t, w)
 	sup := w.supervisorPID()
-	t.Setenv("XDG_RUNTIME_DIR", w.run)
-	logFile := filepath.Join(protocol.DefaultRuntimeDir(w.dbPath()), protocol.SupervisorLogName)
+	logFile := filepath.Join(protocol.RuntimeDirFor(w.run, w.dbPath()), protocol.SupervisorLogName)
 	for fd, want := range []string{os.DevNull, logFile, logFile} {
 		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", sup, fd)); err != nil || target != want {
 			t.Errorf("the supervisor's fd %d is %q (%v), want %s", fd, target, err, want)
@@ -72,6 +76,14 @@ func TestB15SIGPIPEAtBothEnds(t *testing.T) {
 	}
 	if j := w.poll(id); j.Status != "running" {
 		t.Errorf("the job is %s right after log -f | head -1, want running", j.Status)
+	}
+	// The job is quiet now: a follower writes nothing more, and still ends
+	// once its reader has gone (it used to wait for the job's next output).
+	if code, _ := w.runShell(30*time.Second, `"$0" events -f | head -1 >/dev/null`, jobsBin); code != 0 && code != 141 {
+		t.Errorf("events -f | head -1 with nothing more to print: exit %d, want 0 or 141", code)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	if j := w.waitTerminal(id, 30*time.Second); j.Status != "done" {
 		t.Errorf("the job ended %s, want done", j.Status)

@@ -35,6 +35,7 @@ func mode(t *testing.T, path string) os.FileMode {
 // too) and every directory jobs creates 0700, the supervisor's socket and
 // lock 0600, whatever the user's umask.
 func TestD3FileModesUnderUmask(t *testing.T) {
+	t.Parallel()
 	for _, umask := range []string{"000", "022"} {
 		t.Run("umask "+umask, func(t *testing.T) {
 			w := newWorld(t)
@@ -74,8 +75,7 @@ func checkPrivateFiles(t *testing.T, w *world) {
 			t.Errorf("%s: %v, want 0600", p, m)
 		}
 	}
-	t.Setenv("XDG_RUNTIME_DIR", w.run)
-	rt := protocol.DefaultRuntimeDir(w.dbPath())
+	rt := protocol.RuntimeDirFor(w.run, w.dbPath())
 	if m := mode(t, rt); !m.IsDir() || m.Perm() != 0o700 {
 		t.Errorf("runtime directory %s: %v, want 0700", rt, m)
 	}
@@ -230,11 +230,11 @@ func checkNoMathRand(t *testing.T, dir string) {
 // parent goes is refused (Lstat, one level at a time): nothing is created
 // at its target and no job starts.
 func TestD5SymlinkAtRuntimeDirRefused(t *testing.T) {
+	t.Parallel()
 	for _, at := range []string{"runtime dir", "its parent"} {
 		t.Run(at, func(t *testing.T) {
 			w := newWorld(t)
-			t.Setenv("XDG_RUNTIME_DIR", w.run)
-			rt := protocol.DefaultRuntimeDir(w.dbPath())
+			rt := protocol.RuntimeDirFor(w.run, w.dbPath())
 			target := filepath.Join(w.base, "attacker")
 			if err := os.Mkdir(target, 0o700); err != nil {
 				t.Fatal(err)
@@ -267,9 +267,9 @@ func TestD5SymlinkAtRuntimeDirRefused(t *testing.T) {
 // pointing at another listener, never gets the request (which carries the
 // caller's whole environment): the CLI Lstats the socket before dialling.
 func TestD5SymlinkAtSocketPathRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
-	t.Setenv("XDG_RUNTIME_DIR", w.run)
-	rt := protocol.DefaultRuntimeDir(w.dbPath())
+	rt := protocol.RuntimeDirFor(w.run, w.dbPath())
 	if err := os.MkdirAll(rt, 0o700); err != nil {
 		t.Fatal(err)
 	}

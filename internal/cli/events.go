@@ -63,8 +63,15 @@ func (r *runner) events(cc *ucli.Context) error {
 			return err
 		}
 	}
+	readerGone := func() bool { return false }
+	if o.Follow {
+		ctx, readerGone = whileReaderListens(ctx, r.stdout)
+	}
 	for ev, err := range c.Events(ctx, o) {
 		if err != nil {
+			if readerGone() {
+				return &exitError{code: ExitReaderGone}
+			}
 			if o.Follow && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil // interrupted -f: a normal end
 			}
@@ -76,6 +83,9 @@ func (r *runner) events(cc *ucli.Context) error {
 		if f, ok := r.stdout.(interface{ Sync() error }); ok && o.Follow {
 			_ = f.Sync()
 		}
+	}
+	if readerGone() {
+		return &exitError{code: ExitReaderGone}
 	}
 	return nil
 }

@@ -21,4 +21,8 @@ const (
 	// ExitInterrupted means the command was interrupted (SIGINT) while
 	// waiting or following; the job itself keeps running.
 	ExitInterrupted = 130
+	// ExitReaderGone means a follow (log -f, events -f) ended because its
+	// reader went away (`jobs log -f ID | head -1`), as a process killed
+	// by SIGPIPE would (128 + 13); the job keeps running.
+	ExitReaderGone = 141
 )

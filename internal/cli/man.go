@@ -198,6 +198,7 @@ var manExitStatus = [][2]string{
 	{"127", "start --wait: the job could not start (its program was not found, say)"},
 	{"128+n", "wait, start --wait and log -f: the job died of signal n"},
 	{"130", "jobs was interrupted while waiting or following; the job keeps running"},
+	{"141", "a follow (log -f, events -f) ended because the reader of its output went away; the job keeps running"},
 	{"other", "wait, start --wait and log -f exit with the job's own exit status"},
 }
 

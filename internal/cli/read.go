@@ -298,7 +298,12 @@ func (r *runner) log(cc *ucli.Context) error {
 		if !rg.ByteRange && rg.FromLine == 0 && rg.TailLines == 0 {
 			rg.TailLines = 10
 		}
-		if err := c.Follow(cc.Context, ref, rg, r.stdout); err != nil {
+		ctx, readerGone := whileReaderListens(cc.Context, r.stdout)
+		err := c.Follow(ctx, ref, rg, r.stdout)
+		if readerGone() {
+			return &exitError{code: ExitReaderGone}
+		}
+		if err != nil {
 			if cc.Context.Err() != nil {
 				return &exitError{code: ExitInterrupted, msg: "interrupted; the job keeps running"}
 			}

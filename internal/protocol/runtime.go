@@ -28,6 +28,12 @@ const maxSocketDir = 100 - len("/abcdefghijklm.sock")
 // databases never share a default.sock. When that path is too long for a
 // unix socket address it falls back to $TMPDIR/jobs-<uid>/<hash>.
 func DefaultRuntimeDir(dbPath string) string {
+	return RuntimeDirFor(os.Getenv("XDG_RUNTIME_DIR"), dbPath)
+}
+
+// RuntimeDirFor is DefaultRuntimeDir with xdgRuntimeDir standing for
+// $XDG_RUNTIME_DIR: what a process with that environment would use.
+func RuntimeDirFor(xdgRuntimeDir, dbPath string) string {
 	abs, err := filepath.Abs(dbPath)
 	if err != nil {
 		abs = dbPath
@@ -35,7 +41,7 @@ func DefaultRuntimeDir(dbPath string) string {
 	sum := sha256.Sum256([]byte(abs))
 	hash := hex.EncodeToString(sum[:8])
 	var dir string
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
+	if x := xdgRuntimeDir; x != "" && filepath.IsAbs(x) {
 		dir = filepath.Join(x, "jobs", hash)
 	} else {
 		dir = filepath.Join(filepath.Dir(abs), "run", hash)
