@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 
 scripts/deps.sh
 
-echo "== go test -race -count=1 -timeout 60m ./..."
-go test -race -count=1 -timeout 60m ./...
+# -parallel 8: most end-to-end tests wait on processes, sockets and the
+# disk more than they compute, so more of them than cores run at once.
+echo "== go test -race -count=1 -parallel 8 -timeout 60m ./..."
+go test -race -count=1 -parallel 8 -timeout 60m ./...
 
 if [ -x scripts/fuzz-smoke.sh ]; then
 	echo "== fuzz smoke"

@@ -157,6 +157,11 @@ func TestClosedClientAndBadInput(t *testing.T) {
 	if _, err := c.Start(ctx, jobs.Spec{Command: "true"}); !errors.Is(err, jobs.ErrClosed) {
 		t.Errorf("Start after Close: %v, want ErrClosed", err)
 	}
+	// SendKeys looked the job up before it checked the client (a nil
+	// pointer panic, found by FuzzCLIArgs).
+	if err := c.SendKeys(ctx, "x", []string{"Enter"}, false); !errors.Is(err, jobs.ErrClosed) {
+		t.Errorf("SendKeys after Close: %v, want ErrClosed", err)
+	}
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}

@@ -36,6 +36,9 @@ func (c *Client) tmuxJob(ctx context.Context, ref string, live bool) (db.Job, er
 // job's supervisor writes to its terminal the bytes a terminal sends for
 // them (parse.KeyBytes).
 func (c *Client) SendKeys(ctx context.Context, ref string, keys []string, literal bool) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
 	if c.opts.ReadOnly {
 		return fmt.Errorf("%w: %s", ErrReadOnly, c.path)
 	}
