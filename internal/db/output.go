@@ -44,6 +44,24 @@ func Runs(n int, fn func(lo, hi int) error) error {
 	return nil
 }
 
+// RunsWithin is Runs whose runs also hold at most budget of what size
+// gives an item (a run holds at least one item, whatever its size).
+func RunsWithin(n int, size func(i int) int, budget int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < n; {
+		k, sum := 0, 0
+		for k < MaxRunRows && lo+k < n && (k == 0 || sum+size(lo+k) <= budget) {
+			sum += size(lo + k)
+			k++
+		}
+		hi := lo + 1<<(bits.Len(uint(k))-1)
+		if err := fn(lo, hi); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
 // countRuns is Runs for statements that count what they touch: it returns
 // the sum of count over the runs.
 func countRuns(n int, count func(lo, hi int) (int64, error)) (int64, error) {
