@@ -392,7 +392,7 @@ func killSupervisorMidFlood(t *testing.T, n, at int64) (int64, int64, bool) {
 // how many there are.
 func (w *world) checkChunksContiguous(id string) int64 {
 	w.t.Helper()
-	rows, err := w.sqlDB().Query(`SELECT seq, byte_offset, length(data) FROM chunks WHERE job_id = ? ORDER BY seq`, id)
+	rows, err := w.sqlDB().Query(`SELECT seq, byte_offset, coalesce(size, length(data)) FROM chunks WHERE job_id = ? ORDER BY seq`, id)
 	if err != nil {
 		w.t.Fatal(err)
 	}

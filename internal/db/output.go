@@ -95,11 +95,16 @@ func execCount(ctx context.Context, conn *sql.Conn, query string, args []any) (i
 // output, is never behind. A terminal status records the final counts in
 // the row.
 const (
+	// ChunkSize is the length of the output a chunk row holds, in SQL: its
+	// size column when its data is stored compressed, else its data's
+	// length (see package logs, codec.go).
+	ChunkSize = `coalesce(size, length(data))`
+
 	newestChunk   = ` FROM chunks WHERE job_id = jobs.id ORDER BY byte_offset DESC LIMIT 1)`
-	liveEndSQL    = `(SELECT byte_offset + length(data)` + newestChunk
+	liveEndSQL    = `(SELECT byte_offset + ` + ChunkSize + newestChunk
 	liveLinesSQL  = `(SELECT first_line + line_count` + newestChunk
 	liveAtSQL     = `(SELECT at` + newestChunk
-	liveOutputSQL = `SELECT byte_offset + length(data), first_line + line_count, at
+	liveOutputSQL = `SELECT byte_offset + ` + ChunkSize + `, first_line + line_count, at
 	FROM chunks WHERE job_id = ? ORDER BY byte_offset DESC LIMIT 1`
 
 	// liveOutputBytes and liveOutputLines are SQL expressions over a row

@@ -1,0 +1,130 @@
+package logs
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// How chunks are stored.
+//
+// A chunk of a flood (at least compressMin bytes, written whole) is stored
+// as one zstd frame when that saves at least an eighth of it, and its
+// chunks.size column then holds its length as written; every other chunk
+// (a trickle's, one that grows in place, output that does not compress,
+// such as random or already compressed bytes) keeps its bytes as they are
+// and a NULL size. Offsets, line numbers and counts are always those of the
+// output as written: only the data column differs.
+//
+// Text compresses 5 to 10 times, so a flood of text writes that much less
+// to SQLite, whose cost grows with the pages written (the WAL, its
+// checkpoint, the copies of the blob on the way), and the output cap keeps
+// the same bytes in less room.
+const (
+	// compressMin is the smallest chunk that is compressed: below it the
+	// frame's own bytes and the call cost more than they save, and rows
+	// that small are a trickle's, which may still grow.
+	compressMin = 8 << 10
+	// maxDecoded bounds what one stored frame may decode to: the largest
+	// chunk any version writes, with room to spare. A frame that claims
+	// more is damage.
+	maxDecoded = 64 << 20
+)
+
+// errCorruptChunk is returned for stored data that does not decode to the
+// size its row gives.
+var errCorruptChunk = errors.New("stored chunk does not decode to its size")
+
+var (
+	encoderOnce sync.Once
+	encoder     *zstd.Encoder
+	encoderErr  error
+
+	decoderOnce sync.Once
+	decoder     *zstd.Decoder
+	decoderErr  error
+)
+
+// chunkEncoder is the encoder every appender shares: EncodeAll is safe for
+// concurrent use, and the fastest level keeps pace with a flood.
+func chunkEncoder() (*zstd.Encoder, error) {
+	encoderOnce.Do(func() {
+		encoder, encoderErr = zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithEncoderConcurrency(1),
+			zstd.WithWindowSize(1<<20))
+	})
+	return encoder, encoderErr
+}
+
+// chunkDecoder is the decoder every reader shares (DecodeAll is safe for
+// concurrent use).
+func chunkDecoder() (*zstd.Decoder, error) {
+	decoderOnce.Do(func() {
+		decoder, decoderErr = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(0),
+			zstd.WithDecoderMaxMemory(maxDecoded),
+			zstd.WithDecoderMaxWindow(maxDecoded))
+	})
+	return decoder, decoderErr
+}
+
+// encodeChunk appends the stored form of p to dst: a zstd frame, with
+// ok set, when p is at least compressMin bytes and the frame saves at
+// least an eighth of it; else dst is returned unchanged and p is stored as
+// it is.
+func encodeChunk(dst, p []byte) (out []byte, ok bool) {
+	if len(p) < compressMin {
+		return dst, false
+	}
+	enc, err := chunkEncoder()
+	if err != nil {
+		return dst, false // stored as is: compression only saves room
+	}
+	out = enc.EncodeAll(p, dst)
+	if len(out)-len(dst) > len(p)-len(p)/8 {
+		return dst, false
+	}
+	return out, true
+}
+
+// decodeChunk appends to dst the output stored in data: data itself when
+// size is negative (stored as is), else the zstd frame's content, which
+// must be size bytes.
+func decodeChunk(dst, data []byte, size int64) ([]byte, error) {
+	if size < 0 {
+		return append(dst, data...), nil
+	}
+	if size > maxDecoded {
+		return nil, fmt.Errorf("decode chunk of %d bytes: %w", size, errCorruptChunk)
+	}
+	dec, err := chunkDecoder()
+	if err != nil {
+		return nil, fmt.Errorf("decode chunk: %w", err)
+	}
+	n := len(dst)
+	if cap(dst)-n < int(size) {
+		dst = append(dst[:n:n], make([]byte, size)...)[:n]
+	}
+	out, err := dec.DecodeAll(data, dst)
+	if err != nil {
+		return nil, fmt.Errorf("decode chunk: %w: %w", errCorruptChunk, err)
+	}
+	if int64(len(out)-n) != size {
+		return nil, fmt.Errorf("decode chunk: %d bytes, its row says %d: %w", len(out)-n, size, errCorruptChunk)
+	}
+	return out, nil
+}
+
+// DecodeChunk returns the output a chunk row holds, given its data and
+// size columns: data itself when size is NULL, else data decoded, for
+// tests and tools that read the chunks table directly.
+func DecodeChunk(data []byte, size sql.NullInt64) ([]byte, error) {
+	if !size.Valid {
+		return data, nil
+	}
+	return decodeChunk(nil, data, size.Int64)
+}
