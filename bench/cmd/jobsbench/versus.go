@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentjobs/jobs/internal/parse"
@@ -22,21 +23,25 @@ func (b *bench) versus(ctx context.Context) error {
 		return fmt.Errorf("no previous build to compare with: run bench/run.sh --against REV")
 	}
 	size := b.cfg.captureBytes
-	src := filepath.Join(b.cfg.work, "versus-src.bin")
-	if err := spew(src, size); err != nil {
-		return err
-	}
-	defer os.Remove(src)
-	if _, err := fileSHA(src); err != nil { // warm the page cache alike for both
-		return err
+	srcs := make([]string, len(outputKinds))
+	for i, k := range outputKinds {
+		srcs[i] = filepath.Join(b.cfg.work, "versus-"+k.name+".bin")
+		if err := k.gen(srcs[i], size); err != nil {
+			return err
+		}
+		defer os.Remove(srcs[i])
+		if _, err := fileSHA(srcs[i]); err != nil { // warm the page cache alike for both
+			return err
+		}
 	}
 	type side struct {
 		name, bin string
-		capture   []time.Duration
+		capture   [][]time.Duration // per output kind
 		cpu       []time.Duration
 		rss       int64
 	}
-	sides := []*side{{name: "new", bin: b.cfg.jobsBin}, {name: "base", bin: b.cfg.baseBin}}
+	sides := []*side{{name: "new", bin: b.cfg.jobsBin, capture: make([][]time.Duration, len(outputKinds))},
+		{name: "base", bin: b.cfg.baseBin, capture: make([][]time.Duration, len(outputKinds))}}
 	for round := 0; round < b.cfg.concRounds; round++ {
 		order := []*side{sides[0], sides[1]}
 		if round%2 == 1 {
@@ -44,11 +49,15 @@ func (b *bench) versus(ctx context.Context) error {
 		}
 		for _, s := range order {
 			name := fmt.Sprintf("vs-%s-%d", s.name, round)
-			d, err := b.captureOnce(ctx, name+"-cap", s.bin, src, size)
-			if err != nil {
-				return fmt.Errorf("%s build: %w", s.name, err)
+			var rates []string
+			for i, k := range outputKinds {
+				d, err := b.captureOnce(ctx, name+"-cap-"+k.name, s.bin, srcs[i], size)
+				if err != nil {
+					return fmt.Errorf("%s build, %s output: %w", s.name, k.name, err)
+				}
+				s.capture[i] = append(s.capture[i], d)
+				rates = append(rates, fmt.Sprintf("%s %.0f MiB/s", k.name, mibps(size, d)))
 			}
-			s.capture = append(s.capture, d)
 			r, err := b.concurrentRound(ctx, name+"-conc", s.bin)
 			if err != nil {
 				return fmt.Errorf("%s build: %w", s.name, err)
@@ -58,15 +67,17 @@ func (b *bench) versus(ctx context.Context) error {
 			}
 			s.cpu = append(s.cpu, r.cpu)
 			s.rss = max(s.rss, r.peakKB)
-			fmt.Fprintf(os.Stderr, "   round %d, %s build: capture %.0f MiB/s, 100-job CPU %.2f s\n", round, s.name, mibps(size, d), r.cpu.Seconds())
+			fmt.Fprintf(os.Stderr, "   round %d, %s build: capture %s, 100-job CPU %.2f s\n", round, s.name, strings.Join(rates, ", "), r.cpu.Seconds())
 		}
 	}
 	newS, baseS := sides[0], sides[1]
 	against := b.cfg.baseRev
 	wl := "this build vs " + against
-	nr, br := mibps(size, median(newS.capture)), mibps(size, median(baseS.capture))
-	b.add(row{workload: wl, metric: fmt.Sprintf("capture %s throughput (median of %d)", parse.FormatSize(size), len(newS.capture)),
-		jobs: fmt.Sprintf("%.0f MiB/s", nr), baseline: fmt.Sprintf("%.0f MiB/s", br), ratio: ratio(nr, br), target: "≥ 0.95", ok: yes(nr/br >= 0.95)})
+	for i, k := range outputKinds {
+		nr, br := mibps(size, median(newS.capture[i])), mibps(size, median(baseS.capture[i]))
+		b.add(row{workload: wl, metric: fmt.Sprintf("capture %s of %s output: throughput (median of %d)", parse.FormatSize(size), k.name, len(newS.capture[i])),
+			jobs: fmt.Sprintf("%.0f MiB/s", nr), baseline: fmt.Sprintf("%.0f MiB/s", br), ratio: ratio(nr, br), target: "≥ 0.95", ok: yes(nr/br >= 0.95)})
+	}
 	nc, bc := median(newS.cpu), median(baseS.cpu)
 	b.add(row{workload: wl, metric: fmt.Sprintf("%d jobs × %d lines/s × %d s: supervisor CPU (median of %d)", b.cfg.concJobs, b.cfg.concRate, b.cfg.concSecs, len(newS.cpu)),
 		jobs: fmt.Sprintf("%.2f s", nc.Seconds()), baseline: fmt.Sprintf("%.2f s", bc.Seconds()), ratio: ratio(nc.Seconds(), bc.Seconds()), target: "≤ 1.05", ok: yes(nc.Seconds() <= 1.05*bc.Seconds())})
