@@ -32,6 +32,9 @@ const (
 	// chunk any version writes, with room to spare. A frame that claims
 	// more is damage.
 	maxDecoded = 64 << 20
+	// probeBytes is the sample of a large chunk compressed first: a chunk
+	// whose sample does not shrink by a quarter is stored as is.
+	probeBytes = 8 << 10
 )
 
 // errCorruptChunk is returned for stored data that does not decode to the
@@ -49,11 +52,15 @@ var (
 )
 
 // chunkEncoder is the encoder every appender shares: EncodeAll is safe for
-// concurrent use, and the fastest level keeps pace with a flood.
+// concurrent use. Compression is most of what a flood of text costs the
+// supervisor, so it is zstd's fastest level without entropy coding of the
+// literals: on a build log, about a quarter faster for frames an eighth
+// larger (8.3 times smaller than the text instead of 9.4).
 func chunkEncoder() (*zstd.Encoder, error) {
 	encoderOnce.Do(func() {
 		encoder, encoderErr = zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithNoEntropyCompression(true),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(1<<20))
 	})
@@ -83,6 +90,17 @@ func encodeChunk(dst, p []byte) (out []byte, ok bool) {
 	enc, err := chunkEncoder()
 	if err != nil {
 		return dst, false // stored as is: compression only saves room
+	}
+	// A sample from the middle tells output that does not compress
+	// (random or compressed bytes) for a thirtieth of the cost of trying
+	// the whole chunk, which was a ninth of the supervisor's CPU in a
+	// flood of random bytes.
+	if len(p) >= 4*probeBytes {
+		mid := len(p)/2 - probeBytes/2
+		sample := enc.EncodeAll(p[mid:mid+probeBytes], dst[len(dst):])
+		if len(sample) > probeBytes-probeBytes/4 {
+			return dst, false
+		}
 	}
 	out = enc.EncodeAll(p, dst)
 	if len(out)-len(dst) > len(p)-len(p)/8 {
