@@ -433,9 +433,12 @@ func (a *Appender) Write(jobID string, s Stream, p []byte) error {
 	if !s.Valid() {
 		return fmt.Errorf("write output: invalid stream %q", s)
 	}
-	var full []*pendingChunk
 	a.mu.Lock()
-	err := a.writeLocked(jobID, s, p, &full)
+	full, err := a.writeLocked(jobID, s, p)
+	if len(full) == 0 {
+		a.mu.Unlock()
+		return err
+	}
 	// A chunk this write filled is compressed now, outside the lock, by a
 	// goroutine of its own while fewer than GOMAXPROCS do so, else by the
 	// child's reader: not by the flusher inside its transaction. Under a
@@ -462,21 +465,21 @@ func (a *Appender) Write(jobID string, s Stream, p []byte) error {
 	return err
 }
 
-// writeLocked is Write with a.mu held; it adds to full the chunks it
-// filled that are worth compressing.
-func (a *Appender) writeLocked(jobID string, s Stream, p []byte, full *[]*pendingChunk) error {
+// writeLocked is Write with a.mu held; it returns the chunks it filled
+// that are worth compressing.
+func (a *Appender) writeLocked(jobID string, s Stream, p []byte) (full []*pendingChunk, err error) {
 	for a.running && !a.closed && a.pending >= a.o.MaxPendingBytes {
 		a.cond.Wait()
 	}
 	if a.closed {
-		return fmt.Errorf("write output: %w", ErrClosed)
+		return nil, fmt.Errorf("write output: %w", ErrClosed)
 	}
 	st := a.jobs[jobID]
 	if st == nil {
-		return fmt.Errorf("write output of job %s: %w", jobID, ErrNotTracked)
+		return nil, fmt.Errorf("write output of job %s: %w", jobID, ErrNotTracked)
 	}
 	if st.gone || len(p) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := a.d.Now()
 	n := len(p)
@@ -514,7 +517,7 @@ func (a *Appender) writeLocked(jobID string, s Stream, p []byte, full *[]*pendin
 		st.lines += nl
 		p = p[len(part):]
 		if len(c.data) == c.limit && !c.grow && c.limit >= compressMin {
-			*full = append(*full, c)
+			full = append(full, c)
 		}
 	}
 	st.lastWrite = now
@@ -526,7 +529,7 @@ func (a *Appender) writeLocked(jobID string, s Stream, p []byte, full *[]*pendin
 	if a.queued >= a.o.MaxBatchBytes {
 		signal(a.full)
 	}
-	return nil
+	return full, nil
 }
 
 var newline = []byte{'\n'}

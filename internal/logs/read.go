@@ -581,7 +581,7 @@ type backward struct {
 // backward walks the chunks from the end. With suffix > 0 only the last
 // suffix bytes of each chunk are kept, and only those are fetched of a chunk
 // stored as is: a tail of n bytes never needs more of any chunk, and a chunk
-// is up to 256 KiB where a tail is typically 500 bytes. A compressed chunk
+// is 64 KiB where a tail is typically 500 bytes. A compressed chunk
 // is fetched and decoded whole.
 func (r *readTx) backward(ctx context.Context, only Stream, suffix int64) (*backward, error) {
 	const q = `SELECT ` + chunkColumns + `,
