@@ -224,9 +224,7 @@ type packed struct {
 func (c *pendingChunk) encoded(data []byte) ([]byte, bool) {
 	c.pack.once.Do(func() {
 		if !c.grow {
-			if out, ok := encodeChunk(nil, data); ok {
-				c.pack.data = out
-			}
+			c.pack.data = packChunk(data)
 		}
 	})
 	if c.pack.data != nil {
