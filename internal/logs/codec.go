@@ -74,11 +74,14 @@ func chunkEncoder() (*zstd.Encoder, error) {
 }
 
 // chunkDecoder is the decoder every reader shares (DecodeAll is safe for
-// concurrent use).
+// concurrent use). One decoding at a time: a read verb is a short process
+// that decodes a few chunks, one after another, and should not set up a
+// decoder per core for them.
 func chunkDecoder() (*zstd.Decoder, error) {
 	decoderOnce.Do(func() {
 		decoder, decoderErr = zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(0),
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxMemory(maxDecoded),
 			zstd.WithDecoderMaxWindow(maxDecoded))
 	})
