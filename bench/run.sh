@@ -57,6 +57,7 @@ trap 'rm -rf "$bin"' EXIT
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 go build -o "$bin/jobsbench" ./bench/cmd/jobsbench
 go build -o "$bin/noop" ./bench/cmd/noop
+go build -o "$bin/pipefile" ./bench/cmd/pipefile
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/linked" ./bench/cmd/linked
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs,nomcp -o "$bin/linked-nomcp" ./bench/cmd/linked
 

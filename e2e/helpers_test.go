@@ -40,6 +40,9 @@ func runHelper(name string, args []string) int {
 	case "flood": // flood N: N bytes of the pattern stream on stdout
 		n, _ := strconv.ParseInt(args[0], 10, 64)
 		_, err = io.CopyN(os.Stdout, pattern(), n)
+	case "flood-text": // flood-text N: N bytes of the text pattern (a build log) on stdout
+		n, _ := strconv.ParseInt(args[0], 10, 64)
+		_, err = io.CopyN(os.Stdout, textPattern(), n)
 	case "ignore-term": // ignores SIGTERM, says ready, waits to be killed
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
@@ -73,6 +76,30 @@ func runHelper(name string, args []string) int {
 // test regenerates it to check what was captured. All byte values occur.
 func pattern() io.Reader {
 	return bufio.NewReaderSize(rand.NewChaCha8([32]byte{'e', '2', 'e'}), 1<<16)
+}
+
+// textPattern is an endless build log, the same every time: lines of
+// compiler output, which the database stores compressed.
+func textPattern() io.Reader { return bufio.NewReaderSize(&buildLog{}, 1<<16) }
+
+type buildLog struct {
+	i   int
+	buf []byte
+}
+
+func (l *buildLog) Read(p []byte) (int, error) {
+	for len(l.buf) < len(p) {
+		i := l.i
+		l.i++
+		if i%4 == 3 {
+			l.buf = fmt.Appendf(l.buf, "src/mod%d/file%d.c:%d:%d: warning: unused variable 'x%d' [-Wunused-variable]\n", i%13, i%977, i%1999, i%79, i%101)
+		} else {
+			l.buf = fmt.Appendf(l.buf, "%08d  CC      src/mod%d/file%d.o\n", i, i%13, i%977)
+		}
+	}
+	n := copy(p, l.buf)
+	l.buf = l.buf[:copy(l.buf, l.buf[n:])]
+	return n, nil
 }
 
 // idle blocks until the process is killed.

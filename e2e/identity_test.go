@@ -304,7 +304,7 @@ func TestB1SupervisorKilledDuringFlood(t *testing.T) {
 		size := n
 		for {
 			at := size/8 + rng.Int64N(size/2-size/8)
-			s, c, ok := killSupervisorMidFlood(t, size, at)
+			s, c, ok := killSupervisorMidFlood(t, "flood", pattern, size, at)
 			if ok {
 				stored, chunks = stored+s, chunks+c
 				break
@@ -319,13 +319,37 @@ func TestB1SupervisorKilledDuringFlood(t *testing.T) {
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("%d kills at random points: integrity ok, lost on first poll, lost event lists survivors, %d bytes in %d chunks a gapless byte-exact prefix", rounds, stored, chunks))
 }
 
-// killSupervisorMidFlood SIGKILLs the supervisor of a flooding job once at
-// least at bytes are captured and checks what is left; it returns the bytes
-// and chunks stored, or false when the flood ended before the kill.
-func killSupervisorMidFlood(t *testing.T, n, at int64) (int64, int64, bool) {
+// Row B1 with compressed chunks: a supervisor killed during a flood of
+// text, whose chunks are stored zstd-compressed, leaves a gapless
+// byte-exact prefix of the output too (a compressed chunk is committed
+// whole or not at all), readable by the next reader.
+func TestB1SupervisorKilledDuringTextFlood(t *testing.T) {
+	// Four times the random flood: text is stored eight times smaller,
+	// and a smaller flood often ended before the kill landed.
+	n := 4 * envInt64("JOBS_E2E_FLOOD_BYTES", 64<<20)
+	seed := uint64(envInt64("JOBS_E2E_SEED", time.Now().UnixNano()))
+	t.Logf("kill points from seed %d (JOBS_E2E_SEED=%d repeats them)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 15))
+	for size := n; ; size *= 4 {
+		at := size/16 + rng.Int64N(size/4-size/16)
+		if _, _, ok := killSupervisorMidFlood(t, "flood-text", textPattern, size, at); ok {
+			return
+		}
+		if size >= 1<<30 {
+			t.Fatalf("a flood of %d bytes ended before the supervisor could be killed", size)
+		}
+		t.Logf("a flood of %d bytes ended before the kill; again with %d", size, 4*size)
+	}
+}
+
+// killSupervisorMidFlood SIGKILLs the supervisor of a job flooding n bytes
+// of the helper's output (flood or flood-text, whose bytes src gives) once
+// at least at bytes are captured and checks what is left; it returns the
+// bytes and chunks stored, or false when the flood ended before the kill.
+func killSupervisorMidFlood(t *testing.T, flood string, src func() io.Reader, n, at int64) (int64, int64, bool) {
 	t.Helper()
 	w := newWorld(t)
-	id := w.start(append([]string{"--max-output", "0", "--no-stdin", "--ttl", "0"}, helper("flood", strconv.FormatInt(n, 10))...)...)
+	id := w.start(append([]string{"--max-output", "0", "--no-stdin", "--ttl", "0"}, helper(flood, strconv.FormatInt(n, 10))...)...)
 	sup := w.supervisorPID()
 	var before job
 	waitFor(t, 2*time.Minute, "part of the flood captured", func() bool {
@@ -373,7 +397,7 @@ func killSupervisorMidFlood(t *testing.T, n, at int64) (int64, int64, bool) {
 		t.Errorf("captured %d bytes of %d; %d were captured before the kill", len(got), n, before.OutputBytes)
 	}
 	want := make([]byte, len(got))
-	if _, err := io.ReadFull(pattern(), want); err != nil {
+	if _, err := io.ReadFull(src(), want); err != nil {
 		t.Fatal(err)
 	}
 	if i := firstDiff(got, want); i >= 0 {
@@ -395,7 +419,7 @@ func killSupervisorMidFlood(t *testing.T, n, at int64) (int64, int64, bool) {
 // how many there are.
 func (w *world) checkChunksContiguous(id string) int64 {
 	w.t.Helper()
-	rows, err := w.sqlDB().Query(`SELECT seq, byte_offset, length(data) FROM chunks WHERE job_id = ? ORDER BY seq`, id)
+	rows, err := w.sqlDB().Query(`SELECT seq, byte_offset, coalesce(size, length(data)) FROM chunks WHERE job_id = ? ORDER BY seq`, id)
 	if err != nil {
 		w.t.Fatal(err)
 	}

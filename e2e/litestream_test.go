@@ -359,15 +359,17 @@ func contents(t *testing.T, path string) map[string]string {
 	for id, facts := range out {
 		h := sha256.New()
 		var n int64
-		crows, err := d.QueryContext(ctx, `SELECT data FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
+		crows, err := d.QueryContext(ctx, `SELECT data, size FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for crows.Next() {
 			var b []byte
-			if err := crows.Scan(&b); err != nil {
+			var size sql.NullInt64
+			if err := crows.Scan(&b, &size); err != nil {
 				t.Fatal(err)
 			}
+			b = chunkBytes(t, b, size)
 			h.Write(b)
 			n += int64(len(b))
 		}

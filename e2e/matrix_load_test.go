@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/logs"
 )
 
 // supervisorRSSBound is the supervisor's peak resident memory the load rows
@@ -293,8 +295,8 @@ func followTrickle(w *world, id string, d time.Duration, line func(seen time.Tim
 // readFrom returns the job's stored output from byte offset off on, as one
 // read transaction.
 func readFrom(sqldb *sql.DB, id string, off int64) (string, error) {
-	rows, err := sqldb.Query(`SELECT byte_offset, data FROM chunks
-		WHERE job_id = ? AND byte_offset + length(data) > ? ORDER BY byte_offset`, id, off)
+	rows, err := sqldb.Query(`SELECT byte_offset, data, size FROM chunks
+		WHERE job_id = ? AND byte_offset + coalesce(size, length(data)) > ? ORDER BY byte_offset`, id, off)
 	if err != nil {
 		return "", err
 	}
@@ -303,7 +305,11 @@ func readFrom(sqldb *sql.DB, id string, off int64) (string, error) {
 	for rows.Next() {
 		var at int64
 		var data []byte
-		if err := rows.Scan(&at, &data); err != nil {
+		var size sql.NullInt64
+		if err := rows.Scan(&at, &data, &size); err != nil {
+			return "", err
+		}
+		if data, err = logs.DecodeChunk(data, size); err != nil {
 			return "", err
 		}
 		if at < off {

@@ -172,7 +172,7 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 // streams in offset order.
 func combinedSum(t *testing.T, d *sql.DB, id string) storedStream {
 	t.Helper()
-	rows, err := d.Query(`SELECT data FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
+	rows, err := d.Query(`SELECT data, size FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,9 +181,11 @@ func combinedSum(t *testing.T, d *sql.DB, id string) storedStream {
 	var s storedStream
 	for rows.Next() {
 		var data []byte
-		if err := rows.Scan(&data); err != nil {
+		var size sql.NullInt64
+		if err := rows.Scan(&data, &size); err != nil {
 			t.Fatal(err)
 		}
+		data = chunkBytes(t, data, size)
 		s.n += int64(len(data))
 		h.Write(data)
 	}

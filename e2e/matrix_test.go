@@ -197,7 +197,7 @@ type storedStream struct {
 func checkStored(t *testing.T, d *sql.DB, id string) (map[string]storedStream, int) {
 	t.Helper()
 	rows, err := d.QueryContext(context.Background(),
-		`SELECT seq, stream, byte_offset, data FROM chunks WHERE job_id = ? ORDER BY seq`, id)
+		`SELECT seq, stream, byte_offset, data, size FROM chunks WHERE job_id = ? ORDER BY seq`, id)
 	if err != nil {
 		t.Fatalf("read chunks: %v", err)
 	}
@@ -216,9 +216,11 @@ func checkStored(t *testing.T, d *sql.DB, id string) (map[string]storedStream, i
 		var s, o int64
 		var stream string
 		var data []byte
-		if err := rows.Scan(&s, &stream, &o, &data); err != nil {
+		var size sql.NullInt64
+		if err := rows.Scan(&s, &stream, &o, &data, &size); err != nil {
 			t.Fatalf("read chunks: %v", err)
 		}
+		data = chunkBytes(t, data, size)
 		if s != seq {
 			t.Errorf("job %s: chunk seq %d follows %d", id, s, seq-1)
 		}

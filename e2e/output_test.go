@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -104,7 +105,7 @@ func stallSpewSum(seed uint64, n int64) string {
 func (w *world) storedStream(id, stream string) (int64, string) {
 	w.t.Helper()
 	rows, err := w.sqlDB().QueryContext(context.Background(),
-		`SELECT seq, stream, byte_offset, data FROM chunks WHERE job_id = ? ORDER BY seq`, id)
+		`SELECT seq, stream, byte_offset, data, size FROM chunks WHERE job_id = ? ORDER BY seq`, id)
 	if err != nil {
 		w.t.Fatalf("read chunks: %v", err)
 	}
@@ -115,9 +116,11 @@ func (w *world) storedStream(id, stream string) (int64, string) {
 		var seq, off int64
 		var s string
 		var data []byte
-		if err := rows.Scan(&seq, &s, &off, &data); err != nil {
+		var size sql.NullInt64
+		if err := rows.Scan(&seq, &s, &off, &data, &size); err != nil {
 			w.t.Fatalf("read chunks: %v", err)
 		}
+		data = chunkBytes(w.t, data, size)
 		if seq != nextSeq || off != next {
 			w.t.Errorf("chunk seq %d at offset %d, want seq %d at %d", seq, off, nextSeq, next)
 		}
@@ -308,7 +311,7 @@ func TestA3CapKeepsHeadAndNewestExactly(t *testing.T) {
 
 	// What is stored: [0, head) and [total-(maxOutput-head), total), each
 	// byte-exact at its absolute offset.
-	rows, err := w.sqlDB().QueryContext(context.Background(), `SELECT byte_offset, data FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
+	rows, err := w.sqlDB().QueryContext(context.Background(), `SELECT byte_offset, data, size FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,9 +322,11 @@ func TestA3CapKeepsHeadAndNewestExactly(t *testing.T) {
 	for rows.Next() {
 		var off int64
 		var data []byte
-		if err := rows.Scan(&off, &data); err != nil {
+		var size sql.NullInt64
+		if err := rows.Scan(&off, &data, &size); err != nil {
 			t.Fatal(err)
 		}
+		data = chunkBytes(t, data, size)
 		if next == head {
 			next = tailStart // the gap
 		}

@@ -44,6 +44,24 @@ func Runs(n int, fn func(lo, hi int) error) error {
 	return nil
 }
 
+// RunsWithin is Runs whose runs also hold at most budget of what size
+// gives an item (a run holds at least one item, whatever its size).
+func RunsWithin(n int, size func(i int) int, budget int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < n; {
+		k, sum := 0, 0
+		for k < MaxRunRows && lo+k < n && (k == 0 || sum+size(lo+k) <= budget) {
+			sum += size(lo + k)
+			k++
+		}
+		hi := lo + 1<<(bits.Len(uint(k))-1)
+		if err := fn(lo, hi); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
 // countRuns is Runs for statements that count what they touch: it returns
 // the sum of count over the runs.
 func countRuns(n int, count func(lo, hi int) (int64, error)) (int64, error) {
@@ -77,11 +95,16 @@ func execCount(ctx context.Context, conn *sql.Conn, query string, args []any) (i
 // output, is never behind. A terminal status records the final counts in
 // the row.
 const (
+	// ChunkSize is the length of the output a chunk row holds, in SQL: its
+	// size column when its data is stored compressed, else its data's
+	// length (see package logs, codec.go).
+	ChunkSize = `coalesce(size, length(data))`
+
 	newestChunk   = ` FROM chunks WHERE job_id = jobs.id ORDER BY byte_offset DESC LIMIT 1)`
-	liveEndSQL    = `(SELECT byte_offset + length(data)` + newestChunk
+	liveEndSQL    = `(SELECT byte_offset + ` + ChunkSize + newestChunk
 	liveLinesSQL  = `(SELECT first_line + line_count` + newestChunk
 	liveAtSQL     = `(SELECT at` + newestChunk
-	liveOutputSQL = `SELECT byte_offset + length(data), first_line + line_count, at
+	liveOutputSQL = `SELECT byte_offset + ` + ChunkSize + `, first_line + line_count, at
 	FROM chunks WHERE job_id = ? ORDER BY byte_offset DESC LIMIT 1`
 
 	// liveOutputBytes and liveOutputLines are SQL expressions over a row

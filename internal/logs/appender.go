@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,6 +115,7 @@ type Appender struct {
 	flushing chan struct{} // holds one token while a flush runs
 	w        *writer       // the flushes' connection; guarded by flushing
 	sp       spool         // output waiting for a locked database; guarded by flushing
+	packers  chan struct{} // a slot per goroutine compressing a chunk (Write)
 	wake     chan struct{} // the first byte after an idle period
 	full     chan struct{} // MaxBatchBytes are queued
 
@@ -205,6 +207,30 @@ type pendingChunk struct {
 	// spooled (data is nil then).
 	spoolAt int64
 	size    int
+	// pack is data's stored form, made once, by the Write that filled the
+	// chunk or else by the flush that writes it (see encoded).
+	pack packed
+}
+
+// packed is the stored form of a chunk's data (codec.go).
+type packed struct {
+	once sync.Once
+	data []byte // the zstd frame; nil: stored as is
+}
+
+// encoded returns the stored form of data, the chunk's bytes, which no
+// longer change: a zstd frame and true, or data and false when it is
+// stored as is. A chunk that grows a stored row is always stored as is.
+func (c *pendingChunk) encoded(data []byte) ([]byte, bool) {
+	c.pack.once.Do(func() {
+		if !c.grow {
+			c.pack.data = packChunk(data)
+		}
+	})
+	if c.pack.data != nil {
+		return c.pack.data, true
+	}
+	return data, false
 }
 
 // stored describes the row c is in once written.
@@ -223,6 +249,7 @@ func NewAppender(d *db.DB, o AppenderOptions) *Appender {
 		o:        o,
 		jobs:     make(map[string]*jobState),
 		flushing: make(chan struct{}, 1),
+		packers:  make(chan struct{}, runtime.GOMAXPROCS(0)),
 		wake:     make(chan struct{}, 1),
 		full:     make(chan struct{}, 1),
 		up:       d.NewUpkeep(o.MinFree, o.NoCheckpoints),
@@ -405,19 +432,52 @@ func (a *Appender) Write(jobID string, s Stream, p []byte) error {
 		return fmt.Errorf("write output: invalid stream %q", s)
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	full, err := a.writeLocked(jobID, s, p)
+	if len(full) == 0 {
+		a.mu.Unlock()
+		return err
+	}
+	// A chunk this write filled is compressed now, outside the lock, by a
+	// goroutine of its own while fewer than GOMAXPROCS do so, else by the
+	// child's reader: not by the flusher inside its transaction. Under a
+	// flood the reader, the compression and the flusher then share the
+	// cores, and a reader that outruns the compression helps with it. The
+	// chunk's data no longer changes; the flusher takes the chunk all the
+	// same and waits for its compression if it gets there first (encoded).
+	data := make([][]byte, len(full))
+	for i, c := range full {
+		data[i] = c.data
+	}
+	a.mu.Unlock()
+	for i, c := range full {
+		select {
+		case a.packers <- struct{}{}:
+			go func() {
+				defer func() { <-a.packers }()
+				c.encoded(data[i])
+			}()
+		default:
+			c.encoded(data[i])
+		}
+	}
+	return err
+}
+
+// writeLocked is Write with a.mu held; it returns the chunks it filled
+// that are worth compressing.
+func (a *Appender) writeLocked(jobID string, s Stream, p []byte) (full []*pendingChunk, err error) {
 	for a.running && !a.closed && a.pending >= a.o.MaxPendingBytes {
 		a.cond.Wait()
 	}
 	if a.closed {
-		return fmt.Errorf("write output: %w", ErrClosed)
+		return nil, fmt.Errorf("write output: %w", ErrClosed)
 	}
 	st := a.jobs[jobID]
 	if st == nil {
-		return fmt.Errorf("write output of job %s: %w", jobID, ErrNotTracked)
+		return nil, fmt.Errorf("write output of job %s: %w", jobID, ErrNotTracked)
 	}
 	if st.gone || len(p) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := a.d.Now()
 	n := len(p)
@@ -441,7 +501,7 @@ func (a *Appender) Write(jobID string, s Stream, p []byte) error {
 			}
 			c = &pendingChunk{
 				seq: st.seq, stream: s, off: st.off, firstLine: st.lines, limit: limit, at: now,
-				data: make([]byte, 0, min(limit, max(len(p), 512))),
+				data: make([]byte, 0, chunkCap(limit, len(p))),
 			}
 			st.seq++
 			st.queue = append(st.queue, c)
@@ -454,6 +514,9 @@ func (a *Appender) Write(jobID string, s Stream, p []byte) error {
 		st.off += int64(len(part))
 		st.lines += nl
 		p = p[len(part):]
+		if len(c.data) == c.limit && !c.grow && c.limit >= compressMin {
+			full = append(full, c)
+		}
 	}
 	st.lastWrite = now
 	if a.queued == 0 {
@@ -464,10 +527,22 @@ func (a *Appender) Write(jobID string, s Stream, p []byte) error {
 	if a.queued >= a.o.MaxBatchBytes {
 		signal(a.full)
 	}
-	return nil
+	return full, nil
 }
 
 var newline = []byte{'\n'}
+
+// chunkCap is the capacity of a new chunk of at most limit bytes whose
+// first write is n bytes: a write of a flood (a pipe read of 16 KiB or
+// more) starts a chunk that it and the next ones fill, so it gets its limit
+// at once rather than through the copies of append; a trickle's chunk
+// starts small.
+func chunkCap(limit, n int) int {
+	if n >= 16<<10 {
+		return limit
+	}
+	return min(limit, max(n, 512))
+}
 
 // growTail returns a pending chunk that extends st's newest stored row with
 // stream s, or nil when there is none to extend: the row is of another

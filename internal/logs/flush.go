@@ -18,14 +18,14 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// evictable lists the chunks past the head, oldest first.
-	evictable = `SELECT byte_offset, length(data) FROM chunks
+	evictable = `SELECT byte_offset, ` + db.ChunkSize + ` FROM chunks
 		WHERE job_id = ? AND byte_offset >= ? ORDER BY byte_offset`
 
 	deleteChunks = `DELETE FROM chunks WHERE job_id = ? AND byte_offset >= ? AND byte_offset <= ?`
 
 	// growChunk extends a job's newest row (see GrowChunk).
 	growChunk = `UPDATE chunks SET data = CAST(data || ? AS BLOB), line_count = line_count + ?, at = ?
-		WHERE job_id = ? AND byte_offset = ?`
+		WHERE job_id = ? AND byte_offset = ? AND size IS NULL`
 )
 
 // writerCacheKiB is the page cache of the appender's connection: a flood's
@@ -35,6 +35,17 @@ const (
 // this cache write as fast as the larger ones did, for less pending output
 // and so about the same memory.
 const writerCacheKiB = 10 << 10
+
+// maxBindBytes bounds the chunk bytes one INSERT binds. The driver copies
+// each bound blob into memory of its C allocator and frees it after the
+// statement; that allocator keeps only 4 MiB of each size class ready for
+// reuse and hands the rest back to the system. A statement of 64 chunks
+// of 64 KiB (4 MiB, each in a 128 KiB class) went past it every time, so
+// every insert gave pages back and faulted them in again: in a profile of
+// a 256 MiB capture, binding (the copy, the faults and madvise) took a
+// third of the supervisor's CPU. Runs of at most 1 MiB stay inside it;
+// the statements saved by longer runs matter only for small chunks.
+const maxBindBytes = 1 << 20
 
 // maxTxSpan bounds how long a transaction goes on taking batches under a
 // flood (four flush intervals of the grid it was first tuned with).
@@ -315,12 +326,17 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 	}
 	pending = slices.DeleteFunc(pending, func(p chunkOf) bool { return p.b.gone })
 	var args []any
-	if err := db.Runs(len(pending), func(lo, hi int) error {
+	rawSize := func(i int) int { return len(pending[i].c.data) }
+	if err := db.RunsWithin(len(pending), rawSize, maxBindBytes, func(lo, hi int) error {
 		args = args[:0]
 		for _, p := range pending[lo:hi] {
 			c := p.c
+			var data, size any = c.data, nil
+			if out, ok := c.encoded(c.data); ok {
+				data, size = out, int64(len(c.data))
+			}
 			args = append(args, p.b.st.id, c.seq, string(c.stream), c.off,
-				c.firstLine, c.lineCount, db.FormatTime(c.at), c.data)
+				c.firstLine, c.lineCount, db.FormatTime(c.at), data, size)
 		}
 		_, err := w.conn.ExecContext(ctx, insertChunksSQL(hi-lo), args...)
 		return err
@@ -453,7 +469,7 @@ func growRows(ctx context.Context, w *writer, grows []chunkOf) ([]chunkOf, error
 	var missed []chunkOf
 	for _, g := range grows {
 		var one int
-		err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM chunks WHERE job_id = ? AND byte_offset = ?`, g.b.st.id, g.c.rowOff).Scan(&one)
+		err := w.conn.QueryRowContext(ctx, `SELECT 1 FROM chunks WHERE job_id = ? AND byte_offset = ? AND size IS NULL`, g.b.st.id, g.c.rowOff).Scan(&one)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			g.c.fellBack = true
@@ -469,12 +485,13 @@ func growRows(ctx context.Context, w *writer, grows []chunkOf) ([]chunkOf, error
 func growChunksSQL(n int) string {
 	return `UPDATE OR FAIL chunks SET data = CAST(data || v.column3 AS BLOB), line_count = line_count + v.column4,
 		at = v.column5
-		FROM (VALUES ` + db.ValuesSQL(n, 5) + `) AS v WHERE chunks.job_id = v.column1 AND chunks.byte_offset = v.column2`
+		FROM (VALUES ` + db.ValuesSQL(n, 5) + `) AS v
+		WHERE chunks.job_id = v.column1 AND chunks.byte_offset = v.column2 AND chunks.size IS NULL`
 }
 
 // insertChunksSQL is insertChunk for n rows at once.
 func insertChunksSQL(n int) string {
-	return `INSERT OR FAIL INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data) VALUES ` + db.ValuesSQL(n, 8)
+	return `INSERT OR FAIL INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data, size) VALUES ` + db.ValuesSQL(n, 9)
 }
 
 // writeEach writes group job by job, each under a savepoint, so that a job
@@ -598,12 +615,21 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 // trimChunk deletes the first k bytes of the chunk at off (fewer than it
 // holds): the rest keeps its absolute offset and line numbers.
 func trimChunk(ctx context.Context, conn *sql.Conn, jobID string, off, k int64) error {
-	var data []byte
-	if err := conn.QueryRowContext(ctx, `SELECT data FROM chunks WHERE job_id = ? AND byte_offset = ?`, jobID, off).Scan(&data); err != nil {
+	var stored []byte
+	var size sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT data, size FROM chunks WHERE job_id = ? AND byte_offset = ?`, jobID, off).Scan(&stored, &size); err != nil {
 		return fmt.Errorf("trim chunk: %w", err)
 	}
+	data := stored
+	if size.Valid {
+		var err error
+		if data, err = decodeChunk(nil, stored, size.Int64); err != nil {
+			return fmt.Errorf("trim chunk: %w", err)
+		}
+	}
+	// The rest is stored as is: a trim happens once a flush at most.
 	nl := int64(bytes.Count(data[:k], newline))
-	_, err := conn.ExecContext(ctx, `UPDATE chunks SET data = ?, byte_offset = byte_offset + ?, first_line = first_line + ?,
+	_, err := conn.ExecContext(ctx, `UPDATE chunks SET data = ?, size = NULL, byte_offset = byte_offset + ?, first_line = first_line + ?,
 		line_count = line_count - ? WHERE job_id = ? AND byte_offset = ?`, data[k:], k, nl, nl, jobID, off)
 	if err != nil {
 		return fmt.Errorf("trim chunk: %w", err)

@@ -3,6 +3,7 @@ package logs
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,12 +102,13 @@ type storedChunk struct {
 	Stream                    Stream
 	Off, FirstLine, LineCount int64
 	At                        string
-	Data                      []byte
+	Data                      []byte // as written: decoded when stored compressed
+	Packed                    bool   // stored compressed
 }
 
 func readChunks(t testing.TB, d *db.DB, id string) []storedChunk {
 	t.Helper()
-	rows, err := d.Query(`SELECT seq, stream, byte_offset, first_line, line_count, at, data
+	rows, err := d.Query(`SELECT seq, stream, byte_offset, first_line, line_count, at, data, size
 		FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
 	if err != nil {
 		t.Fatal(err)
@@ -115,8 +117,16 @@ func readChunks(t testing.TB, d *db.DB, id string) []storedChunk {
 	var cs []storedChunk
 	for rows.Next() {
 		var c storedChunk
-		if err := rows.Scan(&c.Seq, &c.Stream, &c.Off, &c.FirstLine, &c.LineCount, &c.At, &c.Data); err != nil {
+		var size sql.NullInt64
+		if err := rows.Scan(&c.Seq, &c.Stream, &c.Off, &c.FirstLine, &c.LineCount, &c.At, &c.Data, &size); err != nil {
 			t.Fatal(err)
+		}
+		if size.Valid {
+			data, err := decodeChunk(nil, c.Data, size.Int64)
+			if err != nil {
+				t.Fatalf("chunk at %d: %v", c.Off, err)
+			}
+			c.Data, c.Packed = data, true
 		}
 		cs = append(cs, c)
 	}

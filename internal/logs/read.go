@@ -89,6 +89,7 @@ type readTx struct {
 	tx    *sql.Tx
 	jobID string
 	m     db.OutputCounters // the row's counters, brought up to the newest chunk (see DefaultRowEvery)
+	buf   []byte            // the decoded data of the chunk forward hands out
 }
 
 func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
@@ -145,7 +146,9 @@ func (c *chunk) linesBefore(pos int64) int64 {
 	return c.firstLine + c.lineCount - int64(bytes.Count(c.data[pos-c.from:], newline))
 }
 
-const chunkColumns = `stream, byte_offset, first_line, line_count, length(data)`
+// chunkColumns are a chunk's columns before its data: its size is that of
+// the output it holds, and packed tells data stored compressed (codec.go).
+const chunkColumns = `stream, byte_offset, first_line, line_count, ` + db.ChunkSize + `, size IS NOT NULL`
 
 // forward calls fn with the chunks from the one holding offset from (or the
 // first after it) onwards, in order, until fn returns false. c.data is only
@@ -165,11 +168,18 @@ func (r *readTx) forward(ctx context.Context, from int64, only Stream, fn func(c
 	defer rows.Close()
 	var c chunk
 	var data sql.RawBytes // scanned without a copy; valid until Next
+	var packed bool
 	for rows.Next() {
-		if err := rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &data); err != nil {
+		if err := rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &packed, &data); err != nil {
 			return fmt.Errorf("read chunks: %w", err)
 		}
 		c.data, c.from = data, c.off
+		if packed && data != nil {
+			if r.buf, err = decodeChunk(r.buf[:0], data, c.size); err != nil {
+				return fmt.Errorf("read chunk at %d: %w", c.off, err)
+			}
+			c.data = r.buf
+		}
 		if c.data == nil && c.size == 0 {
 			c.data = []byte{}
 		}
@@ -562,23 +572,26 @@ func TailLines(ctx context.Context, d *db.DB, jobID string, n int64, f Filter) (
 
 // backward walks the chunks from the end of the output to its start.
 type backward struct {
-	rows *sql.Rows
-	err  error
-	eof  bool
+	rows   *sql.Rows
+	suffix int64
+	err    error
+	eof    bool
 }
 
 // backward walks the chunks from the end. With suffix > 0 only the last
-// suffix bytes of each chunk are fetched: a tail of n bytes never needs more
-// of any chunk, and a chunk is 64 KiB where a tail is typically 500 bytes.
+// suffix bytes of each chunk are kept, and only those are fetched of a chunk
+// stored as is: a tail of n bytes never needs more of any chunk, and a chunk
+// is 64 KiB where a tail is typically 500 bytes. A compressed chunk
+// is fetched and decoded whole.
 func (r *readTx) backward(ctx context.Context, only Stream, suffix int64) (*backward, error) {
 	const q = `SELECT ` + chunkColumns + `,
-		CASE WHEN ?2 = '' OR stream = ?2 THEN (CASE WHEN ?3 > 0 THEN substr(data, -?3) ELSE data END) END
+		CASE WHEN ?2 = '' OR stream = ?2 THEN (CASE WHEN ?3 > 0 AND size IS NULL THEN substr(data, -?3) ELSE data END) END
 		FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC`
 	rows, err := r.tx.QueryContext(ctx, q, r.jobID, string(only), suffix)
 	if err != nil {
 		return nil, fmt.Errorf("read chunks: %w", err)
 	}
-	return &backward{rows: rows}, nil
+	return &backward{rows: rows, suffix: suffix}, nil
 }
 
 // next returns the previous chunk, with a copy of its data, or nil at the
@@ -592,9 +605,21 @@ func (b *backward) next() *chunk {
 		return nil
 	}
 	c := &chunk{}
-	if err := b.rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &c.data); err != nil {
+	var packed bool
+	if err := b.rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &packed, &c.data); err != nil {
 		b.eof, b.err = true, err
 		return nil
+	}
+	if packed && c.data != nil {
+		data, err := decodeChunk(nil, c.data, c.size)
+		if err != nil {
+			b.eof, b.err = true, fmt.Errorf("read chunk at %d: %w", c.off, err)
+			return nil
+		}
+		if b.suffix > 0 && int64(len(data)) > b.suffix {
+			data = data[int64(len(data))-b.suffix:]
+		}
+		c.data = data
 	}
 	c.from = c.end() - int64(len(c.data))
 	return c

@@ -51,7 +51,12 @@ const (
 	DefaultFlushInterval = 90 * time.Millisecond
 	// DefaultMaxBatchBytes flushes at once when this many bytes wait.
 	DefaultMaxBatchBytes = 4 << 20
-	// DefaultMaxChunk is the largest chunk row.
+	// DefaultMaxChunk is the largest chunk row, which a flood fills (and
+	// codec.go compresses as one zstd frame). Rows of 256 KiB were tried:
+	// a flood of text compressed no faster (8.3 times smaller against
+	// 8.0), and eight jobs flooding both streams took the supervisor's
+	// peak RSS from about 69 to 88 MiB (a partly filled chunk per
+	// stream, and each larger).
 	DefaultMaxChunk = 64 << 10
 	// DefaultHeadKeep is how much of the start of a capped job's output is
 	// never evicted.

@@ -9,7 +9,7 @@ import (
 
 const streamSpanQuery = `SELECT
 	EXISTS (SELECT 1 FROM chunks WHERE job_id = ?1 AND stream = ?2 AND byte_offset < ?3),
-	EXISTS (SELECT 1 FROM chunks WHERE job_id = ?1 AND stream = ?2 AND byte_offset + length(data) > ?4)`
+	EXISTS (SELECT 1 FROM chunks WHERE job_id = ?1 AND stream = ?2 AND byte_offset + ` + db.ChunkSize + ` > ?4)`
 
 // StreamOutside reports whether the job has stored output of stream
 // before start and after end. A page read with a Stream filter counts

@@ -724,7 +724,7 @@ func TestOutputSpooledWhileDatabaseLocked(t *testing.T) {
 		t.Errorf("job %s (%s), %d bytes, %d dropped; want done, 300000 bytes, none dropped", job.Status, job.Reason, job.OutputBytes, job.DroppedBytes)
 	}
 	var stored int64
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(length(data)), 0) FROM chunks WHERE job_id = ?`, job.ID).Scan(&stored); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(coalesce(size, length(data))), 0) FROM chunks WHERE job_id = ?`, job.ID).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored != 300000 {

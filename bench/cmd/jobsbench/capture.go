@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,19 +24,47 @@ import (
 // `jobs log --limit` allows.
 const pageBytes = 16 << 20
 
-// capture: a child writes captureBytes of random bytes (cat of a
-// pre-generated file) as a job, until the job is done; against the same
-// bytes inserted raw into SQLite as 64 KiB rows and against `cat src > file`.
-// Then poll/tail latency on that job's history.
+// outputKind is one kind of output the capture workload floods: random
+// bytes (incompressible, all 256 byte values) or a build log (text, as
+// compilers print it).
+type outputKind struct {
+	name string
+	gen  func(path string, size int64) error
+	// target is jobs' throughput goal for this output, in MiB/s (0: none).
+	target float64
+}
+
+var outputKinds = []outputKind{
+	{name: "text", gen: buildLog, target: 624e6 / (1 << 20)}, // 624 MB/s
+	{name: "random", gen: spew},
+}
+
+// capture: for each kind of output, a child writes captureBytes of it (cat
+// of a pre-generated file) as a job, until the job is done; against the
+// same bytes copied by `cat src > file`, by a program that copies a child's
+// pipe into a file (bench/cmd/pipefile, as task-spooler and pueue store
+// output), and inserted raw into SQLite as 64 KiB rows with 4 KiB pages
+// (jobs' page size) and with 64 KiB pages. Then poll/tail latency on the
+// random job's history.
 func (b *bench) capture(ctx context.Context) error {
-	w, err := b.newWorld("capture")
+	for _, k := range outputKinds {
+		last := k.name == outputKinds[len(outputKinds)-1].name
+		if err := b.captureKind(ctx, k, last); err != nil {
+			return fmt.Errorf("capture %s: %w", k.name, err)
+		}
+	}
+	return nil
+}
+
+func (b *bench) captureKind(ctx context.Context, k outputKind, pollAfter bool) error {
+	w, err := b.newWorld("capture-" + k.name)
 	if err != nil {
 		return err
 	}
 	size := b.cfg.captureBytes
 	src := filepath.Join(w.dir, "src.bin")
-	fmt.Fprintf(os.Stderr, "   generating %s of random bytes\n", parse.FormatSize(size))
-	if err := spew(src, size); err != nil {
+	fmt.Fprintf(os.Stderr, "   generating %s of %s output\n", parse.FormatSize(size), k.name)
+	if err := k.gen(src, size); err != nil {
 		return err
 	}
 	want, err := fileSHA(src)
@@ -56,13 +86,32 @@ func (b *bench) capture(ctx context.Context) error {
 		return fmt.Errorf("cat baseline copied wrong bytes")
 	}
 
-	// raw SQLite inserts
-	rawD, err := rawInsert(ctx, filepath.Join(w.dir, "raw.db"), src)
-	if err != nil {
-		return fmt.Errorf("raw sqlite: %w", err)
+	// A runner that copies its child's pipe into a file.
+	var peerD time.Duration
+	peer := filepath.Join(filepath.Dir(b.self), "pipefile")
+	if fileExists(peer) {
+		out := filepath.Join(w.dir, "peer.bin")
+		if peerD, err = timed(exec.Command(peer, out, "cat", src)); err != nil {
+			return fmt.Errorf("pipefile: %w", err)
+		}
+		if got, _ := fileSHA(out); got != want {
+			return fmt.Errorf("pipefile copied wrong bytes")
+		}
+		os.Remove(out)
 	}
-	for _, suf := range []string{"", "-wal", "-shm"} {
-		os.Remove(filepath.Join(w.dir, "raw.db"+suf))
+
+	// raw SQLite inserts, in jobs' 4 KiB pages and in 64 KiB pages
+	raw := filepath.Join(w.dir, "raw.db")
+	rawD := map[int]time.Duration{}
+	for _, page := range []int{4096, 65536} {
+		d, err := rawInsert(ctx, raw, src, page)
+		if err != nil {
+			return fmt.Errorf("raw sqlite, %d-byte pages: %w", page, err)
+		}
+		rawD[page] = d
+		for _, suf := range []string{"", "-wal", "-shm"} {
+			os.Remove(raw + suf)
+		}
 	}
 
 	// jobs: warm supervisor, then start → done.
@@ -129,13 +178,25 @@ func (b *bench) capture(ctx context.Context) error {
 	got := hex.EncodeToString(h.Sum(nil))
 	exact := got == want && read == size && st.OutputBytes == size && st.DroppedBytes == 0
 	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f MiB/s", mibps(size, d)) }
-	jr, rr, cr := mibps(size, jobsD), mibps(size, rawD), mibps(size, catD)
-	wl := "capture " + parse.FormatSize(size)
-	b.add(row{workload: wl, metric: "throughput vs raw SQLite 64 KiB rows", jobs: rate(jobsD), baseline: rate(rawD),
-		ratio: ratio(jr, rr), target: "≥ 0.70", ok: yes(jr/rr >= 0.7)})
-	b.add(row{workload: wl, metric: "throughput vs `cat src > file`", jobs: rate(jobsD), baseline: rate(catD), ratio: ratio(jr, cr)})
+	jr := mibps(size, jobsD)
+	wl := "capture " + parse.FormatSize(size) + " " + k.name
+	if k.target > 0 {
+		b.add(row{workload: wl, metric: "throughput", jobs: rate(jobsD), target: fmt.Sprintf("≥ %.0f MiB/s", k.target), ok: yes(jr >= k.target)})
+	}
+	r4, r64 := mibps(size, rawD[4096]), mibps(size, rawD[65536])
+	b.add(row{workload: wl, metric: "throughput vs raw SQLite 64 KiB rows, 4 KiB pages", jobs: rate(jobsD), baseline: rate(rawD[4096]),
+		ratio: ratio(jr, r4), target: "≥ 0.70", ok: yes(jr/r4 >= 0.7)})
+	b.add(row{workload: wl, metric: "throughput vs raw SQLite 64 KiB rows, 64 KiB pages", jobs: rate(jobsD), baseline: rate(rawD[65536]), ratio: ratio(jr, r64)})
+	if peerD > 0 {
+		b.add(row{workload: wl, metric: "throughput vs a program copying the pipe to a file", jobs: rate(jobsD), baseline: rate(peerD), ratio: ratio(jr, mibps(size, peerD))})
+	}
+	b.add(row{workload: wl, metric: "throughput vs `cat src > file`", jobs: rate(jobsD), baseline: rate(catD), ratio: ratio(jr, mibps(size, catD))})
 	b.add(row{workload: wl, metric: "byte-exact (sha256 of paged `jobs log`)", jobs: fmt.Sprintf("%s, %d B read, status %s", yesNo(exact), read, st.Status),
 		target: "exact", ok: pass(exact && st.Status == string(vocab.StatusDone))})
+	if kb, err := w.dbKiB(); err == nil {
+		b.add(row{workload: wl, metric: "database size after the capture (file and WAL)", jobs: fmt.Sprintf("%.1f MiB", float64(kb)/1024),
+			baseline: parse.FormatSize(size), ratio: ratio(float64(kb)*1024, float64(size))})
+	}
 	peak := peakRSS.Load()
 	if kb := statusKB(sup, "VmHWM"); kb > peak {
 		peak = kb
@@ -143,8 +204,51 @@ func (b *bench) capture(ctx context.Context) error {
 	b.add(row{workload: wl, metric: "supervisor peak RSS (VmHWM)", jobs: fmt.Sprintf("%.1f MiB", float64(peak)/1024),
 		target: "≤ 64 MiB", ok: yes(peak > 0 && peak <= 64*1024)})
 	os.Remove(src)
-
+	if !pollAfter {
+		os.Remove(dst)
+		w.stopSupervisor(ctx)
+		return nil
+	}
 	return b.pollLatency(ctx, w, id, dst, size)
+}
+
+// buildLog writes size bytes of a build log to path: compiler command
+// lines, progress lines and warnings, as a large build prints them.
+func buildLog(path string, size int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	rng := rand.New(rand.NewChaCha8([32]byte{'l', 'o', 'g'}))
+	dirs := []string{"src/core/alloc", "src/net/http_client", "lib/util/strings", "src/db/pager", "tests/unit/parse_test"}
+	var line []byte
+	var n int64
+	for i := 0; n < size; i++ {
+		d, m := dirs[rng.IntN(len(dirs))], i%977
+		line = line[:0]
+		switch k := i % 10; {
+		case k < 6:
+			line = fmt.Appendf(line, "  CC      %s_%d.o\n", d, m)
+		case k < 8:
+			line = fmt.Appendf(line, "gcc -O2 -g -Wall -Wextra -I include -I build/gen -c %s_%d.c -o build/%s_%d.o\n", d, m, d, m)
+		case k == 8:
+			line = fmt.Appendf(line, "%s_%d.c:%d:%d: warning: unused variable 'tmp%d' [-Wunused-variable]\n", d, m, 1+rng.IntN(2000), 1+rng.IntN(80), rng.IntN(100))
+		default:
+			line = fmt.Appendf(line, "[%3d%%] Built target %s_%d\n", int64(i)*100/(size/60+1), filepath.Base(d), m)
+		}
+		line = line[:min(int64(len(line)), size-n)]
+		if _, err := w.Write(line); err != nil {
+			f.Close()
+			return err
+		}
+		n += int64(len(line))
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func yesNo(ok bool) string {

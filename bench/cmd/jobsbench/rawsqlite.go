@@ -22,18 +22,35 @@ const (
 )
 
 // rawInsert copies src into a fresh SQLite database at path as 64 KiB rows
-// and returns how long it took (open and schema excluded, final commit and
-// close included).
-func rawInsert(ctx context.Context, path, src string) (time.Duration, error) {
+// in pages of pageSize bytes (4096 is what jobs uses) and returns how long
+// it took (open and schema excluded, final commit and close included).
+func rawInsert(ctx context.Context, path, src string, pageSize int) (time.Duration, error) {
 	os.Remove(path)
+	// The page size is fixed when the first table is written, before WAL
+	// mode (db.DSN) makes it final.
+	setup, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return 0, err
+	}
+	_, err = setup.ExecContext(ctx, fmt.Sprintf(`PRAGMA page_size = %d; CREATE TABLE raw (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT`, pageSize))
+	if cerr := setup.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
 	sqldb, err := sql.Open("sqlite", db.DSN(path))
 	if err != nil {
 		return 0, err
 	}
 	defer sqldb.Close()
 	sqldb.SetMaxOpenConns(1)
-	if _, err := sqldb.ExecContext(ctx, `CREATE TABLE raw (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT`); err != nil {
+	var got int
+	if err := sqldb.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&got); err != nil {
 		return 0, err
+	}
+	if got != pageSize {
+		return 0, fmt.Errorf("page size %d, want %d", got, pageSize)
 	}
 	f, err := os.Open(src)
 	if err != nil {

@@ -318,3 +318,16 @@ func loadavg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// dbKiB is the size of the world's database: its file and its WAL.
+func (w *world) dbKiB() (int64, error) {
+	fi, err := os.Stat(w.db)
+	if err != nil {
+		return 0, err
+	}
+	n := fi.Size()
+	if wal, err := os.Stat(w.db + "-wal"); err == nil {
+		n += wal.Size()
+	}
+	return n >> 10, nil
+}

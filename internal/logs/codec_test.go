@@ -1,0 +1,194 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"regexp"
+	"testing"
+)
+
+// textOutput is n bytes of a build log: compiler-like lines.
+func textOutput(n int) []byte {
+	return benchData(n)
+}
+
+// randomOutput is n random bytes, which do not compress.
+func randomOutput(t testing.TB, n int) []byte {
+	t.Helper()
+	p := make([]byte, n)
+	if _, err := rand.Read(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// FuzzChunkCodec: whatever a chunk holds, its stored form decodes to
+// exactly its bytes, and a chunk is stored compressed only when that
+// saves room.
+func FuzzChunkCodec(f *testing.F) {
+	f.Add([]byte("hello\n"), 0)
+	f.Add(textOutput(compressMin), 0)
+	f.Add(textOutput(3*compressMin+17), 1)
+	f.Add(bytes.Repeat([]byte{0}, 100<<10), 2)
+	f.Add(bytes.Repeat([]byte("\xff\xfe\r\n\x1b[2J"), 5000), 3)
+	f.Fuzz(func(t *testing.T, p []byte, repeat int) {
+		// Small inputs are repeated so that the compressed path is taken.
+		for range repeat % 8 {
+			if len(p) >= compressMin {
+				break
+			}
+			p = append(p, p...)
+		}
+		stored, packed := encodeChunk(nil, p)
+		size := int64(-1)
+		if !packed {
+			stored = p
+		} else {
+			size = int64(len(p))
+			if len(stored) > len(p)-len(p)/8 {
+				t.Fatalf("%d bytes stored compressed as %d", len(p), len(stored))
+			}
+		}
+		got, err := decodeChunk(nil, stored, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, p) {
+			t.Fatalf("%d bytes (packed %v) decode to %d other bytes", len(p), packed, len(got))
+		}
+	})
+}
+
+func TestChunkCodec(t *testing.T) {
+	text := textOutput(DefaultMaxChunk)
+	stored, packed := encodeChunk(nil, text)
+	if !packed || len(stored)*5 > len(text) {
+		t.Fatalf("a chunk of text: packed %v, %d bytes stored for %d", packed, len(stored), len(text))
+	}
+	if _, packed := encodeChunk(nil, randomOutput(t, DefaultMaxChunk)); packed {
+		t.Fatal("a chunk of random bytes was stored compressed")
+	}
+	if _, packed := encodeChunk(nil, text[:compressMin-1]); packed {
+		t.Fatal("a chunk under compressMin was stored compressed")
+	}
+	// Damage is reported, never returned as output.
+	if _, err := decodeChunk(nil, stored, int64(len(text))+1); !errors.Is(err, errCorruptChunk) {
+		t.Fatalf("a size one past the frame's: %v", err)
+	}
+	bad := bytes.Clone(stored)
+	bad[len(bad)/2] ^= 0xff
+	if out, err := decodeChunk(nil, bad, int64(len(text))); err == nil && bytes.Equal(out, text) {
+		t.Fatal("a damaged frame decoded to the original")
+	} else if err == nil {
+		t.Fatal("a damaged frame decoded without an error")
+	}
+	// Decoding appends to dst.
+	out, err := decodeChunk([]byte("x"), stored, int64(len(text)))
+	if err != nil || !bytes.Equal(out[1:], text) || out[0] != 'x' {
+		t.Fatalf("decode after a prefix: %v", err)
+	}
+}
+
+// TestCompressedOutputByteExact: a flood of text (stored compressed) and
+// one of random bytes (stored as is), written through the appender to a
+// real database, read back exactly by every kind of read; offsets and
+// line numbers are those of the output as written.
+func TestCompressedOutputByteExact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	const size = 3<<20 + 12345
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		packed bool
+	}{
+		{"text", textOutput(size), true},
+		{"random", randomOutput(t, size), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := newJob(t, d, 0)
+			track(t, a, id, 0)
+			for p := tc.data; len(p) > 0; {
+				n := min(len(p), 64<<10-7) // pipe-sized writes, off the chunk grid
+				write(t, a, id, Stdout, p[:n])
+				p = p[n:]
+			}
+			flush(t, a)
+			cs := readChunks(t, d, id)
+			var packed int
+			for _, c := range cs {
+				if c.Packed {
+					packed++
+				}
+			}
+			if tc.packed && packed < len(cs)/2 || !tc.packed && packed > 0 {
+				t.Fatalf("%d of %d chunks stored compressed", packed, len(cs))
+			}
+			if got := storedBytes(cs, ""); !bytes.Equal(got, tc.data) {
+				t.Fatalf("stored %d bytes, not the %d written", len(got), len(tc.data))
+			}
+			for _, limit := range []int64{1000, 64 << 10, 1 << 20} {
+				got, gap, _ := readAll(t, d, id, limit, Filter{})
+				if gap != 0 || !bytes.Equal(got, tc.data) {
+					t.Fatalf("pages of %d: %d bytes read, gap %d", limit, len(got), gap)
+				}
+			}
+			// A page deep inside a compressed chunk.
+			off := int64(DefaultMaxChunk + 1001)
+			p, err := ReadRange(ctx, d, id, off, 5000, Filter{})
+			if err != nil || !bytes.Equal(p.Data, tc.data[off:off+5000]) {
+				t.Fatalf("page at %d: %v", off, err)
+			}
+			if want := int64(bytes.Count(tc.data[:off], newline)); p.FirstLine != want {
+				t.Fatalf("page at %d: first line %d, want %d", off, p.FirstLine, want)
+			}
+			tail, err := Tail(ctx, d, id, 500, Bytes, Filter{})
+			if err != nil || !bytes.Equal(tail.Data, tc.data[len(tc.data)-500:]) {
+				t.Fatalf("tail: %d bytes, %v", len(tail.Data), err)
+			}
+			if tc.packed {
+				lines := bytes.SplitAfter(tc.data, newline)
+				from := int64(len(lines) / 2)
+				p, err := ReadLines(ctx, d, id, from, 3, Filter{})
+				if err != nil || !bytes.Equal(p.Data, bytes.Join(lines[from:from+3], nil)) {
+					t.Fatalf("lines %d..%d: %q, %v", from, from+3, p.Data, err)
+				}
+				re := regexp.MustCompile(`^00031234 `)
+				g, err := ReadRange(ctx, d, id, 0, MaxLimit, Filter{Grep: re})
+				want := lines[31234]
+				if err != nil || !bytes.Equal(g.Data, want) {
+					t.Fatalf("grep: %q, want %q, %v", g.Data, want, err)
+				}
+			}
+		})
+	}
+}
+
+// TestCapTrimsCompressedChunk: the output cap cuts the front of a chunk
+// stored compressed; what stays is exactly the head and the newest bytes.
+func TestCapTrimsCompressedChunk(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{HeadKeep: 64 << 10})
+	const maxOutput = 512 << 10
+	id := newJob(t, d, maxOutput)
+	track(t, a, id, maxOutput)
+	data := textOutput(3 << 20)
+	for p := data; len(p) > 0; {
+		n := min(len(p), 40000)
+		write(t, a, id, Stdout, p[:n])
+		p = p[n:]
+		flush(t, a) // a flush per write: the cap is enforced many times
+	}
+	got, gap, _ := readAll(t, d, id, 1<<20, Filter{})
+	head := int64(64 << 10)
+	evicted := int64(len(data)) - maxOutput
+	want := append(bytes.Clone(data[:head]), data[head+evicted:]...)
+	if gap != evicted || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes with a gap of %d, want %d with a gap of %d (equal %v)", len(got), gap, len(want), evicted, bytes.Equal(got, want))
+	}
+}
