@@ -225,8 +225,8 @@ func TestLinesSplitAcrossChunks(t *testing.T) {
 			for _, l := range lines[from : from+n] {
 				want += l
 			}
-			if string(p.Data) != want || p.FirstLine != int64(from) {
-				t.Fatalf("ReadLines(%d, %d) = %q at line %d, want %q", from, n, p.Data, p.FirstLine, want)
+			if string(p.Data) != want || p.LinesBefore != int64(from) {
+				t.Fatalf("ReadLines(%d, %d) = %q at line %d, want %q", from, n, p.Data, p.LinesBefore, want)
 			}
 		}
 	}
@@ -248,8 +248,8 @@ func TestLinesSplitAcrossChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(p.Data), "fourth\nunterminated"; got != want || p.FirstLine != 3 || p.Lines != 1 {
-		t.Fatalf("TailLines(2) = %q first line %d lines %d, want %q", got, p.FirstLine, p.Lines, want)
+	if got, want := string(p.Data), "fourth\nunterminated"; got != want || p.LinesBefore != 3 || p.Lines != 1 {
+		t.Fatalf("TailLines(2) = %q first line %d lines %d, want %q", got, p.LinesBefore, p.Lines, want)
 	}
 }
 
@@ -341,8 +341,8 @@ func TestEvictionKeepsHeadAndTail(t *testing.T) {
 	if p.Gap != tailStart-mid || !bytes.Equal(p.Data, m.data[tailStart:tailStart+100]) {
 		t.Fatalf("read in the gap: gap %d, want %d; data %q", p.Gap, tailStart-mid, p.Data)
 	}
-	if want := int64(bytes.Count(m.data[:tailStart], newline)); p.FirstLine != want {
-		t.Fatalf("read in the gap: first line %d, want %d", p.FirstLine, want)
+	if want := int64(bytes.Count(m.data[:tailStart], newline)); p.LinesBefore != want {
+		t.Fatalf("read in the gap: first line %d, want %d", p.LinesBefore, want)
 	}
 	p, err = Tail(ctx, d, id, 500, Chars, Filter{})
 	if err != nil {
@@ -379,7 +379,7 @@ func TestClear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(p.Data) != "after\n" || p.Gap != 7 || p.EvictedBytes != 7 || p.TotalBytes != 13 || p.FirstLine != 1 {
+	if string(p.Data) != "after\n" || p.Gap != 7 || p.EvictedBytes != 7 || p.TotalBytes != 13 || p.LinesBefore != 1 {
 		t.Fatalf("after clear: %+v", p)
 	}
 	if err := Clear(ctx, d, "nosuchjob"); !errors.Is(err, ErrJobNotFound) {

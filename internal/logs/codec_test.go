@@ -143,8 +143,8 @@ func TestCompressedOutputByteExact(t *testing.T) {
 			if err != nil || !bytes.Equal(p.Data, tc.data[off:off+5000]) {
 				t.Fatalf("page at %d: %v", off, err)
 			}
-			if want := int64(bytes.Count(tc.data[:off], newline)); p.FirstLine != want {
-				t.Fatalf("page at %d: first line %d, want %d", off, p.FirstLine, want)
+			if want := int64(bytes.Count(tc.data[:off], newline)); p.LinesBefore != want {
+				t.Fatalf("page at %d: first line %d, want %d", off, p.LinesBefore, want)
 			}
 			tail, err := Tail(ctx, d, id, 500, Bytes, Filter{})
 			if err != nil || !bytes.Equal(tail.Data, tc.data[len(tc.data)-500:]) {

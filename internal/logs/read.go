@@ -56,9 +56,11 @@ type Page struct {
 	// Start and End are the absolute offsets covered, [Start, End). With a
 	// filter, the range examined.
 	Start, End int64
-	// FirstLine is the number of newlines before Start; Lines the number of
-	// newlines in [Start, End).
-	FirstLine, Lines int64
+	// LinesBefore is the number of newlines before Start (so the 0-based
+	// number of the line Start is in; the Go package's Output.FirstLine
+	// is that line counted from 1); Lines the number of newlines in
+	// [Start, End).
+	LinesBefore, Lines int64
 	// NextOffset is where a following read continues (End).
 	NextOffset int64
 	// TotalBytes and TotalLines are the job's output so far (bytes
@@ -422,7 +424,7 @@ func (rd *reader) fill(p *Page) {
 		p.Data = []byte{}
 	}
 	p.Start, p.End, p.NextOffset = rd.start, rd.pos, rd.pos
-	p.FirstLine, p.Lines = rd.firstLine, rd.line-rd.firstLine
+	p.LinesBefore, p.Lines = rd.firstLine, rd.line-rd.firstLine
 	p.Gap, p.Matches, p.CutLines = rd.gap, rd.matches, rd.cutLines
 	p.More = rd.pos < p.TotalBytes
 	p.Truncated = rd.truncated
@@ -497,7 +499,7 @@ func ReadRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64,
 // bytes returned are bounded by MaxLimit (DefaultLimit when n == 0); a read
 // cut by that bound ends mid-line and says Truncated. With f.Stream, line
 // numbers count that stream's lines (see readStreamLines). A line that begins in an
-// evicted gap starts the page at the first stored byte after it (FirstLine
+// evicted gap starts the page at the first stored byte after it (LinesBefore
 // says which line that is).
 func ReadLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Filter) (Page, error) {
 	if from < 0 || n < 0 {
@@ -769,7 +771,7 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 	p.Start, p.End, p.NextOffset = start, r.m.Bytes, r.m.Bytes
 	// Walk the collected chunks from the newest back to start, adding up
 	// the gaps between them and finding the line at start.
-	p.FirstLine = r.m.Lines
+	p.LinesBefore = r.m.Lines
 	prev := r.m.Bytes // start of the newer stored bytes
 	for _, c := range w.chunks {
 		if c.end() <= start { // start lies in the gap after c, or at its end
@@ -778,14 +780,14 @@ func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines
 		p.Gap += prev - c.end()
 		prev = c.off
 		if c.off <= start {
-			p.FirstLine = c.linesBefore(start)
+			p.LinesBefore = c.linesBefore(start)
 			prev = start
 			break
 		}
-		p.FirstLine = c.firstLine
+		p.LinesBefore = c.firstLine
 	}
 	p.Gap += max(prev-start, 0)
-	p.Lines = r.m.Lines - p.FirstLine
+	p.Lines = r.m.Lines - p.LinesBefore
 	p.Matches, p.CutLines = sel.matches, sel.cutLines
 	p.Truncated = sel.truncated || (clamped && start > 0)
 	return p, nil

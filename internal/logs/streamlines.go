@@ -50,7 +50,7 @@ func (r *readTx) streamLines(ctx context.Context, s Stream) (int64, error) {
 }
 
 // readStreamLines is ReadLines with f.Stream set: from and n count the
-// lines of that stream. The page's FirstLine, Lines and TotalLines are
+// lines of that stream. The page's LinesBefore, Lines and TotalLines are
 // counts of the stream's lines; Start, End and the byte counts stay
 // offsets in the combined output.
 func readStreamLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Filter) (Page, error) {
@@ -156,7 +156,7 @@ func readStreamLines(ctx context.Context, d *db.DB, jobID string, from, n int64,
 		out = []byte{}
 	}
 	p.Data, p.Start, p.End, p.NextOffset = out, start, end, end
-	p.FirstLine, p.Lines, p.Matches = min(from, p.TotalLines), lines, matches
+	p.LinesBefore, p.Lines, p.Matches = min(from, p.TotalLines), lines, matches
 	p.More, p.Truncated = end < p.TotalBytes, truncated
 	return p, nil
 }

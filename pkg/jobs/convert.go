@@ -108,7 +108,7 @@ func outputFromPage(id string, p logs.Page, text string) Output {
 		Start:        p.Start,
 		End:          p.End,
 		NextOffset:   p.NextOffset,
-		FirstLine:    p.FirstLine + FirstLine, // the store counts from 0
+		FirstLine:    p.LinesBefore + FirstLine, // the store counts from 0
 		Lines:        p.Lines,
 		TotalBytes:   p.TotalBytes,
 		TotalLines:   p.TotalLines,

@@ -110,7 +110,7 @@ func (c *Client) Search(ctx context.Context, ref string, o SearchOptions, each f
 		res: SearchResult{JobID: j.ID, Grep: o.Grep, Start: first.Start, End: first.TotalBytes,
 			TotalBytes: first.TotalBytes, TotalLines: first.TotalLines,
 			EvictedTotal: first.EvictedBytes, DroppedTotal: first.DroppedBytes},
-		pos: first.Start, lineNo: first.FirstLine, carryAt: first.Start,
+		pos: first.Start, lineNo: first.LinesBefore, carryAt: first.Start,
 	}
 	for s.pos < s.res.End {
 		before := s.pos
@@ -184,7 +184,7 @@ func (s *searcher) gap(ctx context.Context, c *Client, id string, to int64) erro
 	if err != nil {
 		return err
 	}
-	s.lineNo = p.FirstLine
+	s.lineNo = p.LinesBefore
 	return nil
 }
 

@@ -122,14 +122,14 @@ func (c *Client) placeTail(ctx context.Context, id string, out *Output, p logs.P
 	text := data[pos:]
 	nl := int64(bytes.Count(text, []byte{'\n'}))
 	start := end - int64(len(text))
-	linesBefore := p.FirstLine + p.Lines - nl // newlines before start
+	linesBefore := p.LinesBefore + p.Lines - nl // newlines before start
 	gap := int64(0)
 	if p.Gap > 0 {
 		q, err := logs.ReadRange(ctx, c.db, id, start, int64(len(text)), logs.Filter{})
 		if err != nil || q.Gap > 0 || q.Start != start || !bytes.Equal(q.Data, text) {
 			// The text crosses the gap: it starts where the page does.
 			start = p.Start + int64(pos)
-			linesBefore = p.FirstLine + int64(bytes.Count(data[:pos], []byte{'\n'}))
+			linesBefore = p.LinesBefore + int64(bytes.Count(data[:pos], []byte{'\n'}))
 			gap = end - start - int64(len(text))
 		}
 	}
