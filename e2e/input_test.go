@@ -52,7 +52,9 @@ func (w *world) mcpEnviron() []string {
 // mcpCall calls a tool and returns its text and whether it is a tool error.
 func mcpCall(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// A hang guard, not a bound on speed: a megabyte of arguments on a
+	// loaded machine took over a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {

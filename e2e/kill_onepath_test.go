@@ -73,9 +73,13 @@ func TestKillOnePathAllFrontEnds(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	// A job first, so that the detached supervisor runs and the
-	// database exists for the package's client.
-	warm := w.start("--", "true")
-	w.waitTerminal(warm, 30*time.Second)
+	// database exists for the package's client. It runs until the test
+	// ends: a supervisor with no job of its own exits after a minute
+	// idle, which a loaded machine reached before the scenarios that kill
+	// through the supervisor's socket ("no live supervisor").
+	keeper := w.start(helper("ready-idle")...)
+	w.waitOutput(keeper, "ready")
+	t.Cleanup(func() { w.jobs("kill", keeper) })
 	c, err := jobs.Open(ctx, jobs.Options{DB: w.dbPath(), Executable: jobsBin})
 	if err != nil {
 		t.Fatal(err)
