@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -145,7 +146,7 @@ func ownCgroupDir() (string, error) {
 	if !found {
 		return "", errors.New("no cgroup v2 membership")
 	}
-	mount, err := cgroup2Mount()
+	mount, err := cgroup2MountCached()
 	if err != nil {
 		return "", err
 	}
@@ -155,6 +156,31 @@ func ownCgroupDir() (string, error) {
 		return "", fmt.Errorf("own cgroup %q is outside the mounted hierarchy", rel)
 	}
 	return filepath.Join(mount, rel), nil
+}
+
+// lastCgroup2Mount is where cgroup2MountCached last found the cgroup2
+// file system.
+var lastCgroup2Mount atomic.Pointer[string]
+
+// cgroup2MountCached is cgroup2Mount without reading the mount table each
+// time: a supervisor makes a cgroup for every job it starts, and reading
+// and splitting /proc/self/mountinfo was most of that work. The path found
+// last is taken again while it is still the root of a cgroup2 file system
+// (statfs; the mount table is read again otherwise).
+func cgroup2MountCached() (string, error) {
+	if p := lastCgroup2Mount.Load(); p != nil {
+		var fs syscall.Statfs_t
+		if syscall.Statfs(*p, &fs) == nil && fs.Type == cgroup2Magic {
+			return *p, nil
+		}
+	}
+	mount, err := cgroup2Mount()
+	if err != nil {
+		lastCgroup2Mount.Store(nil)
+		return "", err
+	}
+	lastCgroup2Mount.Store(&mount)
+	return mount, nil
 }
 
 // cgroup2Mount returns where the cgroup2 file system is mounted.

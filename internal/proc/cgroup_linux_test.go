@@ -95,3 +95,28 @@ func TestEndUnknownGroupWithoutMain(t *testing.T) {
 		}
 	}
 }
+
+// The mount point found once is taken again only while it is still a
+// cgroup2 file system: a remembered path that is not one (here "/") sends
+// the lookup back to the mount table.
+func TestCgroup2MountCached(t *testing.T) {
+	want, err := cgroup2Mount()
+	if err != nil {
+		t.Skipf("no cgroup2 here: %v", err)
+	}
+	t.Cleanup(func() { lastCgroup2Mount.Store(nil) })
+	for range 2 {
+		got, err := cgroup2MountCached()
+		if err != nil || got != want {
+			t.Fatalf("cgroup2MountCached = %q, %v; want %q", got, err, want)
+		}
+	}
+	stale := "/"
+	lastCgroup2Mount.Store(&stale)
+	if got, err := cgroup2MountCached(); err != nil || got != want {
+		t.Fatalf("with a stale path remembered: %q, %v; want %q", got, err, want)
+	}
+	if p := lastCgroup2Mount.Load(); p == nil || *p != want {
+		t.Fatalf("remembered %v after the lookup, want %q", p, want)
+	}
+}
