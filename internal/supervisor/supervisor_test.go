@@ -542,7 +542,10 @@ func TestDefaultLockAndIdleExit(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
 	dir := runtimeDir(t)
-	s := startSupervisor(t, Config{DB: d, RuntimeDir: dir, Default: true, IdleExit: 300 * time.Millisecond})
+	// The lock: a second default supervisor is refused while the first
+	// lives (no idle exit here, so that a loaded machine cannot end the
+	// first one before the second tries).
+	first := startSupervisor(t, Config{DB: d, RuntimeDir: dir, Default: true, IdleExit: 0})
 	other, _ := New(Config{DB: d, RuntimeDir: dir, Default: true})
 	if err := other.Open(context.Background()); !errors.Is(err, vocab.ErrDefaultRunning) {
 		t.Fatalf("second default supervisor: %v, want vocab.ErrDefaultRunning", err)
@@ -552,19 +555,41 @@ func TestDefaultLockAndIdleExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	// A running job keeps it alive past IdleExit.
-	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 0.6"}})
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Idle exit: a running job keeps the supervisor alive past IdleExit;
+	// once it ends, the supervisor exits. The job waits for a gate, so it
+	// runs as long as the test needs. A supervisor that idled out before
+	// the job could start (a loaded machine) is replaced and tried again.
+	gate := filepath.Join(t.TempDir(), "go")
+	var s *Supervisor
+	var job db.Job
+	for try := 0; ; try++ {
+		s = startSupervisor(t, Config{DB: d, RuntimeDir: dir, Default: true, IdleExit: 300 * time.Millisecond})
+		job, err = s.Start(context.Background(), protocol.StartRequest{Job: db.NewJob{Command: "while [ ! -e '" + gate + "' ]; do sleep 0.05; done"}})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, vocab.ErrSupervisorClosed) || try == 20 {
+			t.Fatalf("start: %v", err)
+		}
+	}
 	select {
 	case <-s.Done():
 		t.Fatal("idle exit while a job runs")
-	case <-time.After(400 * time.Millisecond):
+	case <-time.After(3 * 300 * time.Millisecond):
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case <-s.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no idle exit")
 	}
-	if got := waitDone(t, d, job.ID, time.Second); got.Status != vocab.StatusDone {
+	if got := waitDone(t, d, job.ID, 30*time.Second); got.Status != vocab.StatusDone {
 		t.Errorf("job status %s", got.Status)
 	}
 	if sup, _ := d.FindSupervisor(context.Background(), s.ID()); sup.EndedAt == nil || protocol.SupervisorAlive(sup) {
