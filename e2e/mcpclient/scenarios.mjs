@@ -150,7 +150,7 @@ const scenarios = {
     if (!isTerminal(r.sc?.status)) r = await waitDone(s, id);
     check(r.sc.status === "error" && r.sc.exitCode === 2, "build: not error with exitCode 2", r.text);
     check(r.all.includes("undefined reference"), "build: error line missing", r.text);
-    return { first_status: firstStatus };
+    return { first_status: firstStatus, runtime_ms: r.sc.runtime_ms };
   },
 
   // 3. A dev server: start it, wait until it is ready, kill it.
