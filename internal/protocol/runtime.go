@@ -348,6 +348,20 @@ func (l *Listener) Gone() bool {
 	return err == nil && !os.SameFile(fi, l.made)
 }
 
+// Retire turns clients away from l while it answers those that reached
+// it already: its path is removed (if it still names l's socket), so no
+// new connection arrives, and Accept goes on returning the connections
+// made before, then, after grace, fails with os.ErrDeadlineExceeded, when
+// the acceptor closes l. Closing it at once would drop the connections
+// the kernel had queued and not yet handed to Accept: their clients read
+// EOF without an answer.
+func (l *Listener) Retire(grace time.Duration) {
+	if l.made != nil && !l.Gone() {
+		_ = os.Remove(l.path)
+	}
+	_ = l.SetDeadline(time.Now().Add(grace))
+}
+
 // Close stops listening and removes the socket, if path still names it.
 func (l *Listener) Close() error {
 	err := l.UnixListener.Close()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/protocol"
@@ -37,6 +38,7 @@ type addresses struct {
 	defaultLock     *os.File
 	listener        *protocol.Listener // the supervisor's own socket
 	defaultListener *protocol.Listener // default.sock (Config.Default)
+	retired         *protocol.Listener // default.sock's after retireDefault
 }
 
 func newAddresses(s *Supervisor) *addresses {
@@ -160,12 +162,38 @@ func (a *addresses) listeners() []*protocol.Listener {
 // answers no new connection (the server's acceptors end).
 func (a *addresses) shut() {
 	a.mu.Lock()
-	own := a.listener
+	own, retired := a.listener, a.retired
 	a.mu.Unlock()
-	if own != nil {
-		own.Close()
+	for _, l := range []*protocol.Listener{own, retired} {
+		if l != nil {
+			l.Close()
+		}
 	}
 	a.dropDefault()
+}
+
+// retireGrace is how long a retiring supervisor still accepts the
+// connections made to default.sock before it was removed (see
+// protocol.Listener.Retire): the kernel has queued them already, so a
+// moment suffices, but a loaded machine may not run the acceptor at once.
+const retireGrace = 5 * time.Second
+
+// retireDefault stops being the default supervisor for good, as
+// dropDefault does, but answers the clients that connected to
+// default.sock before: their requests get the supervisor's answer (a
+// start its refusal) rather than a closed connection.
+func (a *addresses) retireDefault() {
+	a.mu.Lock()
+	def, defLock := a.defaultListener, a.defaultLock
+	a.defaultListener, a.defaultLock = nil, nil
+	a.retired = def
+	a.mu.Unlock()
+	if def != nil {
+		def.Retire(retireGrace)
+	}
+	if defLock != nil {
+		defLock.Close()
+	}
 }
 
 // dropDefault stops being the default supervisor: default.sock is closed,

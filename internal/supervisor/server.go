@@ -71,6 +71,11 @@ func (v *server) accept(ctx context.Context, l net.Listener) {
 			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
 				return
 			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// A retired listener answered what reached it.
+				l.Close()
+				return
+			}
 			v.s.logf("accept: %v", err)
 			// A persistent error (out of file descriptors) must not spin.
 			t := time.NewTimer(50 * time.Millisecond)
