@@ -104,10 +104,9 @@ func tickOutput() string {
 func TestB22DatabaseRemovedOrReplacedUnderSupervisor(t *testing.T) {
 	t.Parallel()
 	// The first start after the file is replaced may reach the old
-	// supervisor as its own check of the file retires it: it connected
-	// before default.sock was removed, so it gets the refusal (a
-	// supervisor that closed its socket at once left such a client
-	// "call supervisor: EOF").
+	// supervisor as it retires, with its job ended already (a loaded
+	// machine): it gets the refusal, not "call supervisor: EOF" from a
+	// supervisor exiting under its request.
 	for _, how := range []string{"rm", "mv", "mv over"} {
 		t.Run(how, func(t *testing.T) {
 			w := newWorld(t)

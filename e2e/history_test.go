@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/db/dbtest"
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 // Size knobs of the history tests: JOBS_E2E_HISTORY_JOBS (finished jobs
@@ -74,7 +75,7 @@ func (w *world) listJSON(args ...string) listPage {
 // every job once.
 func TestHistoryListBounded(t *testing.T) {
 	t.Parallel()
-	n := envCount("JOBS_E2E_HISTORY_JOBS", 2000)
+	n := envCount("JOBS_E2E_HISTORY_JOBS", testlong.Pick(1100, 2000))
 	w := newWorld(t)
 	w.ok("list") // creates the database
 	w.fill(n, dbtest.History{ChunkBytes: 10, End: time.Now().Add(-time.Hour)})
@@ -187,7 +188,7 @@ func thousands(n int) string {
 // expiry the space is given back: the file is less than half that size.
 func TestHistoryStaysSmall(t *testing.T) {
 	t.Parallel()
-	total := envCount("JOBS_E2E_EXPIRE_JOBS", 3000)
+	total := envCount("JOBS_E2E_EXPIRE_JOBS", testlong.Pick(1000, 3000))
 	per := max(1, total/10)
 	w := newWorld(t)
 	w.ok("list")

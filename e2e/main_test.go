@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testbin"
 	"github.com/agentjobs/jobs/internal/testwait"
 )
 
@@ -40,9 +41,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	jobsBin = filepath.Join(dir, "jobs")
-	if out, err := exec.Command("go", "build", "-o", jobsBin, "github.com/agentjobs/jobs").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build jobs: %v\n%s", err, out)
+	if jobsBin, err = testbin.Jobs(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "build jobs: %v\n", err)
 		os.Exit(1)
 	}
 	if helperBin, err = os.Executable(); err != nil {

@@ -7,7 +7,8 @@ package e2e
 // "MATRIX-FIGURE" line, which scripts/matrix.sh collects.
 //
 // Size knobs: JOBS_E2E_SCALE divides the load rows' sizes (default 8 under
-// -race, 2 for A1, 1 otherwise; 1 gives the sizes the matrix states).
+// -race, 2 for A1, 1 otherwise, each doubled unless the long sizes are on;
+// 1 gives the sizes the matrix states).
 
 import (
 	"bytes"
@@ -27,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 func init() {
@@ -35,14 +38,18 @@ func init() {
 }
 
 // scale is the divisor of the load rows' sizes.
+//
+// Without the long sizes (internal/testlong), the default divisors
+// double: the rows' checks hold at any size, and the long run keeps the
+// sizes that load the machine.
 func scale() int64 { return scaleOr(8) }
 
 // scaleOr is the divisor of a load row's sizes whose default under -race
 // is race.
 func scaleOr(race int64) int64 {
-	def := int64(1)
+	def := testlong.Pick[int64](2, 1)
 	if raceEnabled {
-		def = race
+		def *= race
 	}
 	return envInt64("JOBS_E2E_SCALE", def)
 }

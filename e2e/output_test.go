@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testlong"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -176,7 +177,7 @@ func TestB11LockThreeBusyTimeouts(t *testing.T) {
 
 func lockFlood(t *testing.T, hold string) {
 	w := newWorld(t)
-	n := envInt64("JOBS_E2E_SPEW_BYTES", 24<<20)
+	n := envInt64("JOBS_E2E_SPEW_BYTES", testlong.Pick[int64](8<<20, 24<<20))
 	gate := filepath.Join(w.base, "go")
 	// A job that waits under the lock for the verbs to use.
 	running := w.start(helper("until-eof")...)
@@ -368,7 +369,7 @@ func TestA3CapKeepsHeadAndNewestExactly(t *testing.T) {
 // JSON, a note on stderr).
 func TestC5GrepLongLineSaysTruncated(t *testing.T) {
 	t.Parallel()
-	n := envInt64("JOBS_E2E_LONG_LINE_BYTES", 32<<20) // 256 MiB: 268435456
+	n := envInt64("JOBS_E2E_LONG_LINE_BYTES", testlong.Pick[int64](8<<20, 32<<20)) // 256 MiB: 268435456
 	w := newWorld(t)
 	id := w.start("--max-output", "0", "--", "sh", "-c",
 		fmt.Sprintf(`printf 'first\nsecond\n'; head -c %d /dev/zero | tr '\0' x`, n))
@@ -479,7 +480,7 @@ func TestB9DiskFullRecovers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a size-limited tmpfs")
 	}
-	for _, c := range []struct {
+	cases := []struct {
 		disk    string
 		ballast int64 // freed after the flood: the space that returns
 		n       int64 // the flood
@@ -494,7 +495,16 @@ func TestB9DiskFullRecovers(t *testing.T) {
 		{"6m", 1 << 20, 8 << 20},
 		{"8m", 2 << 20, 24 << 20},
 		{"16m", 4 << 20, 20 << 20},
-	} {
+	}
+	if !testlong.On() {
+		// The smallest disk and the largest; the long run tries all.
+		cases = []struct {
+			disk    string
+			ballast int64
+			n       int64
+		}{cases[0], cases[len(cases)-1]}
+	}
+	for _, c := range cases {
 		t.Run(c.disk, func(t *testing.T) {
 			t.Parallel() // each case has its own world and its own tmpfs
 			diskFullRecovers(t, c.disk, c.ballast, c.n)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 func init() {
@@ -59,7 +61,7 @@ func mustPeakRSS(t *testing.T, pid int) int64 {
 // JOBS_E2E_WRITE_BYTES (default 100 MiB).
 func TestC3HugeStdinWrites(t *testing.T) {
 	t.Parallel()
-	n := envInt64("JOBS_E2E_WRITE_BYTES", 100<<20)
+	n := envInt64("JOBS_E2E_WRITE_BYTES", testlong.Pick[int64](32<<20, 100<<20))
 	input, sum := writeInput(t, n)
 	w := newWorld(t)
 

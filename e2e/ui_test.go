@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 // chromium finds a Chromium or Chrome binary, or skips the test (fails it in
@@ -276,7 +278,7 @@ COMMIT;`,
 func TestUIHugeLogOpensAndJumpsToMiddle(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	size := envInt64("JOBS_E2E_UI_LOG_BYTES", 1<<30) &^ (64<<10 - 1)
+	size := envInt64("JOBS_E2E_UI_LOG_BYTES", testlong.Pick[int64](256<<20, 1<<30)) &^ (64<<10 - 1)
 	small := w.start("--name", "small", "--", "echo", "a small log")
 	big := w.start("--name", "big", "--max-output", "0", "--", "true")
 	w.waitTerminal(big, 30*time.Second)

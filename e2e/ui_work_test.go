@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 // followLink opens the target of the link a CSS selector finds, as a
@@ -91,7 +93,7 @@ func TestUISearchCountsExactlyAndJumps(t *testing.T) {
 func TestUISearchWholeLargeLog(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	size := envInt64("JOBS_E2E_UI_SEARCH_BYTES", 64<<20) &^ (64<<10 - 1)
+	size := envInt64("JOBS_E2E_UI_SEARCH_BYTES", testlong.Pick[int64](16<<20, 64<<20)) &^ (64<<10 - 1)
 	big := w.start("--name", "big", "--max-output", "0", "--", "true")
 	w.waitTerminal(big, 30*time.Second)
 	w.bigLog(big, size)

@@ -15,6 +15,12 @@ if ((${#pkgs[@]} == 0)); then
 	mapfile -t pkgs < <(go list ./...)
 fi
 ran=0
+# With the long sizes (CI=true or JOBS_TEST_LONG=1, as for the tests)
+# five times the inputs.
+long=1
+if [ "${CI:-}" = true ] || [ "${JOBS_TEST_LONG:-}" = 1 ]; then
+	long=5
+fi
 for pkg in "${pkgs[@]}"; do
 	# The fuzz targets are the package's `func FuzzXxx(f *testing.F)`:
 	# read from its test files rather than with `go test -list`, which
@@ -25,9 +31,9 @@ for pkg in "${pkgs[@]}"; do
 		# A few seconds each on a quiet 2-core machine (the inputs of the
 		# seed corpora also run in every go test, as tests).
 		case $target in
-		FuzzAppendRead) budget=20x ;; # a fresh database per input: a few a second
-		FuzzFindJobRef) budget=1000x ;; # SQLite lookups: hundreds a second
-		*) budget=10000x ;;
+		FuzzAppendRead) budget=$((4 * long))x ;; # a fresh database per input: a few a second
+		FuzzFindJobRef) budget=$((200 * long))x ;; # SQLite lookups: hundreds a second
+		*) budget=$((2000 * long))x ;;
 		esac
 		budget=${FUZZTIME:-$budget}
 		echo "== $pkg $target ($budget)"

@@ -8,6 +8,21 @@ cd "$(dirname "$0")/.."
 
 scripts/deps.sh
 
+# The long adversarial sizes (internal/testlong): on in CI (CI=true) or
+# with JOBS_TEST_LONG=1; off, the same cases run smaller.
+if [ "${CI:-}" = true ] || [ "${JOBS_TEST_LONG:-}" = 1 ]; then
+	echo "== long sizes on"
+else
+	echo "== long sizes off (JOBS_TEST_LONG=1 turns them on, as CI does)"
+fi
+
+# One jobs binary for every package whose tests run it (each links it
+# into its own directory, internal/testbin), instead of one build each.
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/jobs" .
+export JOBS_TEST_BINARY=$bin/jobs
+
 # -parallel 8: most end-to-end tests wait on processes, sockets and the
 # disk more than they compute, so more of them than cores run at once.
 echo "== go test -race -count=1 -parallel 8 -timeout 60m ./..."
@@ -20,7 +35,7 @@ fi
 
 if command -v npx >/dev/null; then
 	echo "== MCP inspector check"
-	scripts/mcp-inspector-check.sh
+	scripts/mcp-inspector-check.sh "$JOBS_TEST_BINARY"
 else
 	echo "== MCP inspector check skipped: node/npx not installed"
 fi

@@ -14,11 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/testbin"
 	"github.com/agentjobs/jobs/internal/testwait"
 )
 
 // jobsBin is the jobs binary built once by TestMain for the end-to-end
-// tests.
+// tests (or linked from $JOBS_TEST_BINARY: internal/testbin).
 var jobsBin string
 
 func TestMain(m *testing.M) {
@@ -29,10 +30,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	if flag {
-		jobsBin = filepath.Join(dir, "jobs")
-		out, err := exec.Command("go", "build", "-o", jobsBin, "github.com/agentjobs/jobs").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build jobs: %v\n%s", err, out)
+		if jobsBin, err = testbin.Jobs(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "build jobs:", err)
 			os.Exit(1)
 		}
 	}

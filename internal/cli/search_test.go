@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 type searchJSON struct {
@@ -32,8 +34,10 @@ type searchJSON struct {
 func TestLogGrepSearchesWholeLog(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	// About 6.6 MB: more than one page of the search (4 MiB).
-	id := e.start("--max-output", "0", "echo 'ERROR first'; seq 900000; echo 'ERROR last'")
+	// More than one page of the search (4 MiB): about 4.8 MB, 6.6 MB with
+	// the long sizes.
+	n := testlong.Pick(700000, 900000)
+	id := e.start("--max-output", "0", fmt.Sprintf("echo 'ERROR first'; seq %d; echo 'ERROR last'", n))
 	e.ok("wait", id)
 	all := e.ok("log", id, "--all")
 	re := regexp.MustCompile(`(^ERROR|77$)`)

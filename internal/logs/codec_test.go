@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"regexp"
 	"testing"
+
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 // textOutput is n bytes of a build log: compiler-like lines.
@@ -94,13 +97,14 @@ func TestChunkCodec(t *testing.T) {
 // TestCompressedOutputByteExact: a flood of text (stored compressed) and
 // one of random bytes (stored as is), written through the appender to a
 // real database, read back exactly by every kind of read; offsets and
-// line numbers are those of the output as written.
+// line numbers are those of the output as written. Each flood is 1 MiB
+// and a bit (sixteen chunks), 3 MiB and a bit with the long sizes.
 func TestCompressedOutputByteExact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := openDB(t)
 	a := newAppender(t, d, AppenderOptions{})
-	const size = 3<<20 + 12345
+	size := testlong.Pick(1<<20+12345, 3<<20+12345)
 	for _, tc := range []struct {
 		name   string
 		data   []byte
@@ -110,6 +114,7 @@ func TestCompressedOutputByteExact(t *testing.T) {
 		{"random", randomOutput(t, size), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			id := newJob(t, d, 0)
 			track(t, a, id, 0)
 			for p := tc.data; len(p) > 0; {
@@ -157,9 +162,10 @@ func TestCompressedOutputByteExact(t *testing.T) {
 				if err != nil || !bytes.Equal(p.Data, bytes.Join(lines[from:from+3], nil)) {
 					t.Fatalf("lines %d..%d: %q, %v", from, from+3, p.Data, err)
 				}
-				re := regexp.MustCompile(`^00031234 `)
+				k := len(lines) * 3 / 4 // a line deep in the output
+				re := regexp.MustCompile(fmt.Sprintf(`^%08d `, k))
 				g, err := ReadRange(ctx, d, id, 0, MaxLimit, Filter{Grep: re})
-				want := lines[31234]
+				want := lines[k]
 				if err != nil || !bytes.Equal(g.Data, want) {
 					t.Fatalf("grep: %q, want %q, %v", g.Data, want, err)
 				}
@@ -170,6 +176,8 @@ func TestCompressedOutputByteExact(t *testing.T) {
 
 // TestCapTrimsCompressedChunk: the output cap cuts the front of a chunk
 // stored compressed; what stays is exactly the head and the newest bytes.
+// The job writes 3 MiB with the long sizes, else 1.5 MiB: three times its
+// cap, enforced after each of its writes.
 func TestCapTrimsCompressedChunk(t *testing.T) {
 	t.Parallel()
 	d := openDB(t)
@@ -177,7 +185,7 @@ func TestCapTrimsCompressedChunk(t *testing.T) {
 	const maxOutput = 512 << 10
 	id := newJob(t, d, maxOutput)
 	track(t, a, id, maxOutput)
-	data := textOutput(3 << 20)
+	data := textOutput(testlong.Pick(3<<19, 3<<20))
 	for p := data; len(p) > 0; {
 		n := min(len(p), 40000)
 		write(t, a, id, Stdout, p[:n])

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 // FuzzAppendRead appends the writes a script describes (sizes, streams,
@@ -215,11 +216,13 @@ func lastLines(b []byte, n int) []byte {
 // TestRandomScripts runs FuzzAppendRead's check on pseudo-random scripts,
 // so plain go test covers more than the original interface corpus: fuzzing itself is slow
 // here because the coverage instrumentation includes the transpiled SQLite.
+// It runs the first 4 scripts of its fixed sequence, all 8 with the long
+// sizes (at most 5 with -short).
 func TestRandomScripts(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
-	n := 8
+	n := testlong.Pick(4, 8)
 	if testing.Short() {
-		n = 5
+		n = min(n, 5)
 	}
 	for i := 0; i < n; i++ {
 		script := make([]byte, r.Intn(1500))

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentjobs/jobs/internal/testbin"
 )
 
 // jobsBin is the jobs binary the stdio tests run as `jobs mcp`; buildErr
@@ -23,8 +25,8 @@ var (
 	buildErr error
 )
 
-// TestMain builds the jobs binary once for the stdio tests (or takes
-// $JOBS_TEST_BINARY), runs the tests, then ends the detached supervisors
+// TestMain builds the jobs binary once for the stdio tests (or links
+// $JOBS_TEST_BINARY: internal/testbin), runs the tests, then ends the detached supervisors
 // those tests started, which would otherwise idle for a minute.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "jobs-mcp-test-")
@@ -32,14 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	jobsBin = os.Getenv("JOBS_TEST_BINARY")
-	if jobsBin == "" {
-		jobsBin = filepath.Join(dir, "jobs")
-		out, err := exec.Command("go", "build", "-o", jobsBin, "github.com/agentjobs/jobs").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build github.com/agentjobs/jobs: %v\n%s", err, out)
-		}
-	}
+	jobsBin, buildErr = testbin.Jobs(dir)
 	code := m.Run()
 	stopSupervisors(jobsBin)
 	os.RemoveAll(dir)
@@ -50,9 +45,6 @@ func TestMain(m *testing.M) {
 // binary (the `jobs supervise` processes that `jobs mcp` started). The path
 // is a fresh temporary file, so nothing else matches.
 func stopSupervisors(bin string) {
-	if os.Getenv("JOBS_TEST_BINARY") != "" {
-		return // not ours to stop
-	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		cmdline, err := os.ReadFile(p)

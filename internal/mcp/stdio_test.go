@@ -15,6 +15,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 // The tests in this file drive the real `jobs mcp` over stdio with the
@@ -230,14 +232,16 @@ func TestStdioWriteEOF(t *testing.T) {
 	callErr(t, cs, "process", map[string]any{"action": "write", "sessionId": done.SessionID, "data": "x"}, "Session "+done.SessionID+" is not running")
 }
 
+// TestStdioBigWrite: one write of many pipe buffers reaches the job whole
+// (4 MiB, 10 MiB with the long sizes); one past maxWriteBytes is refused.
 func TestStdioBigWrite(t *testing.T) {
 	t.Parallel()
 	cs := newEnv(t).serve(t, "big", nil)
 	id := start(t, cs, "wc -c", nil)
-	const n = 10 << 20
+	n := testlong.Pick(4<<20, 10<<20)
 	w := callOK[writeResult](t, cs, "process", map[string]any{"action": "write", "sessionId": id, "data": strings.Repeat("a", n), "eof": true})
 	if w.Written != n {
-		t.Fatalf("10 MiB write: wrote %d bytes", w.Written)
+		t.Fatalf("%d MiB write: wrote %d bytes", n>>20, w.Written)
 	}
 	r := waitDone(t, cs, id)
 	if !strings.Contains(r.Output, strconv.Itoa(n)) {

@@ -25,11 +25,15 @@ type server struct {
 	s *Supervisor
 
 	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	conns map[net.Conn]bool // true while a request runs on it
 }
 
+// answerGrace bounds how long Stop lets a request under way write its
+// answer.
+const answerGrace = 5 * time.Second
+
 func newServer(s *Supervisor) *server {
-	return &server{s: s, conns: map[net.Conn]struct{}{}}
+	return &server{s: s, conns: map[net.Conn]bool{}}
 }
 
 // Start serves the sockets the addresses service listens on.
@@ -43,18 +47,39 @@ func (v *server) Start(ctx context.Context) error {
 
 // Stop ends the acceptors (their listeners are closed by then: see
 // Supervisor.shutdown) and every connection, and waits for their
-// goroutines. A request under way sees its context cancelled and its
-// connection closed.
+// goroutines. A connection waiting for a request is closed at once; a
+// request under way sees its context cancelled and still writes its
+// answer (within answerGrace), then its connection is closed. The request
+// that made the supervisor exit is one: a start that found the database
+// file replaced, when no job was left to finish, got a closed connection
+// instead of its refusal.
 func (v *server) Stop() error {
 	v.mu.Lock()
 	conns := v.conns
 	v.conns = nil // no connection is taken from now on
 	v.mu.Unlock()
-	for c := range conns {
+	for c, busy := range conns {
+		if busy {
+			c.SetDeadline(time.Now().Add(answerGrace))
+			continue
+		}
 		c.Close()
 	}
 	v.Halt()
 	return nil
+}
+
+// busy marks conn as running a request (or done with it) and reports
+// whether the server still serves it: false once Stop began, when the
+// request must not run.
+func (v *server) busy(conn net.Conn, running bool) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.conns == nil {
+		return false
+	}
+	v.conns[conn] = running
+	return true
 }
 
 // serve starts an acceptor on l, and reports whether it did (not once the
@@ -93,7 +118,7 @@ func (v *server) accept(ctx context.Context, l net.Listener) {
 			conn.Close()
 			return
 		}
-		v.conns[conn] = struct{}{}
+		v.conns[conn] = false
 		ok := v.Go(func(ctx context.Context) { v.handleConn(ctx, conn) })
 		v.mu.Unlock()
 		if !ok {
@@ -130,6 +155,9 @@ func (v *server) handleConn(ctx context.Context, conn net.Conn) {
 			}
 			return
 		}
+		if !v.busy(conn, true) {
+			return // Stop closed it, or is about to
+		}
 		ctx := ctx
 		watched := req.Op == protocol.OpWrite
 		var stop func() bool
@@ -143,6 +171,9 @@ func (v *server) handleConn(ctx context.Context, conn net.Conn) {
 			return // gone, or it broke the protocol by sending meanwhile
 		}
 		if err := enc.Encode(resp); err != nil {
+			return
+		}
+		if !v.busy(conn, false) {
 			return
 		}
 	}

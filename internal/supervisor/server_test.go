@@ -242,3 +242,36 @@ func TestWireErrors(t *testing.T) {
 		t.Errorf("plain came back as %v", back)
 	}
 }
+
+// A supervisor with no running job that finds its database file replaced
+// on a start retires and exits at once; the start that found it still gets
+// its answer, the refusal, rather than a connection closed under it
+// ("call supervisor: EOF").
+func TestRetiringSupervisorAnswersTheStartThatRetiredIt(t *testing.T) {
+	t.Parallel()
+	for i := range 20 {
+		d := openDB(t)
+		s := startSupervisor(t, Config{DB: d})
+		ctx := context.Background()
+		c, err := protocol.Dial(ctx, s.SocketPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(d.Path); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Start(ctx, protocol.StartRequest{Job: db.NewJob{Argv: []string{"true"}}})
+		c.Close()
+		if !errors.Is(err, vocab.ErrReplaced) {
+			t.Fatalf("start %d after the file was removed: %v, want the refusal", i, err)
+		}
+		select {
+		case <-s.Done():
+		case <-time.After(time.Minute):
+			t.Fatalf("supervisor %d did not exit after retiring with no job", i)
+		}
+	}
+}

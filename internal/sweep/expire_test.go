@@ -14,6 +14,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/db/dbtest"
 	"github.com/agentjobs/jobs/internal/sweep"
+	"github.com/agentjobs/jobs/internal/testlong"
 )
 
 // TestJanitorExpiryKeepsWritersMoving: while the janitor deletes many
@@ -23,9 +24,9 @@ import (
 // the longest any write waited is logged (the bench's expiry workload
 // measures it against a writer alone; TestJanitorBatchesAreBounded checks
 // the bound of each transaction). JOBS_EXPIRE_JOBS sets the count
-// (default 1,000).
+// (default 300, 1,000 with the long sizes).
 func TestJanitorExpiryKeepsWritersMoving(t *testing.T) {
-	n := 1000
+	n := testlong.Pick(300, 1000)
 	if v, err := strconv.Atoi(os.Getenv("JOBS_EXPIRE_JOBS")); err == nil && v > 0 {
 		n = v
 	}
@@ -101,7 +102,9 @@ func TestJanitorExpiryKeepsWritersMoving(t *testing.T) {
 // or events with a LIMIT, or one job by id), whatever the machine's speed:
 // the statements of each transaction are counted from a trace, not timed.
 // Jobs with many chunks are among them, so that one job's output is
-// spread over several transactions.
+// spread over several transactions. It expires 500 jobs, 2,000 with the
+// long sizes. Not parallel: the trace is the process's, and the other
+// test's statements would interleave with this one's transactions.
 func TestJanitorBatchesAreBounded(t *testing.T) {
 	ctx := context.Background()
 	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "jobs.db"))
@@ -110,12 +113,12 @@ func TestJanitorBatchesAreBounded(t *testing.T) {
 	}
 	defer d.Close()
 	old := time.Now().Add(-60 * 24 * time.Hour) // past the events' retention too
-	const n = 2000
+	n := testlong.Pick(500, 2000)
 	if err := dbtest.Fill(ctx, d, dbtest.History{Scope: "s", Jobs: n, ChunkBytes: 10 << 10, TTL: time.Millisecond, End: old}); err != nil {
 		t.Fatal(err)
 	}
-	// Three of them with 3,000 more chunks each.
-	const more = 3000
+	// Three of them with 1,000 more chunks each, 3,000 with the long sizes.
+	more := testlong.Pick(1000, 3000)
 	if _, err := d.ExecContext(ctx, `WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
 		INSERT INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data)
 		SELECT j.id, k.i, 'stdout', k.i * 1000000, k.i, 1, j.ended_at, zeroblob(100)

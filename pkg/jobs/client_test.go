@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testbin"
 	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
@@ -37,10 +38,7 @@ func TestMain(m *testing.M) {
 	// Runtime directories (sockets, locks) of every test live here.
 	os.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "run"))
 	os.MkdirAll(filepath.Join(dir, "run"), 0o700)
-	jobsBin = filepath.Join(dir, "jobs")
-	build := exec.Command("go", "build", "-o", jobsBin, "github.com/agentjobs/jobs")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	if jobsBin, err = testbin.Jobs(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "build jobs:", err)
 		os.Exit(1)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/db/dbtest"
+	"github.com/agentjobs/jobs/internal/testlong"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -42,9 +43,11 @@ var (
 // database with a long history, collects the text of every statement they
 // ran, and asks SQLite how it plans each one: none may scan jobs, chunks
 // or events, so that no verb costs more as history grows. The queries come
-// from the running code, not from a list kept beside it.
+// from the running code, not from a list kept beside it. The history is
+// 1,000 jobs, 3,000 with the long sizes (JOBS_PLAN_JOBS sets it). Not
+// parallel: the trace is the process's.
 func TestQueryPlansSeekHistory(t *testing.T) {
-	n := 3000
+	n := testlong.Pick(1000, 3000)
 	if v, err := strconv.Atoi(os.Getenv("JOBS_PLAN_JOBS")); err == nil && v > 0 {
 		n = v
 	}
