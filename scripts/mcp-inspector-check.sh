@@ -6,8 +6,9 @@
 #
 #   scripts/mcp-inspector-check.sh [path/to/jobs]
 #
-# Without an argument it builds jobs into a temporary directory. Needs node
-# and npx; the first run downloads @modelcontextprotocol/inspector from npm.
+# Without an argument it builds jobs into a temporary directory. Needs node;
+# it runs the inspector that scripts/deps.sh installs in e2e/mcpclient
+# (locked there), else the newest through npx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +46,14 @@ for _ in $(seq 100); do
 	sleep 0.05
 done
 
+# The inspector locked in e2e/mcpclient (scripts/deps.sh installs it),
+# else the newest from npm through npx: the same client, but npx costs a
+# second or more of resolving on each of the calls below.
 inspector=(npx -y @modelcontextprotocol/inspector --cli)
+local_inspector=e2e/mcpclient/node_modules/.bin/mcp-inspector
+if [ -x "$local_inspector" ]; then
+	inspector=("$PWD/$local_inspector" --cli)
+fi
 out=""
 fail=0
 
