@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests drive
 # (tmux, sqlite3, python3, chromium when missing), runs every package under the race
-# detector, then a short run of every fuzz target and the check of `jobs mcp`
-# with a real third-party MCP client (when node is present).
+# detector, then the check of `jobs mcp` with a real third-party MCP client
+# (when node is present). With the long sizes (CI=true or
+# JOBS_TEST_LONG=1: internal/testlong) the adversarial cases run at the
+# sizes the reliability matrix states, and a short run of every fuzz
+# target comes after the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +13,9 @@ scripts/deps.sh
 
 # The long adversarial sizes (internal/testlong): on in CI (CI=true) or
 # with JOBS_TEST_LONG=1; off, the same cases run smaller.
+long=0
 if [ "${CI:-}" = true ] || [ "${JOBS_TEST_LONG:-}" = 1 ]; then
+	long=1
 	echo "== long sizes on"
 else
 	echo "== long sizes off (JOBS_TEST_LONG=1 turns them on, as CI does)"
@@ -28,9 +33,13 @@ export JOBS_TEST_BINARY=$bin/jobs
 echo "== go test -race -count=1 -parallel 8 -timeout 60m ./..."
 go test -race -count=1 -parallel 8 -timeout 60m ./...
 
-if [ -x scripts/fuzz-smoke.sh ]; then
+# Mutation is an adversarial run: with the long sizes only (the seed
+# corpora of every fuzz target ran above, as tests, either way).
+if [ "$long" = 1 ]; then
 	echo "== fuzz smoke"
 	scripts/fuzz-smoke.sh
+else
+	echo "== fuzz smoke skipped: the long sizes are off (the seed corpora ran as tests)"
 fi
 
 if command -v npx >/dev/null; then
