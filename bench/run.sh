@@ -8,6 +8,8 @@
 #                           jobs; several minutes, about 2 GiB of scratch space)
 #   bench/run.sh --quick    CI smoke run (64 MiB, 20 jobs × 3 s, 20,000-job history;
 #                           about a minute)
+#   bench/run.sh --only capture,queue
+#                           only the workloads named (jobsbench's, queue, grep)
 #   bench/run.sh --against REV [--only versus]
 #                           also run capture and the many-jobs workload with
 #                           jobs built from git revision REV, in the same run,
@@ -69,8 +71,34 @@ if [ -n "$against" ]; then
 	export JOBS_BASE_BIN="$bin/jobs-base" JOBS_BASE_REV="$rev"
 fi
 
+# --only LIST names the workloads to run: jobsbench's, and this script's
+# own queue and grep parts; the parts not named are left out.
+only=""
+bench_args=()
+for ((i = 0; i < ${#args[@]}; i++)); do
+	case "${args[i]}" in
+	--only | -only)
+		only=${args[i + 1]:-}
+		i=$((i + 1))
+		;;
+	*) bench_args+=("${args[i]}") ;;
+	esac
+done
+wants() { [ -z "$only" ] || [[ ",${only// /}," == *",$1,"* ]]; }
+rest=""
+IFS=, read -ra named <<<"${only// /}"
+for w in ${named[@]+"${named[@]}"}; do
+	case $w in queue | grep) ;; *) rest=${rest:+$rest,}$w ;; esac
+done
+
 mkdir -p bench/out
-JOBS_BIN="$bin/jobs" "$bin/jobsbench" run -out bench/out/results.md ${args[@]+"${args[@]}"}
+if [ -z "$only" ]; then
+	JOBS_BIN="$bin/jobs" "$bin/jobsbench" run -out bench/out/results.md ${bench_args[@]+"${bench_args[@]}"}
+elif [ -n "$rest" ]; then
+	JOBS_BIN="$bin/jobs" "$bin/jobsbench" run -out bench/out/results.md --only "$rest" ${bench_args[@]+"${bench_args[@]}"}
+else
+	: >bench/out/results.md
+fi
 
 # Queued against plain starts: the same number of short jobs (true), once
 # started plainly and once through a queue of parallel 2, each in a fresh
@@ -109,17 +137,19 @@ queue_run() { # queue_run plain|queued → "cpu_ms wall_ms"
 	rm -rf "$dir"
 	unset JOBS_DB XDG_RUNTIME_DIR
 }
-read -r plain_cpu plain_wall < <(queue_run plain)
-read -r queued_cpu queued_wall < <(queue_run queued)
-{
-	echo
-	echo "### Queue: $queue_jobs jobs (true) through a queue of parallel 2 against $queue_jobs plain starts"
-	echo
-	echo "| run | supervisor CPU (ms) | wall (ms) |"
-	echo "| --- | ---: | ---: |"
-	echo "| $queue_jobs plain starts | $plain_cpu | $plain_wall |"
-	echo "| $queue_jobs queued, parallel 2 | $queued_cpu | $queued_wall |"
-} | tee -a bench/out/results.md
+if wants queue; then
+	read -r plain_cpu plain_wall < <(queue_run plain)
+	read -r queued_cpu queued_wall < <(queue_run queued)
+	{
+		echo
+		echo "### Queue: $queue_jobs jobs (true) through a queue of parallel 2 against $queue_jobs plain starts"
+		echo
+		echo "| run | supervisor CPU (ms) | wall (ms) |"
+		echo "| --- | ---: | ---: |"
+		echo "| $queue_jobs plain starts | $plain_cpu | $plain_wall |"
+		echo "| $queue_jobs queued, parallel 2 | $queued_cpu | $queued_wall |"
+	} | tee -a bench/out/results.md
+fi
 
 # --grep over a large log: jobs log ID --grep searches the whole stored log a
 # page at a time; its time and peak memory are set against grep -c on the
@@ -133,7 +163,7 @@ case "$grep_bytes" in
 *MiB) grep_n=$((${grep_bytes%MiB} << 20)) ;;
 *) grep_n=$grep_bytes ;;
 esac
-if [ "$grep_n" -gt 0 ]; then
+if [ "$grep_n" -gt 0 ] && wants grep; then
 	scratch=$(mktemp -d "${TMPDIR:-/tmp}/jobsbench-grep.XXXXXX")
 	trap 'rm -rf "$bin" "$scratch"' EXIT
 	mkdir -p "$scratch/state" "$scratch/run" "$scratch/config"
