@@ -38,7 +38,7 @@ type addresses struct {
 	defaultLock     *os.File
 	listener        *protocol.Listener // the supervisor's own socket
 	defaultListener *protocol.Listener // default.sock (Config.Default)
-	retired         *protocol.Listener // default.sock's after retireDefault
+	retired         *protocol.Listener // default.sock's after dropDefault with a grace
 }
 
 func newAddresses(s *Supervisor) *addresses {
@@ -169,7 +169,7 @@ func (a *addresses) shut() {
 			l.Close()
 		}
 	}
-	a.dropDefault()
+	a.dropDefault(0)
 }
 
 // retireGrace is how long a retiring supervisor still accepts the
@@ -178,35 +178,27 @@ func (a *addresses) shut() {
 // moment suffices, but a loaded machine may not run the acceptor at once.
 const retireGrace = 5 * time.Second
 
-// retireDefault stops being the default supervisor for good, as
-// dropDefault does, but answers the clients that connected to
-// default.sock before: their requests get the supervisor's answer (a
-// start its refusal) rather than a closed connection.
-func (a *addresses) retireDefault() {
+// dropDefault stops being the default supervisor: default.sock goes,
+// then default.lock is freed, so that the next client starts a new one.
+// The listener first, then the lock: once the lock is free a new
+// supervisor may create default.sock (closing ours leaves another's socket
+// alone, but there is no need to race it). With a grace (a supervisor
+// retiring for good), the socket's path is removed but the clients that
+// connected before are still answered for that long, rather than left
+// with a closed connection; shut closes it at the latest.
+func (a *addresses) dropDefault(grace time.Duration) {
 	a.mu.Lock()
 	def, defLock := a.defaultListener, a.defaultLock
 	a.defaultListener, a.defaultLock = nil, nil
-	a.retired = def
-	a.mu.Unlock()
-	if def != nil {
-		def.Retire(retireGrace)
+	if grace > 0 {
+		a.retired = def
 	}
-	if defLock != nil {
-		defLock.Close()
-	}
-}
-
-// dropDefault stops being the default supervisor: default.sock is closed,
-// then default.lock freed, so that the next client starts a new one. The
-// listener first, then the lock: once the lock is free a new supervisor
-// may create default.sock (closing ours leaves another's socket alone, but
-// there is no need to race it).
-func (a *addresses) dropDefault() {
-	a.mu.Lock()
-	def, defLock := a.defaultListener, a.defaultLock
-	a.defaultListener, a.defaultLock = nil, nil
 	a.mu.Unlock()
-	if def != nil {
+	switch {
+	case def == nil:
+	case grace > 0:
+		def.Retire(grace)
+	default:
 		def.Close()
 	}
 	if defLock != nil {
@@ -259,7 +251,7 @@ func (a *addresses) keep() {
 			// Another default supervisor started meanwhile: it serves
 			// default.sock now, and this one only its own socket (the
 			// socket at the path is the other's: left alone).
-			a.dropDefault()
+			a.dropDefault(0)
 			s.logf("runtime directory was removed and another supervisor took default.lock: no longer the default supervisor")
 			return
 		case err != nil:

@@ -61,7 +61,7 @@ func (s *Supervisor) retire(err error) {
 	s.db.KeepConnections()
 	s.db.LetGoOfSideFiles()
 	s.logf("database %s was removed or replaced: refusing new jobs; %d running jobs finish into the file that was open, then the supervisor exits", s.db.Path, running)
-	s.addr.retireDefault()
+	s.addr.dropDefault(retireGrace)
 	s.poke()
 }
 
