@@ -17,6 +17,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/supervisor"
+	"github.com/agentjobs/jobs/internal/testwait"
 )
 
 // readAll reads a job's whole stored output through paged `jobs log
@@ -51,12 +52,16 @@ func (w *world) waitTerminal(id string, d time.Duration) job {
 }
 
 // waitOutput waits until the job's output contains s.
+//
+// It fails once the output has not grown for 30 s: a loaded machine may
+// take minutes to print many lines (each a fork of sleep, say), and a
+// stuck capture stops growing.
 func (w *world) waitOutput(id, s string) string {
 	w.t.Helper()
 	var out string
-	waitFor(w.t, 30*time.Second, "output "+strconv.Quote(s), func() bool {
-		out = w.ok("log", id, "--offset", "0")
-		return strings.Contains(out, s)
+	testwait.ForProgress(w.t, 30*time.Second, 5*time.Minute, "output "+strconv.Quote(s), func() (bool, int64, string) {
+		out = w.ok("log", id, "--offset", "0", "--limit", "16777216")
+		return strings.Contains(out, s), int64(len(out)), tailOf(out, 2000)
 	})
 	return out
 }

@@ -9,13 +9,20 @@ import (
 	"time"
 )
 
-// Tick is how often a condition is looked at: often enough that a test
-// does not wait noticeably longer than the condition takes, seldom enough
-// that looking does not load the machine the condition is waiting on.
-const Tick = 10 * time.Millisecond
+// Tick is how often a cheap condition is looked at: often enough that a
+// test does not wait noticeably longer than the condition takes. A
+// condition that costs more to look at (one that runs a jobs command,
+// say) is looked at less often: after each look the poll rests twice as
+// long as the look took, up to MaxTick, so that looking takes at most a
+// third of the machine a waiting test holds, and less still when the
+// machine is loaded and every look is slow.
+const (
+	Tick    = 10 * time.Millisecond
+	MaxTick = 250 * time.Millisecond
+)
 
-// For polls cond every Tick until it holds, and fails the test with what
-// it waited for when d passes first.
+// For polls cond until it holds, and fails the test with what it waited
+// for when d passes first.
 func For(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	if !poll(d, cond) {
@@ -37,17 +44,57 @@ func ForLast(t testing.TB, d time.Duration, what string, cond func() (ok bool, l
 	}
 }
 
+// ForProgress waits for a condition that is reached step by step, such
+// as a line that comes after many others: cond says whether it holds and
+// how far things have come (a count that only grows). It fails when the
+// count has not grown for stall, or when limit has passed in all. A
+// loaded machine may take long to get there; a stuck one stops moving,
+// and only that fails.
+func ForProgress(t testing.TB, stall, limit time.Duration, what string, cond func() (ok bool, progress int64, last string)) {
+	t.Helper()
+	var (
+		last    string
+		best    int64 = -1
+		moved         = time.Now()
+		stalled bool
+	)
+	ok := poll(limit, func() bool {
+		ok, n, seen := cond()
+		last = seen
+		if n > best {
+			best, moved = n, time.Now()
+		}
+		if !ok && time.Since(moved) > stall {
+			stalled = true
+			return true // stop polling
+		}
+		return ok
+	})
+	switch {
+	case stalled:
+		t.Fatalf("waiting for %s: no progress for %v (at %d); last saw:\n%s", what, stall, best, last)
+	case !ok:
+		t.Fatalf("timed out after %v waiting for %s (at %d); last saw:\n%s", limit, what, best, last)
+	}
+}
+
 // poll reports whether cond held before d passed. It looks once more at
 // the deadline, so a slow look does not cost the last chance.
 func poll(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
-	tick := time.NewTicker(Tick)
-	defer tick.Stop()
-	for !cond() {
+	for {
+		t0 := time.Now()
+		if cond() {
+			return true
+		}
 		if time.Now().After(deadline) {
 			return cond()
 		}
-		<-tick.C
+		time.Sleep(rest(time.Since(t0)))
 	}
-	return true
+}
+
+// rest is how long to wait after a look that took took.
+func rest(took time.Duration) time.Duration {
+	return min(max(Tick, 2*took), MaxTick)
 }
