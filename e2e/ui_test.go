@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,11 +49,50 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browser starts a headless Chromium for the test and returns its context,
-// bounded so a stuck page fails the test instead of hanging it.
+// browser returns a tab of its own for the test, in a browser context of
+// its own (no cookies or storage shared with another test's tab), in the
+// one headless Chromium the package's tests share: a browser costs about
+// six seconds of CPU to start, a tab a fraction of that. The tab's
+// context is bounded so a stuck page fails the test instead of hanging
+// it; the tab closes with the test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path := chromium(t)
+	bctx, err := sharedBrowser.get(path)
+	if err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	tctx, cancelTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+	if err := chromedp.Do(tctx); err != nil {
+		cancelTab()
+		t.Fatalf("open a tab in %s: %v", path, err)
+	}
+	ctx, cancelTimeout := context.WithTimeout(tctx, 90*time.Second)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+	})
+	return ctx
+}
+
+// sharedBrowser is the Chromium the browser tests share, started by the
+// first of them and ended by TestMain.
+var sharedBrowser browserProcess
+
+type browserProcess struct {
+	mu     sync.Mutex
+	ctx    context.Context // the browser's first tab; new tabs derive from it
+	cancel func()
+}
+
+// get starts the browser on first use; a browser that failed to start
+// is tried again by the next test.
+func (b *browserProcess) get(path string) (context.Context, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ctx != nil {
+		return b.ctx, nil
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox, // the tests run as root in CI
@@ -62,19 +102,28 @@ func browser(t *testing.T) context.Context {
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelCtx := chromedp.NewContext(actx)
 	// The first action starts the browser, which lives as long as that
-	// action's context: no timeout there, the steps get their own.
+	// context: no timeout there, each test's tab gets its own.
 	if err := chromedp.Do(bctx); err != nil {
 		cancelCtx()
 		cancelAlloc()
-		t.Fatalf("start %s: %v", path, err)
+		return nil, err
 	}
-	ctx, cancelTimeout := context.WithTimeout(bctx, 90*time.Second)
-	t.Cleanup(func() {
-		cancelTimeout()
+	b.ctx = bctx
+	b.cancel = func() {
 		cancelCtx()
 		cancelAlloc()
-	})
-	return ctx
+	}
+	return bctx, nil
+}
+
+// close ends the browser, if one was started.
+func (b *browserProcess) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cancel != nil {
+		b.cancel()
+		b.ctx, b.cancel = nil, nil
+	}
 }
 
 // steps is a browser step that returns nothing.
