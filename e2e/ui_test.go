@@ -31,6 +31,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentjobs/jobs/internal/testlong"
+	"github.com/agentjobs/jobs/internal/testwait"
 )
 
 // chromium finds a Chromium or Chrome binary, or skips the test (fails it in
@@ -158,12 +159,29 @@ func eval[T any](t *testing.T, ctx context.Context, expr string, opts ...chromed
 }
 
 // text is the visible text of the first element matching a CSS selector.
+//
+// The element is found and read in one evaluation: live parts of a page
+// replace their nodes on every update, and a node found by one call
+// (chromedp.Text's query) can be detached, and read as "", by the next.
+// It waits up to 15 s for a visible element to read.
 func text(t *testing.T, ctx context.Context, css string) string {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(css)))
-	if err != nil {
-		t.Fatalf("read %s: %v", css, err)
-	}
+	expr := `(() => { const e = document.querySelector(` + strconv.Quote(css) + `);
+		return e && (e.offsetWidth || e.offsetHeight || e.getClientRects().length) ? [true, e.innerText] : [false, ""]; })()`
+	var v string
+	testwait.ForLast(t, 15*time.Second, "a visible "+css+" to read", func() (bool, string) {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		r, err := chromedp.Run(lctx, chromedp.Evaluate[[]any](expr))
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(r) == 2 && r[0] == true {
+			v, _ = r[1].(string)
+			return true, ""
+		}
+		return false, "no visible element"
+	})
 	return v
 }
 
@@ -247,7 +265,9 @@ func TestUIListShowsJobStartedLater(t *testing.T) {
 	within(t, ctx, 15*time.Second, "the new job's row", visible(`tr[data-id="`+id+`"]`))
 	took := time.Since(began)
 	same := eval[bool](t, ctx, `window.__sameDocument === true`)
-	name := text(t, ctx, `tr[data-id="`+id+`"] td.name a`)
+	// By script: each update replaces the rows, and a node found by one
+	// query can be gone by the next.
+	name := eval[string](t, ctx, `document.querySelector('tr[data-id="`+id+`"] td.name a')?.textContent ?? "(no row)"`)
 	if !same {
 		t.Fatal("the page reloaded to show the new job")
 	}
