@@ -22,7 +22,10 @@ func Jobs(dir string) (string, error) {
 	dst := filepath.Join(dir, "jobs")
 	src := os.Getenv(Env)
 	if src == "" {
-		out, err := exec.Command("go", "build", "-o", dst, "github.com/agentjobs/jobs").CombinedOutput()
+		// As the README builds it (and scripts/test.sh).
+		cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", dst, "github.com/agentjobs/jobs")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("go build github.com/agentjobs/jobs: %v\n%s", err, out)
 		}
