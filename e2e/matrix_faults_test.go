@@ -97,7 +97,7 @@ func TestB8CannotStart(t *testing.T) {
 
 	sup := w.supervisorPID()
 	var kids map[int]byte
-	waitFor(t, 5*time.Second, "no child of the supervisor left", func() bool {
+	waitFor(t, 30*time.Second, "no child of the supervisor left", func() bool {
 		kids = childrenOf(sup)
 		return len(kids) == 0
 	})
@@ -122,7 +122,7 @@ func TestB20WaitingForInput(t *testing.T) {
 			t.Fatalf("poll: %v\n%s", err, out)
 		}
 	}
-	waitFor(t, 2*time.Second, "waiting_for_input", func() bool {
+	waitFor(t, 30*time.Second, "waiting_for_input", func() bool {
 		pollJSON()
 		return wfi.Job.WaitingForInput
 	})
@@ -138,8 +138,8 @@ func TestB20WaitingForInput(t *testing.T) {
 	}
 
 	// While it runs on, after the input: no longer waiting.
-	id = w.start("--", "sh", "-c", "read x; echo got $x; exec sleep 30")
-	waitFor(t, 2*time.Second, "waiting_for_input", func() bool {
+	id = w.start("--", "sh", "-c", "read x; echo got $x; exec sleep 300")
+	waitFor(t, 30*time.Second, "waiting_for_input", func() bool {
 		out := w.ok("--json", "poll", id)
 		return jsonUnmarshal(out, &wfi) == nil && wfi.Job.WaitingForInput
 	})
@@ -150,7 +150,7 @@ func TestB20WaitingForInput(t *testing.T) {
 		out := w.ok("--json", "poll", id)
 		return jsonUnmarshal(out, &wfi) == nil && !wfi.Job.WaitingForInput && wfi.Job.Status == "running"
 	}
-	waitFor(t, 2*time.Second, "waiting_for_input false while the job runs on", pollJSON2)
+	waitFor(t, 30*time.Second, "waiting_for_input false while the job runs on", pollJSON2)
 	figure(t, "waiting_for_input true %v after start; false after `write hi --eof`; output \"got hi\"", seen.Round(10*time.Millisecond))
 }
 

@@ -106,7 +106,7 @@ func TestNoticeSubscribedWithinASecond(t *testing.T) {
 		t.Errorf("read %s: %v %+v", uri, err, res)
 	}
 	for name, c := range map[string]*noticeClient{"duragent": a, "claude-code": b} {
-		waitFor(t, 5*time.Second, name+"'s completion message", func() bool { return c.completions(id) > 0 })
+		waitFor(t, 30*time.Second, name+"'s completion message", func() bool { return c.completions(id) > 0 })
 	}
 	// Give a duplicate the time to come, then count.
 	w.ok("wait", "--timeout", "1s", w.start("--", "true"))
@@ -138,13 +138,13 @@ func TestNoticeEndedWhileNoServer(t *testing.T) {
 	w.waitTerminal(id, 10*time.Second)
 	a := w.noticeClient("duragent")
 	b := w.noticeClient("openclaw")
-	waitFor(t, 5*time.Second, "a completion message", func() bool { return a.completions(id)+b.completions(id) > 0 })
+	waitFor(t, 30*time.Second, "a completion message", func() bool { return a.completions(id)+b.completions(id) > 0 })
 	c := w.noticeClient("macos-shell")
 	// A later job's end, seen live by all three, orders after any late
 	// backlog notice on each connection.
 	later := w.start("--", "true")
 	for name, n := range map[string]*noticeClient{"a": a, "b": b, "c": c} {
-		waitFor(t, 5*time.Second, name+"'s live notice of "+later, func() bool { return n.completions(later) == 1 })
+		waitFor(t, 30*time.Second, name+"'s live notice of "+later, func() bool { return n.completions(later) == 1 })
 	}
 	if got := a.completions(id) + b.completions(id) + c.completions(id); got != 1 {
 		t.Errorf("%d completion messages for %s, which ended while no server ran; want exactly 1", got, id)

@@ -191,7 +191,7 @@ func TestB2CLIKilled(t *testing.T) {
 	if err := d.QueryRow(`SELECT id, status FROM jobs ORDER BY created_at DESC LIMIT 1`).Scan(&started, &status); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the job to leave starting", func() bool {
+	waitFor(t, 30*time.Second, "the job to leave starting", func() bool {
 		if err := d.QueryRow(`SELECT status FROM jobs WHERE id = ?`, started).Scan(&status); err != nil {
 			t.Fatal(err)
 		}

@@ -81,7 +81,7 @@ func TestTmuxDurable(t *testing.T) {
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the supervisor to die", func() bool { return !alive(sup) })
+	eventually(t, 30*time.Second, "the supervisor to die", func() bool { return !alive(sup) })
 	e.ok("list") // a reader sweeps: the tmux job must not be lost
 	e.jsonOf(&st, "status", id)
 	if st.Job.Status != "running" {

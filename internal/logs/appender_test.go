@@ -87,7 +87,7 @@ func TestTrickleIsVisibleWithoutFlush(t *testing.T) {
 	track(t, a, id, 0)
 	start := time.Now()
 	write(t, a, id, Stdout, []byte("hello\n"))
-	waitFor(t, 5*time.Second, "the line to be readable", func() bool {
+	waitFor(t, 30*time.Second, "the line to be readable", func() bool {
 		p, err := ReadRange(context.Background(), d, id, 0, 0, Filter{})
 		return err == nil && string(p.Data) == "hello\n"
 	})
@@ -105,12 +105,12 @@ func TestRowLagsReadersDoNot(t *testing.T) {
 	track(t, a, id, 0)
 	ctx := context.Background()
 	write(t, a, id, Stdout, []byte("one\n")) // the first output advances the row
-	waitFor(t, 5*time.Second, "the row to count the first line", func() bool {
+	waitFor(t, 30*time.Second, "the row to count the first line", func() bool {
 		return readJobRow(t, d, id).Output == 4
 	})
 	write(t, a, id, Stderr, []byte("two\n"))
 	write(t, a, id, Stdout, []byte("three\n"))
-	waitFor(t, 5*time.Second, "the lines to be readable", func() bool {
+	waitFor(t, 30*time.Second, "the lines to be readable", func() bool {
 		p, err := ReadRange(ctx, d, id, 0, 0, Filter{})
 		return err == nil && string(p.Data) == "one\ntwo\nthree\n"
 	})
@@ -186,7 +186,7 @@ func TestRowCatchesUp(t *testing.T) {
 	for _, id := range []string{quiet, flushed} {
 		write(t, a, id, Stdout, []byte("a\n"))
 	}
-	waitFor(t, 5*time.Second, "the rows to count the first line", func() bool {
+	waitFor(t, 30*time.Second, "the rows to count the first line", func() bool {
 		return readJobRow(t, d, quiet).Output == 2 && readJobRow(t, d, flushed).Output == 2
 	})
 	write(t, a, quiet, Stdout, []byte("bb\n"))

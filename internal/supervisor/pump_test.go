@@ -84,7 +84,7 @@ func TestTrickleThenFlood(t *testing.T) {
 	if got := output(t, s.db, job.ID, logs.Stdout); !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("stdout: %d bytes, want %d", len(got), want.Len())
 	}
-	eventually(t, 5*time.Second, "the trickler to let go of every pipe", func() bool { return held() == 0 })
+	eventually(t, 30*time.Second, "the trickler to let go of every pipe", func() bool { return held() == 0 })
 }
 
 // Once a job's main process has exited, the trickler gives each pipe back

@@ -408,11 +408,11 @@ func TestSignalStopCont(t *testing.T) {
 	if err != nil || !containsInt(pids, job.PID) {
 		t.Fatalf("STOP: %v, %v", pids, err)
 	}
-	eventually(t, 5*time.Second, "stopped", func() bool { return state() == 'T' })
+	eventually(t, 30*time.Second, "stopped", func() bool { return state() == 'T' })
 	if _, err := s.Signal(ctx, job.ID, "cont"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "running again", func() bool { return state() != 'T' })
+	eventually(t, 30*time.Second, "running again", func() bool { return state() != 'T' })
 	if _, err := s.Signal(ctx, job.ID, "NOPE"); !errors.Is(err, vocab.ErrInvalid) {
 		t.Errorf("bad signal: %v, want vocab.ErrInvalid", err)
 	}
