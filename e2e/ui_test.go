@@ -170,9 +170,7 @@ func text(t *testing.T, ctx context.Context, css string) string {
 		return e && (e.offsetWidth || e.offsetHeight || e.getClientRects().length) ? [true, e.innerText] : [false, ""]; })()`
 	var v string
 	testwait.ForLast(t, 15*time.Second, "a visible "+css+" to read", func() (bool, string) {
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		r, err := chromedp.Run(lctx, chromedp.Evaluate[[]any](expr))
+		r, err := look[[]any](ctx, expr)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -183,6 +181,25 @@ func text(t *testing.T, ctx context.Context, css string) string {
 		return false, "no visible element"
 	})
 	return v
+}
+
+// settle waits for a JavaScript condition after a step that navigates:
+// while the new page loads, an evaluation can fail for want of a page to
+// run in (the navigation destroyed its context), and is tried again.
+func settle(t *testing.T, ctx context.Context, d time.Duration, what, expr string) {
+	t.Helper()
+	waitFor(t, d, what, func() bool {
+		v, err := look[bool](ctx, expr)
+		return err == nil && v
+	})
+}
+
+// look evaluates a JavaScript expression once, in the tab's current
+// document, for at most 5 s: the one look of a wait that tries again.
+func look[T any](ctx context.Context, expr string) (T, error) {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(lctx, chromedp.Evaluate[T](expr))
 }
 
 // visible waits for an element matching a CSS selector to be visible.
@@ -265,9 +282,7 @@ func TestUIListShowsJobStartedLater(t *testing.T) {
 	within(t, ctx, 15*time.Second, "the new job's row", visible(`tr[data-id="`+id+`"]`))
 	took := time.Since(began)
 	same := eval[bool](t, ctx, `window.__sameDocument === true`)
-	// By script: each update replaces the rows, and a node found by one
-	// query can be gone by the next.
-	name := eval[string](t, ctx, `document.querySelector('tr[data-id="`+id+`"] td.name a')?.textContent ?? "(no row)"`)
+	name := text(t, ctx, `tr[data-id="`+id+`"] td.name a`)
 	if !same {
 		t.Fatal("the page reloaded to show the new job")
 	}
@@ -380,12 +395,12 @@ func TestUIHugeLogOpensAndJumpsToMiddle(t *testing.T) {
 	// The link navigates: the old page's #start is no proof that the
 	// new one has loaded, and a node read from the old document is gone
 	// once it is replaced. The new page counts once its own document is
-	// complete, and it is read by script, not by node ids.
+	// complete.
 	run(t, ctx, "click middle", chromedp.Click(chromedp.CSS(`#middle`)))
 	settle(t, ctx, time.Minute, "the middle page",
 		`location.search.includes("offset=") && document.readyState === "complete" && document.getElementById("start") !== null`)
 	tMiddle := time.Since(began)
-	start := eval[string](t, ctx, `document.getElementById("start").textContent`)
+	start := text(t, ctx, `#start`)
 	first := eval[string](t, ctx, `document.getElementById("log").textContent.slice(0, 15)`)
 	mid := size / 2
 	if start != strconv.FormatInt(mid, 10) {

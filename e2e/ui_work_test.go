@@ -33,17 +33,6 @@ func followLink(t *testing.T, ctx context.Context, css string) steps {
 	return chromedp.Navigate(href)
 }
 
-// settle waits for a JavaScript condition after a step that navigates:
-// while the new page loads, an evaluation can fail for want of a page to
-// run in, and is tried again.
-func settle(t *testing.T, ctx context.Context, d time.Duration, what, expr string) {
-	t.Helper()
-	waitFor(t, d, what, func() bool {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		return err == nil && v
-	})
-}
-
 // TestUISearchCountsExactlyAndJumps: a search for a pattern found once in
 // a few hundred lines says one match, shows it with its line number, and
 // its link opens the output around that line with the line marked.

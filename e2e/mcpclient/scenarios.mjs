@@ -117,8 +117,10 @@ function parseJSON(s) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// waitDone waits for one session to end with the fewest calls the server
-// allows: wait again while it says the job still runs.
+// waitDone waits for one session to end (or, with extra.until, for its
+// pattern) with the fewest calls the server allows: wait again while it
+// says the job still runs, as an agent does when the server's call bound
+// cut a wait short.
 async function waitDone(s, id, extra = {}) {
   for (let i = 0; i < 20; i++) {
     const r = await s.call("process", { action: "wait", sessionId: id, ...extra });
@@ -126,20 +128,7 @@ async function waitDone(s, id, extra = {}) {
     if (isTerminal(r.sc.status)) return r;
     if (extra.until && r.sc.wait_reason === "matched") return r;
   }
-  throw new Error(`${s.name}: ${id} never ended`);
-}
-
-// waitUntil waits for a pattern in a session's output as an agent would:
-// it asks again while the server says the wait ran out (its call bound
-// cuts a long timeout short) and the session still runs.
-async function waitUntil(s, id, until, timeout) {
-  let r;
-  for (let i = 0; i < 20; i++) {
-    r = await s.call("process", { action: "wait", sessionId: id, until, timeout });
-    if (r.timedOut) continue;
-    if (r.sc.wait_reason === "matched" || isTerminal(r.sc.status)) return r;
-  }
-  return r;
+  throw new Error(`${s.name}: ${id} never ended${extra.until ? " nor matched " + extra.until : ""}`);
 }
 
 function isTerminal(st) {
@@ -182,7 +171,7 @@ const scenarios = {
       background: true,
     });
     const id = r.sc.sessionId;
-    const w = await waitUntil(s, id, "listening on", 30);
+    const w = await waitDone(s, id, { until: "listening on", timeout: 30 });
     check(w.sc.wait_reason === "matched", "devserver: not ready", w.text);
     const k = await s.kill(id);
     check(!k.isError, "devserver: kill failed", k.text);
@@ -276,7 +265,7 @@ const scenarios = {
       w = await s.call("process", { action: "send_keys", sessionId: id, keys: ["print(6*7)"], literal: true });
       await s.call("process", { action: "send_keys", sessionId: id, keys: ["Enter"] });
     }
-    let a = await waitUntil(s, id, "^42$", 20);
+    let a = await waitDone(s, id, { until: "^42$", timeout: 20 });
     if (a.sc.wait_reason !== "matched") a = await s.call("process", { action: "capture", sessionId: id });
     check(/^42\r?$/m.test(a.text) || a.sc.match === "42" || /\\n42\\n/.test(a.all), "repl: no 42", a.text);
     const p = await s.call("process", { action: "wait", sessionId: id, until: ">>> $", timeout: 3 });
@@ -297,7 +286,7 @@ const scenarios = {
     const command = `python3 -c 'import http.server as h; s=h.HTTPServer(("127.0.0.1",0),h.SimpleHTTPRequestHandler); print("\\033[32mServing\\033[0m HTTP on port %d" % s.server_port); s.serve_forever()'`;
     const r = await s.call("execute_command", { command, background: true, env: { PYTHONUNBUFFERED: "" }, ...(pty ? { pty: true } : {}) });
     const id = r.sc.sessionId;
-    const w = await waitUntil(s, id, "Serving HTTP on port [0-9]+", 30);
+    const w = await waitDone(s, id, { until: "Serving HTTP on port [0-9]+", timeout: 30 });
     await s.kill(id);
     check(w.sc.wait_reason === "matched" && /Serving HTTP on port \d+/.test(w.text) && !w.text.includes("\x1b"), "pydev: the ready line was not seen, plain", w.text);
     return {};

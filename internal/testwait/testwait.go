@@ -58,22 +58,19 @@ func ForProgress(t testing.TB, stall, limit time.Duration, what string, cond fun
 		moved         = time.Now()
 		stalled bool
 	)
-	ok := poll(limit, func() bool {
+	held := poll(limit, func() bool {
 		ok, n, seen := cond()
 		last = seen
 		if n > best {
 			best, moved = n, time.Now()
 		}
-		if !ok && time.Since(moved) > stall {
-			stalled = true
-			return true // stop polling
-		}
-		return ok
+		stalled = !ok && time.Since(moved) > stall
+		return ok || stalled // a stall ends the polling too
 	})
 	switch {
 	case stalled:
 		t.Fatalf("waiting for %s: no progress for %v (at %d); last saw:\n%s", what, stall, best, last)
-	case !ok:
+	case !held:
 		t.Fatalf("timed out after %v waiting for %s (at %d); last saw:\n%s", limit, what, best, last)
 	}
 }
