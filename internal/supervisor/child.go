@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
-	"github.com/agentjobs/jobs/internal/logs"
 	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/protocol"
 	"github.com/agentjobs/jobs/internal/vocab"
@@ -37,26 +36,24 @@ type child struct {
 	// its own deadline.
 	stdinTurn chan struct{}
 
-	mu     sync.Mutex
-	job    db.Job // as created, then as running; read after ready
-	cmd    *exec.Cmd
-	stdout *os.File
-	stderr *os.File // nil when the job has one stream (pty, merge)
-	stdin  *os.File // write end; nil for /dev/null or once closed
-	// outStream is the stream what is read from stdout is stored as:
-	// stdout, or pty for a pty job, whose stdout and stdin are the
-	// terminal's master.
-	outStream logs.Stream
-	pty       bool
-	pair      *pipePair // the stdout and stderr pipes, once the runner reads them
-	pid       int
-	pidStart  int64
-	cgroup    string       // the job's own cgroup, or ""
-	exited    bool         // the main process has exited
-	end       vocab.Status // set by kill, timeout or Close before they signal
-	reason    string
-	final     db.Job
-	spawned   time.Time // when the runner goroutine took the process over
+	mu    sync.Mutex
+	job   db.Job // as created, then as running; read after ready
+	cmd   *exec.Cmd
+	stdin *os.File // write end; nil for /dev/null or once closed
+	// outputs are its stdout and, unless it has one stream (pty, merge),
+	// its stderr, as its pumps read them; pair keeps their order. Both
+	// are the job's from its start, before its runner runs (openOutputs).
+	outputs  []*jobOutput
+	pair     *pipePair
+	pty      bool
+	pid      int
+	pidStart int64
+	cgroup   string       // the job's own cgroup, or ""
+	exited   bool         // the main process has exited
+	end      vocab.Status // set by kill, timeout or Close before they signal
+	reason   string
+	final    db.Job
+	spawned  time.Time // when the runner goroutine took the process over
 	// spawnerPeakKB is the supervisor's peak RSS once the child had
 	// exec'd: the child's reported peak includes it (proc.SpawnerPeakKB).
 	spawnerPeakKB int64
@@ -103,23 +100,19 @@ func (c *child) setEnd(status vocab.Status, reason string, force bool) bool {
 func (r *runners) run(c *child, timeout, grace time.Duration) {
 	defer r.wg.Done()
 	c.mu.Lock()
-	cmd, stdout, stderr, pid, outStream := c.cmd, c.stdout, c.stderr, c.pid, c.outStream
+	cmd, outputs, pid := c.cmd, c.outputs, c.pid
 	// The runtime is measured from here with the monotonic clock: the
 	// process was spawned just before this goroutine started.
 	c.spawned = time.Now()
 	c.mu.Unlock()
 
+	if r.holdPumps != nil {
+		<-r.holdPumps
+	}
 	var pumps sync.WaitGroup
 	var drain pipeDrain
-	pair := new(pipePair) // keeps stdout and stderr in order
-	c.mu.Lock()
-	c.pair = pair
-	c.mu.Unlock()
-	pumps.Add(1)
-	go func() { defer pumps.Done(); r.pump(c.id, outStream, stdout, &drain, pair, 0) }()
-	if stderr != nil {
-		pumps.Add(1)
-		go func() { defer pumps.Done(); r.pump(c.id, logs.Stderr, stderr, &drain, pair, 1) }()
+	for _, o := range outputs {
+		pumps.Go(func() { r.pump(o, &drain) })
 	}
 	waited := make(chan error, 1)
 	go func() {

@@ -387,6 +387,47 @@ func (p *pipe) sweep(buf []byte, emit func([]byte)) {
 	}
 }
 
+// jobOutput is one of a job's output pipes as its pump reads it: outside
+// the netpoller and joined to the job's pair, or, where that could not be
+// made, the file read the plain way.
+type jobOutput struct {
+	p    *pipe
+	f    *os.File // when p is nil
+	emit func([]byte)
+}
+
+// openOutputs takes the job's output pipes over as soon as its process
+// exists, before anyone can ask for the job: from then on Sync reads what
+// they hold (pipePair.readAll), however late the runner and its pumps are
+// scheduled on a loaded machine.
+func (r *runners) openOutputs(jobID string, pair *pipePair, cio *childIO) []*jobOutput {
+	outs := []*jobOutput{r.openOutput(jobID, cio.stream, cio.out, pair, 0)}
+	if cio.err != nil {
+		outs = append(outs, r.openOutput(jobID, logs.Stderr, cio.err, pair, 1))
+	}
+	return outs
+}
+
+func (r *runners) openOutput(jobID string, stream logs.Stream, f *os.File, pair *pipePair, side int) *jobOutput {
+	o := &jobOutput{f: f, emit: func(p []byte) {
+		if err := r.app.Write(jobID, stream, p); err != nil {
+			r.noteDropped(jobID, int64(len(p)), err)
+		}
+	}}
+	p, err := newPipe(f)
+	if err != nil {
+		// Cannot happen with a pipe from os.Pipe; read it the plain way.
+		r.s.logf("read output of job %s: %v", jobID, err)
+		return o
+	}
+	if stream == logs.PTY {
+		p.half = ptyHalf
+	}
+	p.join(pair, side, o.emit)
+	o.p = p
+	return o
+}
+
 // pump copies one pipe into the appender until EOF or the drain deadline,
 // and closes it. The appender's Write blocks while the database lags, which
 // slows the child through the full pipe without using memory; it never
@@ -395,27 +436,15 @@ func (p *pipe) sweep(buf []byte, emit func([]byte)) {
 //
 // Reads go straight into a 64 KiB buffer (a pipe's whole capacity, the
 // size of a chunk row), which the appender copies into its chunk.
-func (r *runners) pump(jobID string, stream logs.Stream, f *os.File, drain *pipeDrain, pair *pipePair, side int) {
+func (r *runners) pump(o *jobOutput, drain *pipeDrain) {
 	buf := make([]byte, 64<<10)
-	emit := func(p []byte) {
-		if err := r.app.Write(jobID, stream, p); err != nil {
-			r.noteDropped(jobID, int64(len(p)), err)
-		}
-	}
-	p, err := newPipe(f)
-	if err != nil {
-		// Cannot happen with a pipe from os.Pipe; read it the plain way.
-		r.s.logf("read output of job %s: %v", jobID, err)
-		pumpFile(f, buf, emit, drain)
+	if o.p == nil {
+		pumpFile(o.f, buf, o.emit, drain)
 		return
 	}
-	if stream == logs.PTY {
-		p.half = ptyHalf
-	}
-	if pair != nil {
-		p.join(pair, side, emit)
-	}
+	p, emit := o.p, o.emit
 	defer p.close()
+	var err error
 
 	waiting := true // in the netpoller: how a pipe starts, quiet
 	trickle := false

@@ -126,3 +126,31 @@ func TestTricklerLetsGoOnceMainExited(t *testing.T) {
 		t.Errorf("read %q", got)
 	}
 }
+
+// TestSyncReadsPipesBeforeThePumpsRun: Sync stores what a job wrote to
+// its pipes even when its pumps have not read them yet, however late the
+// runner's goroutines are scheduled (a loaded or one-core machine): the
+// pipes are the job's from its start, not from its pumps' first read. The
+// pumps are held back here until Sync has answered; with a flush a minute
+// away, only Sync's own read can have stored the prompt.
+func TestSyncReadsPipesBeforeThePumpsRun(t *testing.T) {
+	t.Parallel()
+	s := startSupervisor(t, Config{FlushInterval: time.Minute})
+	hold := make(chan struct{})
+	s.runners.holdPumps = hold
+	mark := t.TempDir() + "/wrote"
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{
+		Command: fmt.Sprintf(`printf 'name? '; printf 'warn\n' >&2; : > %s; read x; echo "hi $x"`, mark)}})
+	defer s.Kill(context.Background(), job.ID, 0)
+	defer close(hold) // before the kill, which waits for the runner
+	eventually(t, 30*time.Second, "the job to write its prompt", func() bool {
+		_, err := os.Stat(mark)
+		return err == nil
+	})
+	if err := s.Sync(context.Background(), job.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(output(t, s.db, job.ID, "")), "name? warn\n"; got != want {
+		t.Fatalf("stored after Sync: %q, want %q", got, want)
+	}
+}

@@ -42,6 +42,10 @@ type runners struct {
 	children  map[string]*child
 	idleSince time.Time // when the last child went
 	dropped   map[string]*dropNote
+
+	// holdPumps, when set (by a test only), holds every runner back
+	// until it is closed, before its pumps read anything.
+	holdPumps chan struct{}
 }
 
 // dropNote accumulates output the database could not take, until the

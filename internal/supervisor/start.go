@@ -293,8 +293,9 @@ func (r *runners) spawn(ctx context.Context, c *child, req protocol.StartRequest
 	start, _ := proc.StartTime(pid)
 	spawnerPeak := proc.SpawnerPeakKB() // after the exec (see finish)
 	c.mu.Lock()
-	c.cmd, c.stdout, c.stderr, c.stdin = cmd, cio.out, cio.err, cio.in
-	c.outStream, c.pty = cio.stream, cio.pty
+	c.pair = new(pipePair)
+	c.outputs = r.openOutputs(c.id, c.pair, cio)
+	c.cmd, c.stdin, c.pty = cmd, cio.in, cio.pty
 	c.pid, c.pidStart, c.spawnerPeakKB, c.cgroup = pid, start, spawnerPeak, cgPath
 	c.mu.Unlock()
 	go r.run(c, job.Timeout, c.timeoutGrace)
