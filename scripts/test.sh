@@ -31,6 +31,11 @@ trap 'rm -rf "$bin"' EXIT
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 export JOBS_TEST_BINARY=$bin/jobs
 
+# A program built with the race detector sleeps a second before it exits
+# with status 0 (GORACE's atexit_sleep_ms, 1000 by default): every test
+# binary, and every job or helper one of them starts, would.
+export GORACE="atexit_sleep_ms=0${GORACE:+ $GORACE}"
+
 # -parallel 8: most end-to-end tests wait on processes, sockets and the
 # disk more than they compute, so more of them than cores run at once.
 echo "== go test -race -count=1 -parallel 8 -timeout 60m ./..."
