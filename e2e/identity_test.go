@@ -370,6 +370,12 @@ func killSupervisorMidFlood(t *testing.T, flood string, src func() io.Reader, n,
 	waitFor(t, 10*time.Second, "the supervisor's lock to be free", func() bool { return lockFree(lock) })
 
 	j := w.poll(id)
+	if j.Status == "done" && j.OutputBytes == n {
+		// The flood ended, and its end was stored, between the look
+		// above and the kill landing: no kill in the middle of a flood
+		// to judge, so the caller tries a larger one.
+		return 0, 0, false
+	}
 	if j.Status != "lost" {
 		t.Errorf("status on the next poll = %q, want lost", j.Status)
 	}

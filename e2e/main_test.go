@@ -28,14 +28,9 @@ import (
 	"github.com/agentjobs/jobs/internal/testwait"
 )
 
-// jobsBin is the jobs binary built by TestMain. helperBin runs the
-// helper processes (`helperBin e2e-helper NAME ARGS…`): this package's
-// tests built without the race detector, which slows a helper's start
-// twentyfold and its floods tenfold and only watches the helper's own
-// code. selfBin is this test binary, for the helpers that run the jobs
-// library in-process (an embedded supervisor), where the race detector
-// watches the library.
-var jobsBin, helperBin, selfBin string
+// jobsBin is the jobs binary built by TestMain; helperBin is this test
+// binary, run by jobs as the helper processes.
+var jobsBin, helperBin string
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "e2e-helper" {
@@ -50,12 +45,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build jobs: %v\n", err)
 		os.Exit(1)
 	}
-	if selfBin, err = os.Executable(); err != nil {
+	if helperBin, err = os.Executable(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if helperBin, err = plainHelper(dir); err != nil {
-		fmt.Fprintf(os.Stderr, "build the helper: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -63,23 +54,6 @@ func TestMain(m *testing.M) {
 	stopSupervisors(jobsBin)
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// plainHelper returns the binary that runs the helper processes: this
-// test binary when it is built without the race detector, else this
-// package's tests built without it into dir, as the jobs binary is built
-// (static, same tags), so that the build reuses what that build compiled.
-func plainHelper(dir string) (string, error) {
-	if !raceEnabled {
-		return selfBin, nil
-	}
-	bin := filepath.Join(dir, "e2e-helper")
-	cmd := exec.Command("go", "test", "-c", "-tags", "urfave_cli_no_docs", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go test -c: %v\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // stopSupervisors ends the detached supervisors of the binary this run

@@ -464,7 +464,7 @@ func TestE5SignalMaskNotInherited(t *testing.T) {
 	t.Run("embedded through pkg/jobs", func(t *testing.T) {
 		w := newWorld(t)
 		w.t = t
-		out, err := launch(w, selfBin, "e2e-helper", "embed-sigstatus", filepath.Join(w.base, "embed.db")).CombinedOutput()
+		out, err := launch(w, helperBin, "e2e-helper", "embed-sigstatus", filepath.Join(w.base, "embed.db")).CombinedOutput()
 		if err != nil {
 			t.Fatalf("embedding program under the launcher: %v\n%s", err, out)
 		}

@@ -273,7 +273,7 @@ func TestA6SeveralSupervisorsOneDB(t *testing.T) {
 	var embedded []*exec.Cmd
 	for k := 0; k < 2; k++ {
 		seed := uint64(500 + 10*k)
-		c := exec.Command(selfBin, "e2e-helper", "embedded-spew", w.dbPath(), strconv.FormatUint(seed, 10), "4",
+		c := exec.Command(helperBin, "e2e-helper", "embedded-spew", w.dbPath(), strconv.FormatUint(seed, 10), "4",
 			strconv.FormatInt(out, 10), strconv.FormatInt(errb, 10))
 		c.Env = w.environ()
 		c.Stderr = os.Stderr
