@@ -225,7 +225,11 @@ func (w *watcher) wait(ctx context.Context, d time.Duration) error {
 			return err
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { _ = w.f.SetReadDeadline(time.Unix(1, 0)) })
+	// The wake-up on ctx's end runs on a goroutine of its own, which stop
+	// does not wait for: it holds the file, not the watcher, whose file
+	// Close or broken may clear meanwhile.
+	f := w.f
+	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if err := w.f.SetReadDeadline(deadline); err != nil {
 		return w.broken()

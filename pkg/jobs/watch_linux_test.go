@@ -83,3 +83,27 @@ func TestWatcherShortWaitsDoNotWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestWatcherCloseAfterContextEnd: a wait that ends with its context
+// (a caller's timeout) leaves nothing behind that touches the watcher: the
+// watch's wake-up on the context's end ran on its own goroutine and read
+// the watcher's file while Close, right after the wait, cleared it (a
+// data race the race detector reported in a wait's test).
+func TestWatcherCloseAfterContextEnd(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "jobs.db")
+	if err := os.WriteFile(dbPath, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		w := newWatcher(dbPath)
+		if !w.arm() {
+			t.Fatal("no inotify watch")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		// Ends at the context's deadline, by the read's deadline (nil) or
+		// by the context (its error): either way it has ended.
+		_ = w.Wait(ctx, time.Hour)
+		w.Close()
+		cancel()
+	}
+}
