@@ -218,7 +218,7 @@ async function wire() {
     await sleep(200);
   }
   check("a cancelled foreground execute_command kills its job", st.sc.session?.status === "killed", st.text + " (the call: " + how + ")");
-  for (const until = Date.now() + 30000; Date.now() < until && !notices.some((m) => m.includes(id)); ) await sleep(100);
+  for (const until = Date.now() + 30000; Date.now() < until && !notices.some((m) => m.includes(id) && m.includes("cancelled")); ) await sleep(100);
   check("the log notice names the cancelled session", notices.some((m) => m.includes(id) && m.includes("cancelled")), notices);
   await c.close();
 

@@ -444,10 +444,22 @@ func TestLostJobRunsHookOnce(t *testing.T) {
 	if _, err := c.Start(ctx, jobs.Spec{Command: "true"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "hook output", func() bool {
-		b, _ := os.ReadFile(marks)
-		return strings.Contains(string(b), "\n")
-	})
+	// The hook's event is recorded once its process has been waited for,
+	// after it wrote its line.
+	finished := func() int {
+		h, err := c.History(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range h {
+			if e.Kind == "hook" && strings.Contains(string(e.Detail), `"finished"`) {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, "the hook's finished event", func() bool { return finished() > 0 })
 	// Further polls and a gc must not run it again.
 	for range 3 {
 		if _, err := c.Poll(ctx, j.ID, jobs.PollOptions{}); err != nil {
@@ -457,16 +469,7 @@ func TestLostJobRunsHookOnce(t *testing.T) {
 	if _, err := c.GC(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h, err := c.History(ctx, j.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := 0
-	for _, e := range h {
-		if e.Kind == "hook" && strings.Contains(string(e.Detail), `"finished"`) {
-			hooks++
-		}
-	}
+	hooks := finished()
 	b, _ := os.ReadFile(marks)
 	if got := string(b); got != "lost before\n\n" || hooks != 1 {
 		t.Errorf("hook wrote %q with %d finished hook events; want %q once", got, hooks, "lost before\n\n")
