@@ -147,8 +147,11 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 		// hold a read mark in every sample. Each read is a short
 		// transaction, but on a loaded machine a follower can be
 		// descheduled inside one for many samples in a row, so the check
-		// fails only at 95 % of the samples; the figure reports the share.
-		if samples[i] > 0 && held[i]*20 >= samples[i]*19 {
+		// fails only at 95 % of the samples, and only with 20 samples or
+		// more: a follower sampled once or twice in a flood (pinned to one
+		// core, the sampler ran that rarely) shows nothing either way.
+		// The figure reports the share and the samples.
+		if samples[i] >= 20 && held[i]*20 >= samples[i]*19 {
 			t.Errorf("follower of %s held a read transaction in %d of %d samples", jobs[i].id, held[i], samples[i])
 		}
 	}
@@ -158,14 +161,17 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 	if maxWAL > walBound {
 		t.Errorf("the WAL reached %s, bound %s", mib(maxWAL), mib(walBound))
 	}
-	most := 0.0
+	most, fewest := 0.0, -1
 	for i, h := range held {
 		if samples[i] > 0 {
 			most = max(most, float64(h)/float64(samples[i]))
 		}
+		if fewest < 0 || samples[i] < fewest {
+			fewest = samples[i]
+		}
 	}
-	figure(t, "%d of %d streams byte-exact; %d of 4 followers got the stored bytes exactly; %d of %d lists ok; WAL max %s (bound %s); a follower held a read mark in at most %.0f%% of samples",
-		exact, streams, followed, lists-listBad, lists, mib(maxWAL), mib(walBound), 100*most)
+	figure(t, "%d of %d streams byte-exact; %d of 4 followers got the stored bytes exactly; %d of %d lists ok; WAL max %s (bound %s); a follower held a read mark in at most %.0f%% of samples (at least %d samples a follower)",
+		exact, streams, followed, lists-listBad, lists, mib(maxWAL), mib(walBound), 100*most, fewest)
 }
 
 // combinedSum is the length and sha256 of a job's stored output, both
