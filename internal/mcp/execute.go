@@ -81,6 +81,10 @@ func (s *server) execute(ctx context.Context, req *sdk.CallToolRequest, in execu
 	}
 
 	job, err := s.c.Start(ctx, spec)
+	if err != nil && ctx.Err() != nil && job.ID != "" {
+		// Cancelled while the job was being started: Start ended it.
+		return nil, nil, s.cancelled(ctx, req, job)
+	}
 	if err != nil {
 		if errors.Is(err, jobs.ErrNameTaken) {
 			return nil, nil, fmt.Errorf("%w (pass replace=true to end it and start again, or pick another name)", err)
@@ -199,6 +203,8 @@ func (s *server) cancelled(ctx context.Context, req *sdk.CallToolRequest, job jo
 	switch {
 	case err != nil:
 		msg = fmt.Sprintf("execute_command cancelled: session %s (%s) may still run: kill failed: %v", job.ID, cutEnd(job.Command, maxCommandChars), err)
+	case res.AlreadyDone && res.Status == jobs.StatusKilled:
+		// Start killed it already, or a kill came first.
 	case res.AlreadyDone:
 		msg = fmt.Sprintf("execute_command cancelled: session %s (%s) had already ended (%s)", job.ID, cutEnd(job.Command, maxCommandChars), openclawStatus(res.Status))
 	}

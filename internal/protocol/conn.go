@@ -101,6 +101,15 @@ func (c *Conn) SupervisorID() string {
 // interrupt the exchange; the connection is then unusable, since an answer
 // may still be on its way.
 func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
+	return c.exchange(ctx, req, nil)
+}
+
+// exchange is call, and with undo set it is a call that must not be left
+// half done: ctx's end interrupts it only until req is sent. From then on
+// ctx's end sends undo after req (the supervisor takes a connection's
+// requests in order, so undo finds whatever req did), both answers are
+// read, within undoTimeout of ctx's end, and the error wraps ctx's.
+func (c *Conn) exchange(ctx context.Context, req Request, undo *Request) (Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.broken != nil {
@@ -108,6 +117,9 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 	}
 	req.CallerPID = os.Getpid()
 	dl, _ := ctx.Deadline()
+	if undo != nil {
+		dl = time.Time{} // ctx's deadline is one more end of ctx: it sends undo
+	}
 	first := dl
 	if c.unverified {
 		if p := time.Now().Add(pingTimeout); dl.IsZero() || p.Before(dl) {
@@ -120,23 +132,41 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 		c.c.SetDeadline(time.Now())
 		close(fired)
 	})
-	defer func() {
-		if !stop() {
-			<-fired
+	// halt ends ctx's interruption of the exchange, and reports whether
+	// it came.
+	halted, interrupted := false, false
+	halt := func() bool {
+		if !halted {
+			halted = true
+			if !stop() {
+				<-fired
+				interrupted = true
+			}
 		}
-	}()
-	var resp Response
+		return interrupted
+	}
+	defer halt()
 	var err error
-	send := true
-	if c.unverified {
-		if c.ahead {
-			err = c.pingAhead(req) // req went with the ping
-			send = false
-		} else {
-			err = c.pingAlone(req)
+	pong := false // the answer to a ping sent ahead of req is still to read
+	switch {
+	case c.unverified && c.ahead:
+		err = c.sendAhead(req) // req goes with the ping
+		pong = err == nil
+	case c.unverified:
+		if err = c.pingAlone(req); err == nil {
+			err = c.enc.Encode(req)
 		}
-		if err == nil {
-			c.unverified = false
+	default:
+		err = c.enc.Encode(req)
+	}
+	var resp Response
+	switch {
+	case err != nil:
+	case undo != nil:
+		return c.undoable(ctx, halt(), pong, first, *undo)
+	default:
+		if pong {
+			err = c.readPong()
 		}
 		if err == nil && !first.Equal(dl) {
 			c.c.SetDeadline(dl)
@@ -146,19 +176,12 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 				c.c.SetDeadline(time.Now())
 			}
 		}
-	}
-	if err == nil && send {
-		err = c.enc.Encode(req)
-	}
-	if err == nil {
-		err = c.dec.Decode(&resp)
+		if err == nil {
+			err = c.dec.Decode(&resp)
+		}
 	}
 	if err != nil {
-		c.broken = fmt.Errorf("supervisor connection %s: %w", c.path, err)
-		if ctx.Err() != nil {
-			return Response{}, ctx.Err()
-		}
-		return Response{}, fmt.Errorf("call supervisor: %w", err)
+		return Response{}, c.fail(ctx, err)
 	}
 	if resp.Error != nil {
 		return resp, resp.Error.Err()
@@ -166,17 +189,115 @@ func (c *Conn) call(ctx context.Context, req Request) (Response, error) {
 	return resp, nil
 }
 
+// fail marks the connection broken after err, and returns the error its
+// call ends with.
+func (c *Conn) fail(ctx context.Context, err error) error {
+	c.broken = fmt.Errorf("supervisor connection %s: %w", c.path, err)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("call supervisor: %w", err)
+}
+
+// undoTimeout bounds the wait for the answers of a request and of its
+// undo once ctx has ended (exchange).
+const undoTimeout = 30 * time.Second
+
+// undoable reads the answer to a request that was sent (after the answer
+// to the ping sent ahead of it, when pong is set): ctx's end, or its end
+// already (ended), sends undo, whose answer is read too. Before ctx ends
+// the reads wait as long as the supervisor takes; the ping's answer
+// within pingBound.
+func (c *Conn) undoable(ctx context.Context, ended, pong bool, pingBound time.Time, undo Request) (Response, error) {
+	var dmu sync.Mutex // the read deadline, which both goroutines set
+	undone := false
+	sent := make(chan error, 1)
+	send := func() {
+		dmu.Lock()
+		defer dmu.Unlock()
+		undone = true
+		c.c.SetDeadline(time.Now().Add(undoTimeout))
+		undo.CallerPID = os.Getpid()
+		sent <- json.NewEncoder(c.c).Encode(undo)
+	}
+	if pong {
+		c.c.SetDeadline(pingBound)
+	} else {
+		c.c.SetDeadline(time.Time{})
+	}
+	stopUndo := func() bool { return false } // sent already
+	if ended {
+		send()
+	} else {
+		stopUndo = context.AfterFunc(ctx, send)
+	}
+	var err error
+	if pong {
+		if err = c.readPong(); err == nil {
+			dmu.Lock()
+			if !undone {
+				c.c.SetDeadline(time.Time{})
+			}
+			dmu.Unlock()
+		}
+	}
+	var resp Response
+	if err == nil {
+		err = c.dec.Decode(&resp)
+	}
+	if stopUndo() {
+		// ctx did not end: an exchange like any other.
+		if err != nil {
+			return Response{}, c.fail(ctx, err)
+		}
+		if resp.Error != nil {
+			return resp, resp.Error.Err()
+		}
+		return resp, nil
+	}
+	uerr := <-sent
+	if err != nil {
+		return Response{}, c.fail(ctx, err)
+	}
+	if resp.Error != nil {
+		// req did nothing, so there is nothing to undo: the undo's
+		// answer is read, and the request's refusal is the news.
+		if uerr == nil {
+			var ur Response
+			uerr = c.dec.Decode(&ur)
+		}
+		if uerr != nil {
+			c.broken = fmt.Errorf("supervisor connection %s: %w", c.path, uerr)
+		}
+		return resp, resp.Error.Err()
+	}
+	var ur Response
+	if uerr == nil {
+		uerr = c.dec.Decode(&ur)
+	}
+	if uerr != nil {
+		c.broken = fmt.Errorf("supervisor connection %s: %w", c.path, uerr)
+		return resp, fmt.Errorf("%w (undoing it did not complete: %v)", ctx.Err(), uerr)
+	}
+	if ur.Error != nil {
+		return resp, fmt.Errorf("%w (undoing it failed: %w)", ctx.Err(), ur.Error.Err())
+	}
+	c.c.SetDeadline(time.Time{})
+	return resp, ctx.Err()
+}
+
 // pingTimeout bounds the wait for a ping's answer: a supervisor that does
 // not answer in that time is hung. A live one busy with fifty starts on a
 // loaded machine took over 2 s to answer (A5), so the bound is generous.
 const pingTimeout = 10 * time.Second
 
-// pingAhead writes a ping and req in one write and reads the ping's answer,
-// so that an unverified connection costs no round trip of its own. When the
-// supervisor hangs up before answering, it never read req, and the error
-// wraps ErrNoAnswer. When it does not answer within pingTimeout it may still
-// read req later, so that is an error the caller must not retry elsewhere.
-func (c *Conn) pingAhead(req Request) error {
+// sendAhead writes a ping and req in one write, so that an unverified
+// connection costs no round trip of its own; readPong reads the ping's
+// answer. When the supervisor hangs up before answering, it never read
+// req, and the error wraps ErrNoAnswer. When it does not answer within
+// pingTimeout it may still read req later, so that is an error the caller
+// must not retry elsewhere.
+func (c *Conn) sendAhead(req Request) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	if err := enc.Encode(Request{Op: OpPing, CallerPID: req.CallerPID}); err != nil {
@@ -185,13 +306,17 @@ func (c *Conn) pingAhead(req Request) error {
 	if err := enc.Encode(req); err != nil {
 		return err
 	}
+	if _, err := c.c.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
+	return nil
+}
+
+func (c *Conn) readPong() error {
 	// An error in the ping's answer is still an answer: the supervisor
 	// reads req next either way.
 	var pong Response
-	_, err := c.c.Write(buf.Bytes())
-	if err == nil {
-		err = c.dec.Decode(&pong)
-	}
+	err := c.dec.Decode(&pong)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("%w: no answer to a ping within %s: %w", ErrHung, pingTimeout, err)
 	}
@@ -237,11 +362,18 @@ func (c *Conn) Ping(ctx context.Context) error {
 // Start is Supervisor.Start in the supervisor's process. The request is
 // as pkg/jobs normalised it (an absolute, existing Cwd); a nil BaseEnv is
 // the caller's environment, so the job runs as the caller would run it.
+// When ctx ends once the request is on its way, the job is killed (a kill
+// follows the request) and returned with an error wrapping ctx's: no job
+// runs that its caller never heard of.
 func (c *Conn) Start(ctx context.Context, req StartRequest) (db.Job, error) {
 	if req.BaseEnv == nil {
 		req.BaseEnv = os.Environ()
 	}
-	resp, err := c.call(ctx, Request{Op: OpStart, Start: &req})
+	if req.Job.ID == "" {
+		// Ours, so that a kill can follow the request before its answer.
+		req.Job.ID = db.NewID()
+	}
+	resp, err := c.exchange(ctx, Request{Op: OpStart, Start: &req}, &Request{Op: OpKill, JobID: req.Job.ID})
 	var job db.Job
 	if resp.Job != nil {
 		job = *resp.Job

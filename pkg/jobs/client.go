@@ -431,7 +431,9 @@ func (c *Client) starter(ctx context.Context, fallback bool) (starter, error) {
 }
 
 // Start starts a job and returns it once its process runs (or failed to
-// start: Status failed with Reason).
+// start: Status failed with Reason). When ctx ends while the job is being
+// started, the job is killed and returned with an error wrapping ctx's:
+// no job runs that its caller never heard of.
 func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 	if err := c.usable(ctx); err != nil {
 		return Job{}, err
@@ -467,7 +469,29 @@ func (c *Client) Start(ctx context.Context, spec Spec) (Job, error) {
 		}
 		j, err = s.Start(ctx, req)
 	}
+	if err == nil && ctx.Err() != nil && j.ID != "" {
+		// Started as ctx ended: the caller is gone, so is the job (a
+		// supervisor elsewhere kills it itself when ctx ends before its
+		// answer: protocol.Conn.Start).
+		_, kerr := c.kill(context.WithoutCancel(ctx), j, 0)
+		err = ctx.Err()
+		if kerr != nil {
+			err = fmt.Errorf("%w (ending the job did not complete: %v)", err, kerr)
+		}
+	}
 	if err != nil {
+		if ctx.Err() != nil && j.ID != "" {
+			// Started, and ended for its caller's sake.
+			c.mu.Lock()
+			d := c.db
+			c.mu.Unlock()
+			if d != nil {
+				if cur, ferr := d.FindJobByID(context.WithoutCancel(ctx), j.ID); ferr == nil {
+					j = cur
+				}
+			}
+			return fromDB(j, time.Now()), fmt.Errorf("start: job %s was started and killed: %w", j.ID, err)
+		}
 		return Job{}, publicErr(spec.Name, err)
 	}
 	out := fromDB(j, time.Now())
