@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -143,7 +144,24 @@ type result struct {
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("jobs %s: exit %d\nstdout: %q\nstderr: %q", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+	s := fmt.Sprintf("jobs %s: exit %d\nstdout: %q\nstderr: %q", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+	// A supervisor that failed to start says why in its log only.
+	if m := superviseLog.FindStringSubmatch(r.stderr); m != nil {
+		if b, err := os.ReadFile(m[1]); err == nil {
+			s += fmt.Sprintf("\n%s (its end):\n%s", m[1], tailBytes(b, 4096))
+		}
+	}
+	return s
+}
+
+var superviseLog = regexp.MustCompile(`\(see (/\S+/supervise\.log)\)`)
+
+// tailBytes is the end of b, at most n bytes of it.
+func tailBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
 }
 
 func (w *world) cmd(args ...string) *exec.Cmd {

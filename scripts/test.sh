@@ -9,6 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step says when it began, in seconds from the start.
+step() { echo "== $* (at ${SECONDS}s)"; }
+trap 'echo "== done in ${SECONDS}s"' EXIT
+
 scripts/deps.sh
 
 # The long adversarial sizes (internal/testlong): on in CI (CI=true) or
@@ -16,9 +20,9 @@ scripts/deps.sh
 long=0
 if [ "${CI:-}" = true ] || [ "${JOBS_TEST_LONG:-}" = 1 ]; then
 	long=1
-	echo "== long sizes on"
+	step "long sizes on"
 else
-	echo "== long sizes off (JOBS_TEST_LONG=1 turns them on, as CI does)"
+	step "long sizes off (JOBS_TEST_LONG=1 turns them on, as CI does)"
 fi
 
 # One jobs binary for every package whose tests run it (each links it
@@ -27,7 +31,7 @@ fi
 # generator, which starts about a quarter faster, and the tests run it
 # thousands of times.
 bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
+trap 'rm -rf "$bin"; echo "== done in ${SECONDS}s"' EXIT
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 export JOBS_TEST_BINARY=$bin/jobs
 
@@ -38,20 +42,20 @@ export GORACE="atexit_sleep_ms=0${GORACE:+ $GORACE}"
 
 # -parallel 8: most end-to-end tests wait on processes, sockets and the
 # disk more than they compute, so more of them than cores run at once.
-echo "== go test -race -count=1 -parallel 8 -timeout 60m ./..."
+step "go test -race -count=1 -parallel 8 -timeout 60m ./..."
 go test -race -count=1 -parallel 8 -timeout 60m ./...
 
 # Mutation is an adversarial run: with the long sizes only (the seed
 # corpora of every fuzz target ran above, as tests, either way).
 if [ "$long" = 1 ]; then
-	echo "== fuzz smoke"
+	step "fuzz smoke"
 	scripts/fuzz-smoke.sh
 else
 	echo "== fuzz smoke skipped: the long sizes are off (the seed corpora ran as tests)"
 fi
 
 if command -v npx >/dev/null; then
-	echo "== MCP inspector check"
+	step "MCP inspector check"
 	scripts/mcp-inspector-check.sh "$JOBS_TEST_BINARY"
 else
 	echo "== MCP inspector check skipped: node/npx not installed"

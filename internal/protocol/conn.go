@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -515,7 +516,7 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 		}
 		lastErr = err
 		waited := time.Since(began)
-		if waited > EnsureDefaultTimeout && !starting() {
+		if waited > EnsureDefaultTimeout && !starting() && !lockHolderAlive(filepath.Join(runtimeDir, "default.lock")) {
 			return nil, fmt.Errorf("start supervisor: no answer on %s after %s, and the supervisor started for it has exited (see %s): %w",
 				sock, waited.Round(time.Millisecond), filepath.Join(runtimeDir, SupervisorLogName), lastErr)
 		}
@@ -525,6 +526,39 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 		case <-tick.C:
 		}
 	}
+}
+
+// lockHolderAlive reports whether the process that took the lock at path
+// last (its pid is in the file) still runs: the supervisor that won the
+// race for default.lock against the one EnsureDefault started, which is
+// still starting when ours has exited already. On a loaded machine its
+// start took over five seconds.
+func lockHolderAlive(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	info, err := proc.Inspect(pid)
+	if err != nil || info.State == 'Z' || info.State == 'X' {
+		return false
+	}
+	// Where the kernel lists its locks, the pid must hold one: a pid
+	// left in the file by a supervisor that died may be another
+	// process's now.
+	if locks, err := os.ReadFile("/proc/locks"); err == nil {
+		for _, line := range strings.Split(string(locks), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && f[1] == "FLOCK" && f[4] == strconv.Itoa(pid) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // DialDefault connects to the default supervisor of the database at dbPath

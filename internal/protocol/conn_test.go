@@ -2,11 +2,14 @@ package protocol
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
 )
@@ -94,4 +97,80 @@ func runtimeDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return filepath.Join(dir, "run")
+}
+
+// The supervisor EnsureDefault starts exits at once when another took
+// default.lock first; that one may take longer than EnsureDefaultTimeout to
+// answer on a loaded machine. While it holds the lock, EnsureDefault waits
+// for it. (Several `jobs start` at once beside busy supervisors failed with
+// "the supervisor started for it has exited" after 10.9 s.)
+func TestEnsureDefaultWaitsForTheLockWinner(t *testing.T) {
+	t.Parallel()
+	rt := runtimeDir(t)
+	if err := PrepareRuntimeDir(rt); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := LockFile(filepath.Join(rt, "default.lock")) // the winner: this process
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true(1)")
+	}
+	type ensured struct {
+		c   *Conn
+		err error
+	}
+	res := make(chan ensured, 1)
+	go func() {
+		c, err := EnsureDefault(ctx, d, rt, truePath) // "supervisor" that exits at once, as a loser does
+		res <- ensured{c, err}
+	}()
+	// Past the point where it used to give up, the winner starts answering.
+	select {
+	case r := <-res:
+		t.Fatalf("EnsureDefault returned while the lock's holder was starting: %v", r.err)
+	case <-time.After(EnsureDefaultTimeout + time.Second):
+	}
+	l, err := net.Listen("unix", filepath.Join(rt, "default.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				dec, enc := json.NewDecoder(conn), json.NewEncoder(conn)
+				for {
+					var req Request
+					if dec.Decode(&req) != nil {
+						return
+					}
+					_ = enc.Encode(Response{Supervisor: "winner"})
+				}
+			}()
+		}
+	}()
+	select {
+	case r := <-res:
+		if r.err != nil {
+			t.Fatalf("EnsureDefault: %v", r.err)
+		}
+		r.c.Close()
+	case <-time.After(time.Minute):
+		t.Fatal("EnsureDefault did not reach the winner within a minute of its answering")
+	}
 }
