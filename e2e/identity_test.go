@@ -124,7 +124,15 @@ func forgeRunning(t *testing.T, w *world, pid, pgid int, start int64) string {
 	defer d.Close()
 	sup := db.Supervisor{ID: db.NewID(), PID: 1 << 22, Kind: "detached",
 		LockPath: filepath.Join(w.base, "dead.lock"), SocketPath: filepath.Join(w.base, "dead.sock")}
-	if err := os.WriteFile(sup.LockPath, nil, 0o600); err != nil {
+	// Its lock is held until the row says running: a sweep meanwhile
+	// (any jobs command of the world) would find a dead supervisor's job
+	// starting, and call it lost before it ran.
+	lock, err := os.OpenFile(sup.LockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.CreateSupervisor(ctx, sup); err != nil {
