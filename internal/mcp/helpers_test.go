@@ -36,7 +36,9 @@ func connectInMemory(t *testing.T, c *jobs.Client) *sdk.ClientSession {
 // call calls a tool and fails the test on a protocol error.
 func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) *sdk.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Generous: a 16 MiB argument took over three minutes to refuse with
+	// the race detector on one core shared by four test binaries.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {

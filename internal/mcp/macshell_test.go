@@ -1,11 +1,15 @@
 package mcp
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/pkg/jobs"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,9 +37,30 @@ func macClient(t *testing.T) (*jobs.Client, *sdk.ClientSession) {
 func TestMacLineNumbersOfOneStream(t *testing.T) {
 	t.Parallel()
 	c, cs := macClient(t)
-	run := callOK[map[string]any](t, cs, "run_background", map[string]any{
-		"command": "echo o1; sleep 0.3; echo e2 >&2; sleep 0.3; echo o3; sleep 0.3; echo e4 >&2; sleep 0.3; echo o5"})
+	// Each line is written once the one before it is stored (the test
+	// says so with a file): lines of two pipes are stored in the order
+	// they are read, which on a busy machine need not be the order of
+	// writes close together.
+	dir := t.TempDir()
+	lines := []string{"echo o1", "echo e2 >&2", "echo o3", "echo e4 >&2", "echo o5"}
+	var script []string
+	for i, l := range lines {
+		if i > 0 {
+			script = append(script, fmt.Sprintf("while [ ! -e %s/%d ]; do sleep 0.05; done", dir, i))
+		}
+		script = append(script, l)
+	}
+	run := callOK[map[string]any](t, cs, "run_background", map[string]any{"command": strings.Join(script, "; ")})
 	id, _ := run["processId"].(string)
+	for i, want := range []string{"o1", "e2", "o3", "e4"} {
+		testwait.For(t, time.Minute, want+" stored", func() bool {
+			out, err := c.Log(t.Context(), id, jobs.Range{})
+			return err == nil && strings.Contains(out.Text, want+"\n")
+		})
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i+1)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := c.Wait(t.Context(), []string{id}, jobs.WaitOptions{Timeout: 60 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
