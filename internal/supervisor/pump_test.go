@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,8 +59,12 @@ func TestTricklingGrandchildDoesNotHoldJob(t *testing.T) {
 func TestTrickleThenFlood(t *testing.T) {
 	t.Parallel()
 	s := startSupervisor(t, Config{})
+	// It trickles until the test has seen the trickler take the pipe (a
+	// file says so), however long the pump takes to judge it a trickle on
+	// a busy machine; then it floods.
+	dir := t.TempDir()
 	job := start(t, s, protocol.StartRequest{Job: db.NewJob{
-		Command: "read go; for i in $(seq 30); do echo line $i; sleep 0.02; done; " +
+		Command: "read go; i=0; while [ ! -e " + dir + "/flood ]; do i=$((i+1)); echo line $i; sleep 0.02; done; " +
 			"head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end",
 	}})
 	if _, err := s.Write(context.Background(), job.ID, []byte("go\n"), false, 0); err != nil {
@@ -70,19 +75,27 @@ func TestTrickleThenFlood(t *testing.T) {
 		defer s.runners.trickle.mu.Unlock()
 		return len(s.runners.trickle.pipes)
 	}
-	eventually(t, 10*time.Second, "the trickler to hold the job's stdout", func() bool { return held() > 0 })
-	job = waitDone(t, s.db, job.ID, 30*time.Second)
+	eventually(t, time.Minute, "the trickler to hold the job's stdout", func() bool { return held() > 0 })
+	if err := os.WriteFile(filepath.Join(dir, "flood"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job = waitDone(t, s.db, job.ID, time.Minute)
 	if job.Status != vocab.StatusDone {
 		t.Fatalf("status %s (%s)", job.Status, job.Reason)
 	}
+	got := output(t, s.db, job.ID, logs.Stdout)
+	flood := append(append(bytes.Repeat([]byte("x"), 3000000), '\n'), "end\n"...)
+	lines, ok := bytes.CutSuffix(got, flood)
+	if !ok {
+		t.Fatalf("stdout: %d bytes, not ending with the flood and end", len(got))
+	}
 	var want bytes.Buffer
-	for i := 1; i <= 30; i++ {
+	n := bytes.Count(lines, []byte("\n"))
+	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&want, "line %d\n", i)
 	}
-	want.Write(bytes.Repeat([]byte("x"), 3000000))
-	want.WriteString("\nend\n")
-	if got := output(t, s.db, job.ID, logs.Stdout); !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("stdout: %d bytes, want %d", len(got), want.Len())
+	if n == 0 || !bytes.Equal(lines, want.Bytes()) {
+		t.Errorf("stdout before the flood: %q, want lines 1 to %d in order", lines, n)
 	}
 	eventually(t, 30*time.Second, "the trickler to let go of every pipe", func() bool { return held() == 0 })
 }
