@@ -148,21 +148,13 @@ func (r result) String() string {
 	// A supervisor that failed to start says why in its log only.
 	if m := superviseLog.FindStringSubmatch(r.stderr); m != nil {
 		if b, err := os.ReadFile(m[1]); err == nil {
-			s += fmt.Sprintf("\n%s (its end):\n%s", m[1], tailBytes(b, 4096))
+			s += fmt.Sprintf("\n%s (its end):\n%s", m[1], tailOf(string(b), 4096))
 		}
 	}
 	return s
 }
 
 var superviseLog = regexp.MustCompile(`\(see (/\S+/supervise\.log)\)`)
-
-// tailBytes is the end of b, at most n bytes of it.
-func tailBytes(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
 
 func (w *world) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(jobsBin, args...)

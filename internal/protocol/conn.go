@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -181,6 +180,11 @@ func (c *Conn) exchange(ctx context.Context, req Request, undo *Request) (Respon
 			err = c.dec.Decode(&resp)
 		}
 	}
+	return c.finish(ctx, resp, err)
+}
+
+// finish is how a call ends once its answer is read (err: it was not).
+func (c *Conn) finish(ctx context.Context, resp Response, err error) (Response, error) {
 	if err != nil {
 		return Response{}, c.fail(ctx, err)
 	}
@@ -246,31 +250,15 @@ func (c *Conn) undoable(ctx context.Context, ended, pong bool, pingBound time.Ti
 	if err == nil {
 		err = c.dec.Decode(&resp)
 	}
-	if stopUndo() {
-		// ctx did not end: an exchange like any other.
-		if err != nil {
-			return Response{}, c.fail(ctx, err)
-		}
-		if resp.Error != nil {
-			return resp, resp.Error.Err()
-		}
-		return resp, nil
+	var uerr error
+	undid := !stopUndo()
+	if undid {
+		uerr = <-sent // the undo is written before the call ends
 	}
-	uerr := <-sent
-	if err != nil {
-		return Response{}, c.fail(ctx, err)
-	}
-	if resp.Error != nil {
-		// req did nothing, so there is nothing to undo: the undo's
-		// answer is read, and the request's refusal is the news.
-		if uerr == nil {
-			var ur Response
-			uerr = c.dec.Decode(&ur)
-		}
-		if uerr != nil {
-			c.broken = fmt.Errorf("supervisor connection %s: %w", c.path, uerr)
-		}
-		return resp, resp.Error.Err()
+	if !undid || err != nil {
+		// ctx did not end (an exchange like any other), or the answer
+		// never came (a connection broken, the undo's answer unread).
+		return c.finish(ctx, resp, err)
 	}
 	var ur Response
 	if uerr == nil {
@@ -278,12 +266,17 @@ func (c *Conn) undoable(ctx context.Context, ended, pong bool, pingBound time.Ti
 	}
 	if uerr != nil {
 		c.broken = fmt.Errorf("supervisor connection %s: %w", c.path, uerr)
-		return resp, fmt.Errorf("%w (undoing it did not complete: %v)", ctx.Err(), uerr)
 	}
-	if ur.Error != nil {
+	switch {
+	case resp.Error != nil:
+		// req did nothing, so there was nothing to undo: its refusal is
+		// the news.
+		return resp, resp.Error.Err()
+	case uerr != nil:
+		return resp, fmt.Errorf("%w (undoing it did not complete: %v)", ctx.Err(), uerr)
+	case ur.Error != nil:
 		return resp, fmt.Errorf("%w (undoing it failed: %w)", ctx.Err(), ur.Error.Err())
 	}
-	c.c.SetDeadline(time.Time{})
 	return resp, ctx.Err()
 }
 
@@ -516,7 +509,7 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 		}
 		lastErr = err
 		waited := time.Since(began)
-		if waited > EnsureDefaultTimeout && !starting() && !lockHolderAlive(filepath.Join(runtimeDir, "default.lock")) {
+		if waited > EnsureDefaultTimeout && !starting() && !defaultLockHeld(runtimeDir) {
 			return nil, fmt.Errorf("start supervisor: no answer on %s after %s, and the supervisor started for it has exited (see %s): %w",
 				sock, waited.Round(time.Millisecond), filepath.Join(runtimeDir, SupervisorLogName), lastErr)
 		}
@@ -528,37 +521,13 @@ func EnsureDefault(ctx context.Context, d *db.DB, runtimeDir, executable string)
 	}
 }
 
-// lockHolderAlive reports whether the process that took the lock at path
-// last (its pid is in the file) still runs: the supervisor that won the
-// race for default.lock against the one EnsureDefault started, which is
-// still starting when ours has exited already. On a loaded machine its
-// start took over five seconds.
-func lockHolderAlive(path string) bool {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return false
-	}
-	info, err := proc.Inspect(pid)
-	if err != nil || info.State == 'Z' || info.State == 'X' {
-		return false
-	}
-	// Where the kernel lists its locks, the pid must hold one: a pid
-	// left in the file by a supervisor that died may be another
-	// process's now.
-	if locks, err := os.ReadFile("/proc/locks"); err == nil {
-		for _, line := range strings.Split(string(locks), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 4 && f[1] == "FLOCK" && f[4] == strconv.Itoa(pid) {
-				return true
-			}
-		}
-		return false
-	}
-	return true
+// defaultLockHeld reports whether a supervisor holds runtimeDir's
+// default.lock: the one that won the race for it against the supervisor
+// EnsureDefault started, still starting when ours has exited already (on a
+// loaded machine that start took over five seconds).
+func defaultLockHeld(runtimeDir string) bool {
+	held, _ := lockHeld(filepath.Join(runtimeDir, "default.lock"))
+	return held
 }
 
 // DialDefault connects to the default supervisor of the database at dbPath

@@ -259,22 +259,27 @@ func SupervisorAlive(sup db.Supervisor) bool {
 	if sup.LockPath == "" {
 		return false
 	}
-	f, err := privfile.Open("lock file", sup.LockPath, os.O_RDONLY)
+	held, err := lockHeld(sup.LockPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return lockRemovedAlive(sup)
 	}
+	return held || err != nil
+}
+
+// lockHeld reports whether a process holds the lock file at path (taken
+// with LockFile). A shared lock conflicts with the holder's exclusive one
+// but not with other processes checking at the same moment.
+func lockHeld(path string) (bool, error) {
+	f, err := privfile.Open("lock file", path, os.O_RDONLY)
 	if err != nil {
-		return true
+		return false, err
 	}
 	defer f.Close()
-	// A shared lock conflicts with the supervisor's exclusive one but not
-	// with other processes checking at the same moment.
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-	if err == nil {
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return false
+		return false, nil
 	}
-	return true
+	return true, nil
 }
 
 // lockRemovedAlive decides about a supervisor whose lock file is missing
