@@ -154,7 +154,7 @@ func TestCompletionInstallBash(t *testing.T) {
 	a.ready("start")
 	a.keys("complete -p jobs", "Enter")
 	a.see(`complete -F _jobs jobs`, "the rule for jobs")
-	a.keys("jobs kill uni", "Tab")
+	a.keys("jobs kill uniquen", "Tab") // long enough that no random id shares it
 	a.see(`jobs kill uniquename`, "a job name completed")
 	a.ready("verbs")
 	a.keys("jobs sta", "Tab", "Tab")
@@ -171,7 +171,7 @@ func TestCompletionInstallZsh(t *testing.T) {
 	w.start("--name", "uniquename", "sleep 300")
 	a := newShellAccount(t, w, "zsh")
 	a.ready("start")
-	a.keys("jobs kill uni", "Tab")
+	a.keys("jobs kill uniquen", "Tab") // long enough that no random id shares it
 	a.see(`jobs kill uniquename`, "a job name completed")
 	a.ready("spec")
 	a.keys("sleep 1000 &", "Enter")
@@ -194,7 +194,7 @@ func TestCompletionInstallFish(t *testing.T) {
 	a.keys("jobs list", "Enter")
 	a.see(`uniquename`, "jobs list from the program")
 	a.ready("list")
-	a.keys("jobs kill uni", "Tab")
+	a.keys("jobs kill uniquen", "Tab") // long enough that no random id shares it
 	a.see(`jobs kill uniquename`, "a job name completed")
 	a.ready("end")
 }

@@ -64,11 +64,21 @@ func TestCompletionBash(t *testing.T) {
 	id := w.start("--name", "build-docs", "--", "true")
 	other := w.start("--name", "nightly", "--", "true")
 	hostile := w.start("--name", "nice\x1b]0;pwned\x07", "--", "true")
-	w.start("--name", "my job", "--", "true")
+	mine := w.start("--name", "my job", "--", "true")
 	w.scope = "elsewhere"
 	foreign := w.start("--name", "foreign-job", "--", "true")
 	w.scope = ""
-	_ = other
+	// Ids are random: a name's prefix is sometimes an id's too, and then
+	// the id is rightly offered beside the name.
+	ids := []string{id, other, hostile, mine}
+	with := func(prefix string, ids []string, names ...string) []string {
+		for _, x := range ids {
+			if strings.HasPrefix(x, prefix) {
+				names = append(names, x)
+			}
+		}
+		return names
+	}
 
 	cases := []struct {
 		words []string
@@ -83,15 +93,15 @@ func TestCompletionBash(t *testing.T) {
 		{words: []string{"kill", "-s", ""}, want: []string{"TERM", "INT", "KILL", "HUP", "STOP", "CONT", "USR1"}},
 		{words: []string{"list", "--status", "=", "ru"}, want: []string{"running"}, exact: true},
 		{words: []string{"list", "--status", "done,t"}, want: []string{"done,timed_out"}, exact: true},
-		{words: []string{"poll", "bu"}, want: []string{"build-docs"}, exact: true},
+		{words: []string{"poll", "bu"}, want: with("bu", ids, "build-docs"), exact: true},
 		{words: []string{"poll", ""}, want: []string{"build-docs", "nightly", id, hostile}, not: []string{"foreign-job", foreign, "nice\x1b]0;pwned\x07"}},
-		{words: []string{"poll", "ni"}, want: []string{"nightly"}, exact: true},
-		{words: []string{"poll", "my"}, want: []string{"'my job'"}, exact: true},
+		{words: []string{"poll", "ni"}, want: with("ni", ids, "nightly"), exact: true},
+		{words: []string{"poll", "my"}, want: with("my", ids, "'my job'"), exact: true},
 		{words: []string{"poll", "'my j"}, want: []string{"'my job'"}, exact: true},
 		{words: []string{"poll", `my\ `}, want: []string{"'my job'"}, exact: true},
 		{words: []string{"log", "--tail", "5", id[:4]}, want: []string{id}, exact: true},
-		{words: []string{"wait", "build-docs", "ni"}, want: []string{"nightly"}, exact: true},
-		{words: []string{"--scope", "elsewhere", "kill", "fo"}, want: []string{"foreign-job"}, exact: true},
+		{words: []string{"wait", "build-docs", "ni"}, want: with("ni", ids, "nightly"), exact: true},
+		{words: []string{"--scope", "elsewhere", "kill", "fo"}, want: with("fo", []string{foreign}, "foreign-job"), exact: true},
 		{words: []string{"--scope", "else"}, want: []string{"elsewhere"}, exact: true},
 		{words: []string{"completion", ""}, want: []string{"bash", "zsh", "fish"}, exact: true},
 		{words: []string{"help", "sta"}, want: []string{"start", "status"}, exact: true},
