@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests drive
 # (tmux, sqlite3, python3, chromium when missing), runs every package under the race
-# detector, then the check of `jobs mcp` with a real third-party MCP client
-# (when node is present). With the long sizes (CI=true or
+# detector and, beside them, the check of `jobs mcp` with a real
+# third-party MCP client (when node is present). With the long sizes (CI=true or
 # JOBS_TEST_LONG=1: internal/testlong) the adversarial cases run at the
 # sizes the reliability matrix states, and a short run of every fuzz
 # target comes after the tests.
@@ -13,7 +13,12 @@ cd "$(dirname "$0")/.."
 step() { echo "== $* (at ${SECONDS}s)"; }
 trap 'echo "== done in ${SECONDS}s"' EXIT
 
-scripts/deps.sh
+# What the tests drive is installed (scripts/deps.sh: packages, the MCP
+# clients' node modules, litestream) while the jobs binary builds below:
+# both wait on the network and the disk as much as on the CPU.
+deps_log=$(mktemp)
+scripts/deps.sh >"$deps_log" 2>&1 &
+deps=$!
 
 # The long adversarial sizes (internal/testlong): on in CI (CI=true) or
 # with JOBS_TEST_LONG=1; off, the same cases run smaller.
@@ -31,19 +36,43 @@ fi
 # generator, which starts about a quarter faster, and the tests run it
 # thousands of times.
 bin=$(mktemp -d)
-trap 'rm -rf "$bin"; echo "== done in ${SECONDS}s"' EXIT
+inspector=""
+trap '[ -z "$inspector" ] || kill "$inspector" 2>/dev/null; rm -rf "$bin" "$deps_log"; echo "== done in ${SECONDS}s"' EXIT
+step "build jobs (scripts/deps.sh beside it)"
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 export JOBS_TEST_BINARY=$bin/jobs
+deps_rc=0
+wait "$deps" || deps_rc=$?
+cat "$deps_log"
+if [ "$deps_rc" != 0 ]; then
+	echo "scripts/deps.sh failed (exit $deps_rc)" >&2
+	exit "$deps_rc"
+fi
 
 # A program built with the race detector sleeps a second before it exits
 # with status 0 (GORACE's atexit_sleep_ms, 1000 by default): every test
 # binary, and every job or helper one of them starts, would.
 export GORACE="atexit_sleep_ms=0${GORACE:+ $GORACE}"
 
+# The MCP inspector check drives the built binary on a database of its
+# own: it runs beside the Go tests, and its result is read after them.
+inspector_log=$bin/inspector.log
+if command -v npx >/dev/null; then
+	step "MCP inspector check (beside the Go tests)"
+	scripts/mcp-inspector-check.sh "$JOBS_TEST_BINARY" >"$inspector_log" 2>&1 &
+	inspector=$!
+else
+	echo "== MCP inspector check skipped: node/npx not installed"
+fi
+
 # -parallel 8: most end-to-end tests wait on processes, sockets and the
 # disk more than they compute, so more of them than cores run at once.
-step "go test -race -count=1 -parallel 8 -timeout 60m ./..."
-go test -race -count=1 -parallel 8 -timeout 60m ./...
+# -p: as many test binaries at once as twice the cores it may use, for the same
+# reason (go test's default is one a core); the end-to-end package is a
+# third of the run, and the others would otherwise queue behind one slot.
+procs=$(( $(nproc) * 2 ))
+step "go test -race -count=1 -p $procs -parallel 8 -timeout 60m ./..."
+go test -race -count=1 -p "$procs" -parallel 8 -timeout 60m ./...
 
 # Mutation is an adversarial run: with the long sizes only (the seed
 # corpora of every fuzz target ran above, as tests, either way).
@@ -54,9 +83,14 @@ else
 	echo "== fuzz smoke skipped: the long sizes are off (the seed corpora ran as tests)"
 fi
 
-if command -v npx >/dev/null; then
-	step "MCP inspector check"
-	scripts/mcp-inspector-check.sh "$JOBS_TEST_BINARY"
-else
-	echo "== MCP inspector check skipped: node/npx not installed"
+if [ -n "$inspector" ]; then
+	inspector_rc=0
+	wait "$inspector" || inspector_rc=$?
+	inspector=""
+	step "MCP inspector check (it ran beside the Go tests)"
+	cat "$inspector_log"
+	if [ "$inspector_rc" != 0 ]; then
+		echo "the MCP inspector check failed (exit $inspector_rc)" >&2
+		exit "$inspector_rc"
+	fi
 fi
