@@ -67,12 +67,8 @@ fi
 
 # -parallel 8: most end-to-end tests wait on processes, sockets and the
 # disk more than they compute, so more of them than cores run at once.
-# -p: as many test binaries at once as twice the cores it may use, for the same
-# reason (go test's default is one a core); the end-to-end package is a
-# third of the run, and the others would otherwise queue behind one slot.
-procs=$(( $(nproc) * 2 ))
-step "go test -race -count=1 -p $procs -parallel 8 -timeout 60m ./..."
-go test -race -count=1 -p "$procs" -parallel 8 -timeout 60m ./...
+step "go test -race -count=1 -parallel 8 -timeout 60m ./..."
+go test -race -count=1 -parallel 8 -timeout 60m ./...
 
 # Mutation is an adversarial run: with the long sizes only (the seed
 # corpora of every fuzz target ran above, as tests, either way).

@@ -27,6 +27,12 @@ import (
 // it fails with "database is locked".
 const BusyTimeout = 10 * time.Second
 
+// InitPatience is how long opening a new, empty database file waits for
+// another process that is initialising the same file: the schema's
+// creation is a handful of transactions that take milliseconds on an idle
+// machine, and a loaded one can stretch them past one busy timeout.
+const InitPatience = 2 * time.Minute
+
 // busyTimeout is the busy timeout of the connections a DSN opens:
 // BusyTimeout, shortened by tests.
 var busyTimeout = BusyTimeout
@@ -244,10 +250,12 @@ func checkOwn(ctx context.Context, abs string) error {
 // Several processes may initialise the same new file at once (two agents
 // starting their first job). SQLite does not call its busy handler where
 // waiting could deadlock, and two connections turning one new file into a
-// WAL database can meet there: a busy answer is tried again, until
-// BusyTimeout has passed.
+// WAL database can meet there; and the other process, once its file is a
+// WAL database, creates the schema in one transaction, which on a loaded
+// machine can hold the lock longer than one busy timeout. A busy answer is
+// tried again, until InitPatience has passed or ctx ends.
 func initFile(ctx context.Context, path string) error {
-	deadline := time.Now().Add(BusyTimeout)
+	deadline := time.Now().Add(InitPatience)
 	pause := 2 * time.Millisecond
 	for {
 		err := initFileOnce(ctx, path)
@@ -273,7 +281,7 @@ func IsBusy(err error) bool {
 func initFileOnce(ctx context.Context, path string) error {
 	q := url.Values{}
 	q.Add("_auto_vacuum", "INCREMENTAL")
-	q.Add("_busy_timeout", strconv.FormatInt(BusyTimeout.Milliseconds(), 10))
+	q.Add("_busy_timeout", strconv.FormatInt(busyTimeout.Milliseconds(), 10))
 	sqldb, err := sql.Open("sqlite", DSN(path)+"&"+q.Encode())
 	if err != nil {
 		return err

@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -107,4 +109,59 @@ func TestWritesOutwaitAnotherProcessPastTheBusyTimeout(t *testing.T) {
 		t.Fatalf("CreateJob while another process held the lock for 5 busy timeouts: %v", err)
 	}
 	<-released
+}
+
+// TestFirstUseWaitsForAnotherInitialiser: a process that finds a new, empty
+// database file initialises it; another process doing the same at once
+// (two agents' first jobs) may hold the file's lock for longer than one
+// busy timeout while it creates the schema, on a loaded machine with the
+// race detector several times over. The opener that finds the lock held
+// waits for it, and fails only after a patience far longer than the busy
+// timeout. Seen as "initialise: database is locked" in
+// TestOpenConcurrentFirstUse beside stress-ng.
+func TestFirstUseWaitsForAnotherInitialiser(t *testing.T) {
+	busyTimeout = 100 * time.Millisecond
+	defer func() { busyTimeout = BusyTimeout }()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	// The other initialiser: a write transaction on the new file.
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE other_init (x)`); err != nil {
+		t.Fatal(err)
+	}
+	// It lets go after ten busy timeouts (rolled back, so that the file
+	// holds no table of another program afterwards).
+	const hold = 10 * 100 * time.Millisecond
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(hold) // the other process's work, however long it takes
+		_, err := conn.ExecContext(ctx, `ROLLBACK`)
+		conn.Close()
+		released <- err
+	}()
+	began := time.Now()
+	err = initFile(ctx, path)
+	took := time.Since(began)
+	if rerr := <-released; rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("initialising a new file whose lock another initialiser held for %v failed after %v: %v", hold, took.Round(time.Millisecond), err)
+	}
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("open after both initialised: %v", err)
+	}
+	d.Close()
 }

@@ -89,13 +89,17 @@ func TestB13TimeoutOnMonotonicClock(t *testing.T) {
 			began := time.Now()
 			job := start(t, s, protocol.StartRequest{Job: db.NewJob{Argv: helperArgv(t, "sleep"), Timeout: timeout}})
 			clock.jump(jump)
-			job = waitDone(t, d, job.ID, 30*time.Second)
+			// A timeout on the wall clock would end the job at once
+			// after +2 days, and an hour late after -1 h: the upper
+			// bound is a deadline for a loaded machine, far below the
+			// hour (how soon it ends is the figure, not a check).
+			job = waitDone(t, d, job.ID, 2*time.Minute)
 			took := time.Since(began)
 			if job.Status != vocab.StatusTimedOut {
 				t.Fatalf("status %s, want timed_out", job.Status)
 			}
-			if limit := timeout + s.cfg.Grace + 2*time.Second; took < timeout || took > limit {
-				t.Errorf("a %v timeout ended the job after %v of real time (want [%v, %v]) with the wall clock moved %v", timeout, took, timeout, limit, jump)
+			if took < timeout {
+				t.Errorf("a %v timeout ended the job after %v of real time with the wall clock moved %v", timeout, took, jump)
 			}
 			t.Logf("MATRIX-FIGURE %s", "1 s timeout with the wall clock moved "+jump.String()+": timed out after "+took.Round(10*time.Millisecond).String())
 		})
