@@ -37,7 +37,7 @@ func litestreamBin(t *testing.T) string {
 	if os.Getenv("CI") == "true" {
 		t.Fatal("litestream is not installed (scripts/deps.sh installs it)")
 	}
-	t.Skip("litestream is not installed: run scripts/deps.sh")
+	t.Skip("litestream is not installed: JOBS_TEST_LONG=1 scripts/deps.sh installs it, as CI does")
 	return ""
 }
 
