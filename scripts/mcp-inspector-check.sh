@@ -85,7 +85,10 @@ tool execute_command --tool-arg 'command=echo inspector-hello'
 expect "execute_command runs to the end" '"status": "done"'
 expect "execute_command returns the output" 'inspector-hello'
 
-tool execute_command --tool-arg 'command=read line; echo "got $line"; sleep 30' --tool-arg background=true --tool-arg label=inspector
+# The job must still run when the kill below comes: each call starts the
+# inspector (a node process), and on a busy machine the dozen calls before
+# the kill took more than 30 s. The kill, or our supervisor's end, ends it.
+tool execute_command --tool-arg 'command=read line; echo "got $line"; sleep 600' --tool-arg background=true --tool-arg label=inspector
 expect "execute_command background=true starts" '"status": "running"'
 sid=$(printf '%s\n' "$out" | grep -oE '"sessionId": ?"[A-Za-z0-9_-]+"' | head -n 1 | sed -E 's/.*"([A-Za-z0-9_-]+)"$/\1/' || true)
 if [ -z "$sid" ]; then
