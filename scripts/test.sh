@@ -11,13 +11,38 @@ cd "$(dirname "$0")/.."
 
 # Each step says when it began, in seconds from the start.
 step() { echo "== $* (at ${SECONDS}s)"; }
-trap 'echo "== done in ${SECONDS}s"' EXIT
+
+# Two steps run in the background (deps.sh, the inspector check); a run
+# that ends early (a failed build, a failed test) stops whichever of them
+# still runs, and removes the scratch directory either way.
+bin=$(mktemp -d)
+cleanup() {
+	local pid
+	for pid in $(jobs -p); do # those not waited for yet
+		kill "$pid" 2>/dev/null || true
+	done
+	rm -rf "$bin"
+	echo "== done in ${SECONDS}s"
+}
+trap cleanup EXIT
+
+# waitfor PID LOG WHAT: waits for a background step, prints its output,
+# and fails the run with its exit status.
+waitfor() {
+	local rc=0
+	wait "$1" || rc=$?
+	cat "$2"
+	if [ "$rc" != 0 ]; then
+		echo "$3 failed (exit $rc)" >&2
+		exit "$rc"
+	fi
+}
 
 # What the tests drive is installed (scripts/deps.sh: packages, the MCP
-# clients' node modules, litestream) while the jobs binary builds below:
-# both wait on the network and the disk as much as on the CPU.
-deps_log=$(mktemp)
-scripts/deps.sh >"$deps_log" 2>&1 &
+# clients' node modules, litestream for the long run) while the jobs
+# binary builds below: both wait on the network and the disk as much as on
+# the CPU.
+scripts/deps.sh >"$bin/deps.log" 2>&1 &
 deps=$!
 
 # The long adversarial sizes (internal/testlong): on in CI (CI=true) or
@@ -35,19 +60,10 @@ fi
 # built as the README builds it: static, without the CLI library's doc
 # generator, which starts about a quarter faster, and the tests run it
 # thousands of times.
-bin=$(mktemp -d)
-inspector=""
-trap '[ -z "$inspector" ] || kill "$inspector" 2>/dev/null; rm -rf "$bin" "$deps_log"; echo "== done in ${SECONDS}s"' EXIT
 step "build jobs (scripts/deps.sh beside it)"
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 export JOBS_TEST_BINARY=$bin/jobs
-deps_rc=0
-wait "$deps" || deps_rc=$?
-cat "$deps_log"
-if [ "$deps_rc" != 0 ]; then
-	echo "scripts/deps.sh failed (exit $deps_rc)" >&2
-	exit "$deps_rc"
-fi
+waitfor "$deps" "$bin/deps.log" scripts/deps.sh
 
 # A program built with the race detector sleeps a second before it exits
 # with status 0 (GORACE's atexit_sleep_ms, 1000 by default): every test
@@ -56,10 +72,10 @@ export GORACE="atexit_sleep_ms=0${GORACE:+ $GORACE}"
 
 # The MCP inspector check drives the built binary on a database of its
 # own: it runs beside the Go tests, and its result is read after them.
-inspector_log=$bin/inspector.log
+inspector=""
 if command -v npx >/dev/null; then
 	step "MCP inspector check (beside the Go tests)"
-	scripts/mcp-inspector-check.sh "$JOBS_TEST_BINARY" >"$inspector_log" 2>&1 &
+	scripts/mcp-inspector-check.sh "$JOBS_TEST_BINARY" >"$bin/inspector.log" 2>&1 &
 	inspector=$!
 else
 	echo "== MCP inspector check skipped: node/npx not installed"
@@ -84,13 +100,6 @@ else
 fi
 
 if [ -n "$inspector" ]; then
-	inspector_rc=0
-	wait "$inspector" || inspector_rc=$?
-	inspector=""
 	step "MCP inspector check (it ran beside the Go tests)"
-	cat "$inspector_log"
-	if [ "$inspector_rc" != 0 ]; then
-		echo "the MCP inspector check failed (exit $inspector_rc)" >&2
-		exit "$inspector_rc"
-	fi
+	waitfor "$inspector" "$bin/inspector.log" "the MCP inspector check"
 fi
