@@ -81,6 +81,13 @@ func FindByEnv(key, value string) ([]Info, error) {
 	return nil, fmt.Errorf("find processes by environment: %w", errors.ErrUnsupported)
 }
 
+// FindByArgs is not available on darwin: another process's arguments are
+// not exposed without parsing kern.procargs2, which this package does not
+// do.
+func FindByArgs(first string, rest ...string) ([]Info, error) {
+	return nil, fmt.Errorf("find processes by arguments: %w", errors.ErrUnsupported)
+}
+
 // scan lists every process for which match is true. The environment tag
 // cannot be read on darwin, so key and value are ignored.
 func scan(match func(Info) bool, key, value string) ([]Info, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -165,6 +166,43 @@ func FindByEnv(key, value string) ([]Info, error) {
 	}
 	found, _, err := scanSince(func(Info) bool { return false }, key, value, 0)
 	return found, err
+}
+
+// FindByArgs returns the live processes whose command line holds first
+// and, after it, the arguments of rest side by side (for example
+// "tmux-pipe", then "--job", id). Processes whose command line cannot be
+// read are skipped.
+func FindByArgs(first string, rest ...string) ([]Info, error) {
+	all, err := pids()
+	if err != nil {
+		return nil, err
+	}
+	var found []Info
+	for _, pid := range all {
+		b, err := os.ReadFile(procRoot + "/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil || !argsHold(strings.Split(string(b), "\x00"), first, rest) {
+			continue
+		}
+		if info, err := Inspect(pid); err == nil && !info.Dead() {
+			found = append(found, info)
+		}
+	}
+	return found, nil
+}
+
+// argsHold reports whether argv holds first and, after it, rest side by
+// side.
+func argsHold(argv []string, first string, rest []string) bool {
+	i := slices.Index(argv, first)
+	if i < 0 {
+		return false
+	}
+	for j := i + 1; j+len(rest) <= len(argv); j++ {
+		if slices.Equal(argv[j:j+len(rest)], rest) {
+			return true
+		}
+	}
+	return false
 }
 
 // scan walks /proc once and returns every process for which match is true.

@@ -3,7 +3,9 @@ package proc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"syscall"
 	"testing"
@@ -338,5 +340,37 @@ func BenchmarkCountAlive(b *testing.B) {
 	t := Target{PGID: 1 << 30, EnvKey: "JOBS_ID", EnvValue: "no-such-job"}
 	for b.Loop() {
 		CountAlive(t)
+	}
+}
+
+// TestFindByArgs: a process is found by an argument and the arguments
+// after it side by side, not by the same words apart or in another order.
+func TestFindByArgs(t *testing.T) {
+	id := fmt.Sprintf("job%d", os.Getpid())
+	c := exec.Command("/bin/sh", "-c", "sleep 600; :", "tmux-pipe", "--db", "/x.db", "--job", id, "--grace", "1s")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { c.Process.Kill(); c.Wait() }()
+	for _, tc := range []struct {
+		first string
+		rest  []string
+		want  bool
+	}{
+		{"tmux-pipe", []string{"--job", id}, true},
+		{"tmux-pipe", []string{"--db", "/x.db", "--job", id}, true},
+		{"tmux-pipe", []string{"--job", id + "x"}, false},
+		{"tmux-pipe", []string{id, "--job"}, false},
+		{"--job", []string{"tmux-pipe"}, false}, // before first, not after
+		{"tmux-pipes", []string{"--job", id}, false},
+	} {
+		found, err := FindByArgs(tc.first, tc.rest...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(found, func(i Info) bool { return i.PID == c.Process.Pid })
+		if got != tc.want {
+			t.Errorf("FindByArgs(%q, %q) found the process: %v, want %v", tc.first, tc.rest, got, tc.want)
+		}
 	}
 }

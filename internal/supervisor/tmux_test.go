@@ -672,18 +672,45 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	}
 	supervisor.Eventually(t, 5*time.Second, "the session to close", func() bool { return !sessionExists(t, srv, job.TmuxSession) })
 
-	// With the session gone and the job not finished, a sweep marks it
-	// lost: simulate a job whose helper and session both vanished.
+	// A helper closes the session of a job that ended (the last of its
+	// output comes with the pipe's close) before it records the end: in
+	// between, on a busy machine for seconds, the session is gone and
+	// the helper lives. A sweep then must leave the job to the helper (it
+	// marked such a job lost, and the helper's "done" came too late).
+	ending, err := d.CreateJob(ctx, db.NewJob{Scope: "default", Command: "x", Argv: []string{"x"}, Cwd: "/", Mode: "tmux",
+		TmuxSession: "jobs-closedbyitshelper", SupervisorID: supID}, db.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command("/bin/sh", "-c", "sleep 600; :", "tmux-pipe", "--db", d.Path, "--job", ending.ID)
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { helper.Process.Kill(); helper.Wait() })
+	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 0 {
+		t.Errorf("sweep.Lost of a tmux job whose helper lives = %d, %v; want 0", n, err)
+	}
+	if j, _ := d.FindJobByID(ctx, ending.ID); j.Status.Terminal() {
+		t.Errorf("tmux job whose helper lives is %s (%s), want it left to its helper", j.Status, j.Reason)
+	}
+	helper.Process.Kill()
+	helper.Wait()
+
+	// With the session and the helper gone and the job not finished, a
+	// sweep marks it lost: simulate a job whose helper and session both
+	// vanished.
 	lostJob, err := d.CreateJob(ctx, db.NewJob{Scope: "default", Command: "x", Argv: []string{"x"}, Cwd: "/", Mode: "tmux",
 		TmuxSession: "jobs-nosuchsession", SupervisorID: supID}, db.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 1 {
-		t.Errorf("sweep.Lost of a tmux job without session = %d, %v; want 1", n, err)
+	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 2 {
+		t.Errorf("sweep.Lost of two tmux jobs without session or helper = %d, %v; want 2", n, err)
 	}
-	if j, _ := d.FindJobByID(ctx, lostJob.ID); j.Status != vocab.StatusLost {
-		t.Errorf("tmux job without session is %s, want lost", j.Status)
+	for _, id := range []string{ending.ID, lostJob.ID} {
+		if j, _ := d.FindJobByID(ctx, id); j.Status != vocab.StatusLost {
+			t.Errorf("tmux job %s without session or helper is %s, want lost", id, j.Status)
+		}
 	}
 }
 

@@ -97,7 +97,9 @@ func Pass(ctx context.Context, d *db.DB, retention time.Duration, onLost func(db
 //
 // tmux jobs whose session still lives are skipped: their process runs in
 // tmux, not under the dead supervisor, and their tmux-pipe helper records
-// them (see package tmuxjob). A tmux job whose session is gone is marked lost.
+// them (see package tmuxjob). So are those whose helper still runs: it
+// closes the session of a job that ended before it records the end. A tmux
+// job whose session and helper are both gone is marked lost.
 //
 // Each job it marks is handed to onLost (nil: nobody), which a supervisor
 // uses to run its on_exit hook.
@@ -121,7 +123,7 @@ func Lost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) {
 			continue
 		}
 		for _, j := range jobs {
-			if j.Mode == vocab.ModeTmux && tmuxjob.Alive(j) {
+			if j.Mode == vocab.ModeTmux && (tmuxjob.Alive(j) || tmuxjob.HelperAlive(j.ID)) {
 				continue // its tmux-pipe helper still records it, see above
 			}
 			lost, err := d.Transition(ctx, j.ID, LostTransition(ctx, d, j, fmt.Sprintf("supervisor %s died", sup.ID)))

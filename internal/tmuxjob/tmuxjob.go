@@ -14,6 +14,7 @@ import (
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/parse"
 	"github.com/agentjobs/jobs/internal/privfile"
+	"github.com/agentjobs/jobs/internal/proc"
 	"github.com/agentjobs/jobs/internal/textclean"
 	"github.com/agentjobs/jobs/internal/tmux"
 	"github.com/agentjobs/jobs/internal/vocab"
@@ -126,6 +127,17 @@ func Alive(j db.Job) bool {
 		return false
 	}
 	return ok || err != nil
+}
+
+// HelperAlive reports whether a tmux-pipe helper of the job with this id
+// runs (see PipeCommand). A helper closes the session of a job that ended
+// before it records the end (the last of the output comes with the pipe's
+// close), so a job whose session is gone may still be its helper's to
+// record. Where processes' arguments cannot be read (darwin) it reports
+// false: such a job is then judged by its session alone.
+func HelperAlive(id string) bool {
+	found, err := proc.FindByArgs("tmux-pipe", "--job", id)
+	return err == nil && len(found) > 0
 }
 
 // Kill ends a tmux job from any process, with or without its supervisor:
