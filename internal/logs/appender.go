@@ -756,14 +756,18 @@ func (a *Appender) chunkBuf(n int) []byte {
 // chunks. Under a flood every chunk is a new MaxChunk buffer; freed to the
 // garbage collector, each cost page faults, a share of the collections and
 // of the scavenger's returning memory to the system, which was about a
-// seventh of a text flood's supervisor CPU. Once settled, nothing reads a
-// chunk's data: its rows are committed or dropped, its compression ran
-// before the write (encoded), and the job's state keeps only the row's
-// place (stored).
+// seventh of a text flood's supervisor CPU. Once settled, a chunk's rows
+// are committed or dropped and the job's state keeps only the row's place
+// (stored); what may still read its data is the goroutine Write started to
+// compress it, when the write did not need the compression (a dropped
+// batch, rows written job by job) and that goroutine has not run or not
+// finished: the chunk's compression is closed first, waiting for it if it
+// runs, so that it never starts after.
 func (a *Appender) recycle(batch []jobBatch) {
 	for _, b := range batch {
 		for _, c := range b.chunks {
 			if cap(c.data) == a.o.MaxChunk {
+				c.pack.once.Do(func() {})
 				buf := c.data[:0]
 				c.data = nil
 				a.bufs.Put(&buf)

@@ -951,3 +951,31 @@ func TestFloodRecyclesChunkBuffers(t *testing.T) {
 		t.Errorf("%d chunk buffers made for %d chunks: written chunks' buffers are not reused", made, chunks)
 	}
 }
+
+// TestDroppedChunksRecycleSafely: a chunk is compressed by a goroutine of
+// its own, which may not have run when its batch is dropped (here every
+// batch, the disk being "full": MinFree larger than any disk) and the
+// chunk's buffer given to a new chunk. The buffer must not be given back
+// while that goroutine may still read it: the race detector sees the
+// compression read a buffer a later Write fills. Every byte is counted
+// dropped.
+func TestDroppedChunksRecycleSafely(t *testing.T) {
+	d := openDB(t)
+	var dropped atomic.Int64
+	a := newAppender(t, d, AppenderOptions{MinFree: 1 << 50, RetryFor: time.Millisecond,
+		OnDropped: func(_ string, n int64, _ error) { dropped.Add(n) }})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	text := textOutput(DefaultMaxChunk)
+	const writes = 200
+	for i := range writes {
+		write(t, a, id, Stdout, text)
+		if i%4 == 3 {
+			_ = a.Flush(context.Background()) // dropped: the disk is "full"
+		}
+	}
+	_ = a.Flush(context.Background())
+	if got, want := dropped.Load(), int64(writes*len(text)); got != want {
+		t.Errorf("%d bytes counted dropped, want %d", got, want)
+	}
+}
