@@ -901,7 +901,7 @@ func TestFloodRecyclesChunkBuffers(t *testing.T) {
 	d := openDB(t)
 	a := newAppender(t, d, AppenderOptions{MaxBatchBytes: 1 << 20})
 	const jobs = 4
-	perJob := testlong.Pick(2<<20, 8<<20)
+	perJob := testlong.Pick(1<<20, 8<<20)
 	ids := make([]string, jobs)
 	models := make([]model, jobs)
 	for i := range ids {
