@@ -123,7 +123,7 @@ func Lost(ctx context.Context, d *db.DB, onLost func(db.Job)) (int, error) {
 			continue
 		}
 		for _, j := range jobs {
-			if j.Mode == vocab.ModeTmux && (tmuxjob.Alive(j) || tmuxjob.HelperAlive(j.ID)) {
+			if j.Mode == vocab.ModeTmux && tmuxjob.Alive(j) {
 				continue // its tmux-pipe helper still records it, see above
 			}
 			lost, err := d.Transition(ctx, j.ID, LostTransition(ctx, d, j, fmt.Sprintf("supervisor %s died", sup.ID)))

@@ -113,31 +113,25 @@ func Env(env, names []string, budget int) []string {
 	return keep
 }
 
-// Alive reports whether the tmux job j still has its session, so a
-// sweep must leave it to its tmux-pipe helper instead of marking it lost.
-// An error other than "no such session" (a wedged tmux server) counts as
-// alive: a job is not declared lost on a guess. Without tmux installed the
-// session cannot exist.
+// Alive reports whether the tmux job j is still its tmux-pipe helper's to
+// record, so a sweep must leave it instead of marking it lost: its session
+// exists, or its helper still runs. A helper closes the session of a job
+// that ended before it records the end (the last of the output comes with
+// the pipe's close), so a job whose session is gone may still be its
+// helper's. An error other than "no such session" (a wedged tmux server)
+// counts as alive: a job is not declared lost on a guess. Without tmux
+// installed the session cannot exist. Where processes' arguments cannot be
+// read (darwin) the helper is not looked for: the session alone decides.
 func Alive(j db.Job) bool {
 	if j.TmuxSession == "" {
 		return false
 	}
 	ok, err := ServerOf(j).HasSession(j.TmuxSession)
-	if errors.Is(err, tmux.ErrNotInstalled) {
-		return false
+	if ok || err != nil && !errors.Is(err, tmux.ErrNotInstalled) {
+		return true
 	}
-	return ok || err != nil
-}
-
-// HelperAlive reports whether a tmux-pipe helper of the job with this id
-// runs (see PipeCommand). A helper closes the session of a job that ended
-// before it records the end (the last of the output comes with the pipe's
-// close), so a job whose session is gone may still be its helper's to
-// record. Where processes' arguments cannot be read (darwin) it reports
-// false: such a job is then judged by its session alone.
-func HelperAlive(id string) bool {
-	found, err := proc.FindByArgs("tmux-pipe", "--job", id)
-	return err == nil && len(found) > 0
+	helpers, err := proc.FindByArgs("tmux-pipe", "--job", j.ID)
+	return err == nil && len(helpers) > 0
 }
 
 // Kill ends a tmux job from any process, with or without its supervisor:
