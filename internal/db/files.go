@@ -87,7 +87,7 @@ func prepareFile(path string) (os.FileInfo, error) {
 			return nil, err
 		}
 	}
-	if err := checkHeader(path, fi.Size()); err != nil {
+	if err := unlessInUse(path, func() error { return checkHeader(path, fi.Size()) }); err != nil {
 		return nil, err
 	}
 	return fi, nil

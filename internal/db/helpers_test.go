@@ -36,6 +36,9 @@ func (c *clock) Set(t time.Time) {
 
 // TestMain removes the template database after the tests.
 func TestMain(m *testing.M) {
+	if path := os.Getenv(otherProcessEnv); path != "" {
+		os.Exit(otherProcess(path))
+	}
 	code := m.Run()
 	if templateDir != "" {
 		os.RemoveAll(templateDir)

@@ -126,7 +126,7 @@ func open(ctx context.Context, path string, upgrade bool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLostWAL(abs); err != nil {
+	if err := unlessInUse(abs, func() error { return checkLostWAL(abs) }); err != nil {
 		return nil, err
 	}
 	if fresh {
@@ -282,10 +282,7 @@ func initFileOnce(ctx context.Context, path string) error {
 	q := url.Values{}
 	q.Add("_auto_vacuum", "INCREMENTAL")
 	q.Add("_busy_timeout", strconv.FormatInt(busyTimeout.Milliseconds(), 10))
-	sqldb, err := sql.Open("sqlite", DSN(path)+"&"+q.Encode())
-	if err != nil {
-		return err
-	}
+	sqldb := sql.OpenDB(&connector{dsn: DSN(path) + "&" + q.Encode(), path: path})
 	defer sqldb.Close()
 	if err := sqldb.PingContext(ctx); err != nil {
 		return fmt.Errorf("initialise: %w", cleanSQLiteError(err))

@@ -58,7 +58,7 @@ func openReadOnly(abs string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLostWAL(abs); err != nil {
+	if err := unlessInUse(abs, func() error { return checkLostWAL(abs) }); err != nil {
 		return nil, err
 	}
 	q := url.Values{}
@@ -112,7 +112,7 @@ func checkFileReadOnly(path string) (os.FileInfo, error) {
 			return nil, fmt.Errorf("open database %s: %s is a symlink: refusing it", path, path+suffix)
 		}
 	}
-	if err := checkHeader(path, fi.Size()); err != nil {
+	if err := unlessInUse(path, func() error { return checkHeader(path, fi.Size()) }); err != nil {
 		return nil, err
 	}
 	if fi.Size() == 0 {

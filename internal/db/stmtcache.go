@@ -41,22 +41,28 @@ type connector struct {
 func (c *connector) Connect(context.Context) (driver.Conn, error) {
 	// SQLite opens the path, which may name another file by now: a
 	// connection to it would write this pool's rows (a job's end) into
-	// the wrong database. One stat(2) per new connection.
-	if c.file != nil {
-		if fi, err := os.Stat(c.path); err != nil || !os.SameFile(fi, c.file) {
-			return nil, &vocab.ReplacedError{Path: c.path}
-		}
+	// the wrong database. One stat(2) per new connection, which also
+	// names the file the connection counts as in use.
+	fi, err := os.Stat(c.path)
+	if c.file != nil && (err != nil || !os.SameFile(fi, c.file)) {
+		return nil, &vocab.ReplacedError{Path: c.path}
+	}
+	release := func() {}
+	if err == nil {
+		release = useFile(fi) // see inUse
 	}
 	conn, err := c.drv.Open(c.dsn)
 	if err != nil {
+		release()
 		return nil, asCorrupt(c.path, err)
 	}
 	inner, ok := conn.(sqliteConn)
 	if !ok {
 		// Not the driver this was written for: use it as it is.
+		release()
 		return conn, nil
 	}
-	return &cachingConn{sqliteConn: inner, path: c.path, stmts: map[string]*cachedStmt{}}, nil
+	return &cachingConn{sqliteConn: inner, path: c.path, stmts: map[string]*cachedStmt{}, closed: release}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return &c.drv }
@@ -79,7 +85,8 @@ type sqliteConn interface {
 // may be closed from the goroutine that watches its context, hence mu.
 type cachingConn struct {
 	sqliteConn
-	path string
+	path   string
+	closed func() // counts the connection closed (see inUse)
 
 	mu    sync.Mutex
 	stmts map[string]*cachedStmt
@@ -244,7 +251,9 @@ func (c *cachingConn) Close() error {
 		delete(c.stmts, q)
 	}
 	c.mu.Unlock()
-	return c.sqliteConn.Close()
+	err := c.sqliteConn.Close()
+	c.closed()
+	return err
 }
 
 // cachedRows gives its statement back to the cache when closed. It passes
