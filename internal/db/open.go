@@ -102,55 +102,78 @@ func Open(ctx context.Context, path string) (*DB, error) { return open(ctx, path
 // supervisor of the older jobs may still be running on it, and would meet
 // tables it does not know. Such a database is refused with
 // vocab.ErrTooOld, whose message names the verbs that upgrade it.
-func OpenForReads(ctx context.Context, path string) (*DB, error) { return open(ctx, path, false) }
+func OpenForReads(ctx context.Context, path string) (*DB, error) {
+	d, _, err := openFile(ctx, path, false, false)
+	return d, err
+}
+
+// OpenForReadsHere is OpenForReads for a caller that would rather not
+// write to a database that only other hosts' supervisors wrote (Foreign):
+// such a database is reported foreign, and not opened, from the same
+// read-only look at the file that checks it is a jobs database, one
+// SQLite connection fewer than Foreign and OpenForReads (about a tenth
+// of a read verb's CPU).
+func OpenForReadsHere(ctx context.Context, path string) (d *DB, foreign bool, err error) {
+	return openFile(ctx, path, false, true)
+}
 
 func open(ctx context.Context, path string, upgrade bool) (*DB, error) {
+	d, _, err := openFile(ctx, path, upgrade, false)
+	return d, err
+}
+
+// openFile opens path (see Open and OpenForReads). With here, a database
+// that only other hosts' supervisors wrote is reported foreign instead.
+func openFile(ctx context.Context, path string, upgrade, here bool) (*DB, bool, error) {
 	if path == "" {
-		return nil, errors.New("open database: empty path")
+		return nil, false, errors.New("open database: empty path")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, false, fmt.Errorf("open database: %w", err)
 	}
 	st, err := os.Stat(abs)
 	fresh := err != nil || st.Size() == 0
+	var seen int64 // the schema version checkOwn saw
 	if !fresh {
 		// Looked at read-only first: a file that turns out to be
 		// another program's must not be tightened, turned into a WAL
 		// database or migrated.
-		if err := checkOwn(ctx, abs); err != nil {
-			return nil, err
+		l, err := checkOwn(ctx, abs, here)
+		if err != nil || l.foreign {
+			return nil, l.foreign, err
 		}
+		seen = l.version
 	}
 	fi, err := prepareFile(abs)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := unlessInUse(abs, func() error { return checkLostWAL(abs) }); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if fresh {
 		if err := initFile(ctx, abs); err != nil {
-			return nil, fmt.Errorf("open database %s: %w", abs, err)
+			return nil, false, fmt.Errorf("open database %s: %w", abs, err)
 		}
 	}
 	conn := &connector{dsn: DSN(abs) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode(), path: abs, file: fi}
 	sqldb := sql.OpenDB(conn)
 	d := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: abs, Now: time.Now, file: fi, writes: newWriteQueue()}
-	if err := d.migrate(ctx, upgrade); err != nil {
+	if err := d.migrate(ctx, upgrade, seen); err != nil {
 		sqldb.Close()
 		var ce *vocab.CorruptError
 		if errors.As(err, &ce) || errors.Is(err, vocab.ErrTooOld) {
-			return nil, err
+			return nil, false, err
 		}
 		if werr := checkWritable(abs); werr != nil {
 			// SQLite says "unable to open database file" when it cannot
 			// create the -shm beside a WAL database: name the cause.
-			return nil, fmt.Errorf("open database %s: %w", abs, werr)
+			return nil, false, fmt.Errorf("open database %s: %w", abs, werr)
 		}
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+		return nil, false, fmt.Errorf("open database %s: %w", abs, err)
 	}
-	return d, nil
+	return d, false, nil
 }
 
 // Close closes the database.
@@ -221,21 +244,34 @@ func (d *DB) LetGoOfSideFiles() {
 }
 
 // checkOwn refuses, before anything is written, a file that holds another
-// program's tables: it is opened read-only and its schema read.
-func checkOwn(ctx context.Context, abs string) error {
+// program's tables: it is opened read-only and its schema read. It
+// returns the schema version it saw and, with here, whether only other
+// hosts' supervisors wrote the file (Foreign), read over the same
+// connection.
+func checkOwn(ctx context.Context, abs string, here bool) (look, error) {
 	d, err := openReadOnly(abs)
 	if err != nil {
-		return err
+		return look{}, err
 	}
 	defer d.DB.Close()
 	s, err := d.readSchema(ctx)
 	if err != nil {
-		return err
+		return look{}, err
 	}
 	if !s.jobs {
-		return notJobs(abs, s)
+		return look{}, notJobs(abs, s)
 	}
-	return nil
+	l := look{version: s.version}
+	if here {
+		l.foreign, err = d.foreign(ctx)
+	}
+	return l, err
+}
+
+// look is what checkOwn saw of a file.
+type look struct {
+	version int64
+	foreign bool
 }
 
 // initFile gives a new, empty database file incremental auto-vacuum, so
@@ -414,11 +450,16 @@ const accessW = 0x2
 // immediate transaction, so one of them applies it and the others fail on
 // objects that now exist; a failed Up is therefore retried while the schema
 // version moves, and succeeds once another process has finished the work.
-func (d *DB) migrate(ctx context.Context, upgrade bool) error {
+func (d *DB) migrate(ctx context.Context, upgrade bool, seen int64) error {
 	// Every CLI call opens the database, and building a goose Provider
 	// parses every migration: first ask the version table, which is one
-	// query, whether there is anything to do.
+	// query, whether there is anything to do; not even that when the
+	// look before the open saw the latest version (seen), which no
+	// process takes back.
 	if latest, ok := embeddedLatest(); ok {
+		if seen == latest {
+			return nil
+		}
 		v, err := d.SchemaVersion(ctx)
 		if err == nil && v == latest {
 			return nil

@@ -197,6 +197,11 @@ func Foreign(ctx context.Context, path string) (bool, error) {
 		return false, err
 	}
 	defer d.DB.Close()
+	return d.foreign(ctx)
+}
+
+// foreign is Foreign on an open database.
+func (d *DB) foreign(ctx context.Context) (bool, error) {
 	host, err := os.Hostname()
 	if err != nil {
 		return false, fmt.Errorf("read host name: %w", err)
@@ -205,7 +210,7 @@ func Foreign(ctx context.Context, path string) (bool, error) {
 	// yet, or an older empty database) was written by no supervisor.
 	var tables int
 	if err := d.QueryRowxContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'supervisors'`).Scan(&tables); err != nil {
-		return false, fmt.Errorf("read the schema: %w", asCorrupt(abs, err))
+		return false, fmt.Errorf("read the schema: %w", asCorrupt(d.Path, err))
 	}
 	if tables == 0 {
 		return false, nil
@@ -213,7 +218,7 @@ func Foreign(ctx context.Context, path string) (bool, error) {
 	var all, ours int
 	err = d.QueryRowxContext(ctx, foreignQuery, host).Scan(&all, &ours)
 	if err != nil {
-		return false, fmt.Errorf("read supervisor hosts: %w", asCorrupt(abs, err))
+		return false, fmt.Errorf("read supervisor hosts: %w", asCorrupt(d.Path, err))
 	}
 	return all > 0 && ours == 0, nil
 }

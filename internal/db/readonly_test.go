@@ -105,5 +105,14 @@ func TestForeign(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("hosts %q: Foreign = %v, %v; want %v", c.hosts, got, err, c.want)
 		}
+		// The read open tells the same from its own look at the file,
+		// and opens only a database that is not foreign.
+		r, got, err := OpenForReadsHere(ctx, d.Path)
+		if err != nil || got != c.want || (r == nil) != c.want {
+			t.Errorf("hosts %q: OpenForReadsHere = %v, %v, %v; want a database unless foreign (%v)", c.hosts, r != nil, got, err, c.want)
+		}
+		if r != nil {
+			r.Close()
+		}
 	}
 }

@@ -308,14 +308,8 @@ func (c *Client) openLocked(ctx context.Context) error {
 // open it read-only, for ErrReadOnly.
 func openDB(ctx context.Context, path string, opts Options) (d *db.DB, why string, err error) {
 	readOnly := opts.ReadOnly
-	if !readOnly && opts.OnlyReads {
-		if !db.CanWrite(path) {
-			readOnly, why = true, "this process cannot write it"
-		} else if foreign, err := db.Foreign(ctx, path); err != nil {
-			return nil, "", err
-		} else if foreign {
-			readOnly, why = true, "its supervisors ran on another host"
-		}
+	if !readOnly && opts.OnlyReads && !db.CanWrite(path) {
+		readOnly, why = true, "this process cannot write it"
 	}
 	switch {
 	case readOnly:
@@ -323,9 +317,14 @@ func openDB(ctx context.Context, path string, opts Options) (d *db.DB, why strin
 		return d, why, err
 	case opts.OnlyReads:
 		// A read never migrates: a supervisor of an older jobs may
-		// still be running on the database.
-		d, err = db.OpenForReads(ctx, path)
-		return d, "", err
+		// still be running on the database. Nor does it write to
+		// another host's database (or a copy of one).
+		d, foreign, err := db.OpenForReadsHere(ctx, path)
+		if err != nil || !foreign {
+			return d, "", err
+		}
+		d, err = db.OpenReadOnly(ctx, path)
+		return d, "its supervisors ran on another host", err
 	}
 	d, err = db.Open(ctx, path)
 	return d, "", err
