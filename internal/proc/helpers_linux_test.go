@@ -190,7 +190,7 @@ func startJobWith(t *testing.T, cmd *exec.Cmd, start func(*exec.Cmd) error) *job
 // line reads one line of the job's stdout, failing the test after a while.
 func (j *job) line(t *testing.T) string {
 	t.Helper()
-	j.stdout.SetReadDeadline(time.Now().Add(10 * time.Second))
+	j.stdout.SetReadDeadline(time.Now().Add(patience))
 	s, err := j.out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("read helper output: %v (got %q)", err, s)
@@ -218,6 +218,13 @@ func (j *job) pids(t *testing.T) map[int]int64 {
 }
 
 // eventually polls cond until it is true, failing the test at the deadline.
+// patience bounds the tests' waits for a process to reach a state. It
+// only bounds a failure, and must hold on a busy machine: beside
+// stress-ng and the rest of the suite, python3 took 1.7 s to start
+// (0.03 s idle), and a python3 blocked on input() was once not seen
+// within 10 s.
+const patience = 60 * time.Second
+
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	testwait.For(t, d, what, cond)

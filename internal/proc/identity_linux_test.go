@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestTargetProvesMembership checks what proves a process a job's when it
@@ -73,7 +72,7 @@ func TestTargetProvesMembership(t *testing.T) {
 		t.Errorf("after the main process died: Members = %v, want [%d]", got, gc)
 	}
 	syscall.Kill(gc, syscall.SIGSTOP)
-	eventually(t, 10*time.Second, "the grandchild to stop", func() bool { return state(gc) == 'T' })
+	eventually(t, patience, "the grandchild to stop", func() bool { return state(gc) == 'T' })
 	if alive, stopped := Census(job); alive != 1 || !stopped {
 		t.Errorf("Census of a stopped grandchild = %d, %t; want 1, true", alive, stopped)
 	}

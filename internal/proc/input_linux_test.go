@@ -10,7 +10,7 @@ import (
 func TestWaitingForInput(t *testing.T) {
 	j := startJob(t, helperCmd("read-stdin"))
 	j.line(t)
-	eventually(t, 10*time.Second, "the helper to block reading stdin", func() bool {
+	eventually(t, patience, "the helper to block reading stdin", func() bool {
 		return WaitingForInput(j.target.PID, j.inode, j.target)
 	})
 	if WaitingForInput(j.target.PID, j.inode+1, j.target) {
@@ -22,7 +22,7 @@ func TestWaitingForInput(t *testing.T) {
 	if got, want := j.line(t), `got "hello\n"`; got != want {
 		t.Errorf("helper said %q, want %q", got, want)
 	}
-	eventually(t, 10*time.Second, "input-wait to end", func() bool {
+	eventually(t, patience, "input-wait to end", func() bool {
 		return !WaitingForInput(j.target.PID, j.inode, j.target)
 	})
 }
@@ -30,7 +30,7 @@ func TestWaitingForInput(t *testing.T) {
 func TestNotWaitingForInput(t *testing.T) {
 	j := startJob(t, helperCmd("sleep"))
 	j.line(t)
-	eventually(t, 10*time.Second, "the helper to sleep", func() bool { return state(j.target.PID) == 'S' })
+	eventually(t, patience, "the helper to sleep", func() bool { return state(j.target.PID) == 'S' })
 	if WaitingForInput(j.target.PID, j.inode, j.target) {
 		t.Error("WaitingForInput(sleeping helper) = true")
 	}
@@ -105,11 +105,11 @@ func TestWaitingForInputWchanFallback(t *testing.T) {
 	t.Cleanup(func() { syscallFile = old })
 
 	j := startJob(t, exec.Command("sh", "-c", "read x"))
-	eventually(t, 10*time.Second, "input-wait seen through the wait channel", func() bool {
+	eventually(t, patience, "input-wait seen through the wait channel", func() bool {
 		return WaitingForInput(j.target.PID, j.inode, j.target)
 	})
 	s := startJob(t, exec.Command("sleep", "30"))
-	eventually(t, 10*time.Second, "sleep to sleep", func() bool { return state(s.target.PID) == 'S' })
+	eventually(t, patience, "sleep to sleep", func() bool { return state(s.target.PID) == 'S' })
 	if WaitingForInput(s.target.PID, s.inode, s.target) {
 		t.Error("WaitingForInput(sleep) through the wait channel = true")
 	}

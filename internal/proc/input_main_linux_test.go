@@ -3,7 +3,6 @@ package proc
 import (
 	"os/exec"
 	"testing"
-	"time"
 )
 
 // TestMainWaitsForInput: the listing's cheap checks (MainWaitsForInput,
@@ -29,10 +28,10 @@ func TestMainWaitsForInput(t *testing.T) {
 			}
 			j := startJob(t, exec.Command(tt.argv[0], tt.argv[1:]...))
 			if tt.want {
-				eventually(t, 10*time.Second, "input-wait", func() bool {
+				eventually(t, patience, "input-wait", func() bool {
 					return MainWaitsForInput(j.target.PID, j.inode)
 				})
-				eventually(t, 10*time.Second, "input-wait from the stat", func() bool {
+				eventually(t, patience, "input-wait from the stat", func() bool {
 					main, err := Inspect(j.target.PID)
 					return err == nil && MainWaitsOnStdin(main)
 				})
@@ -41,7 +40,7 @@ func TestMainWaitsForInput(t *testing.T) {
 				}
 				return
 			}
-			eventually(t, 10*time.Second, "the job to settle", func() bool {
+			eventually(t, patience, "the job to settle", func() bool {
 				return allSleeping(j.target)
 			})
 			if MainWaitsForInput(j.target.PID, j.inode) {

@@ -106,7 +106,7 @@ func TestZombieCountsAsDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Unwaited, the exited child stays a zombie.
-	eventually(t, 10*time.Second, "the child to become a zombie", func() bool { return state(pid) == 'Z' })
+	eventually(t, patience, "the child to become a zombie", func() bool { return state(pid) == 'Z' })
 	if Alive(pid, st) {
 		t.Error("Alive(zombie) = true")
 	}
@@ -187,7 +187,7 @@ func TestKillTreeEscalates(t *testing.T) {
 func TestKillTreeStoppedProcess(t *testing.T) {
 	j := startJob(t, helperCmd("stopped"))
 	j.line(t)
-	eventually(t, 10*time.Second, "the helper to stop", func() bool { return state(j.target.PID) == 'T' })
+	eventually(t, patience, "the helper to stop", func() bool { return state(j.target.PID) == 'T' })
 	res, err := KillTree(context.Background(), j.target, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -255,16 +255,16 @@ func TestSignalStopAndCont(t *testing.T) {
 		t.Errorf("Signal(STOP) signalled %v, want 2 pids", pids)
 	}
 	for pid := range grand {
-		eventually(t, 10*time.Second, "the grandchild to stop", func() bool { return state(pid) == 'T' })
+		eventually(t, patience, "the grandchild to stop", func() bool { return state(pid) == 'T' })
 	}
-	eventually(t, 10*time.Second, "the child to stop", func() bool { return state(j.target.PID) == 'T' })
+	eventually(t, patience, "the child to stop", func() bool { return state(j.target.PID) == 'T' })
 	if n := CountAlive(j.target); n != 2 {
 		t.Errorf("CountAlive(stopped) = %d, want 2", n)
 	}
 	if _, err := Signal(j.target, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the child to resume", func() bool { return state(j.target.PID) != 'T' })
+	eventually(t, patience, "the child to resume", func() bool { return state(j.target.PID) != 'T' })
 }
 
 func TestUsageOf(t *testing.T) {

@@ -65,12 +65,12 @@ func TestReaper(t *testing.T) {
 			t.Fatalf("Wait for the owned middle process: %v", err)
 		}
 		r.Disown(cmd.Process.Pid)
-		eventually(t, 10*time.Second, "the grandchild to be re-parented to the subreaper", func() bool {
+		eventually(t, patience, "the grandchild to be re-parented to the subreaper", func() bool {
 			info, err := Inspect(grand)
 			return err == nil && info.PPID == os.Getpid()
 		})
 		inW.Close() // the grandchild exits at EOF
-		eventually(t, 10*time.Second, "the orphan's zombie to disappear", func() bool {
+		eventually(t, patience, "the orphan's zombie to disappear", func() bool {
 			_, err := Inspect(grand)
 			return errors.Is(err, ErrNoProcess)
 		})
@@ -91,7 +91,7 @@ func TestReaper(t *testing.T) {
 			pid := cmd.Process.Pid
 			// Let it sit as a zombie through SIGCHLD and an explicit
 			// pass before Wait looks.
-			eventually(t, 10*time.Second, "the child to exit", func() bool { return state(pid) == 'Z' })
+			eventually(t, patience, "the child to exit", func() bool { return state(pid) == 'Z' })
 			r.ReapNow()
 			err := cmd.Wait()
 			var ee *exec.ExitError

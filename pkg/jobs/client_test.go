@@ -77,9 +77,12 @@ func open(t *testing.T, o jobs.Options) *jobs.Client {
 }
 
 // eventually polls cond until it holds or the deadline passes.
+// eventually waits for cond with a bound that only bounds a failure and
+// must hold on a busy machine: beside stress-ng and the rest of the suite
+// a killed job's on_exit hook was once not seen within 20 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testwait.For(t, 20*time.Second, what, cond)
+	testwait.For(t, time.Minute, what, cond)
 }
 
 func alive(pid int) bool {
