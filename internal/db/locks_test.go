@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -59,19 +58,8 @@ func TestSecondOpenKeepsTheFirstOnesLocks(t *testing.T) {
 	ctx := context.Background()
 	for _, second := range []bool{false, true} {
 		t.Run(fmt.Sprintf("second_open=%v", second), func(t *testing.T) {
-			data, err := migratedTemplate()
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(t.TempDir(), "jobs.db")
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			first, err := Open(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer first.Close()
+			first, _ := openTest(t)
+			path := first.Path
 			// A connection in use, as a follower's between two reads.
 			conn, err := first.Conn(ctx)
 			if err != nil {

@@ -95,7 +95,10 @@ func DSN(path string) string {
 // A file that holds tables and no jobs schema (another program's
 // database) is refused with vocab.ErrNotJobs before anything is written
 // to it or its mode is changed: only a new or empty file is set up.
-func Open(ctx context.Context, path string) (*DB, error) { return open(ctx, path, true) }
+func Open(ctx context.Context, path string) (*DB, error) {
+	d, _, err := open(ctx, path, true, false)
+	return d, err
+}
 
 // OpenForReads is Open for a caller that only reads. It sets up a new or
 // empty file as Open does, but never migrates an older schema: a
@@ -103,28 +106,23 @@ func Open(ctx context.Context, path string) (*DB, error) { return open(ctx, path
 // tables it does not know. Such a database is refused with
 // vocab.ErrTooOld, whose message names the verbs that upgrade it.
 func OpenForReads(ctx context.Context, path string) (*DB, error) {
-	d, _, err := openFile(ctx, path, false, false)
+	d, _, err := open(ctx, path, false, false)
 	return d, err
 }
 
 // OpenForReadsHere is OpenForReads for a caller that would rather not
-// write to a database that only other hosts' supervisors wrote (Foreign):
-// such a database is reported foreign, and not opened, from the same
-// read-only look at the file that checks it is a jobs database, one
-// SQLite connection fewer than Foreign and OpenForReads (about a tenth
-// of a read verb's CPU).
+// write to a database that only other hosts' supervisors wrote (another
+// host's database, or a copy of it): such a database is reported foreign,
+// and not opened, from the same read-only look at the file that checks it
+// is a jobs database, instead of a read-only open of its own (about a
+// tenth of a read verb's CPU).
 func OpenForReadsHere(ctx context.Context, path string) (d *DB, foreign bool, err error) {
-	return openFile(ctx, path, false, true)
+	return open(ctx, path, false, true)
 }
 
-func open(ctx context.Context, path string, upgrade bool) (*DB, error) {
-	d, _, err := openFile(ctx, path, upgrade, false)
-	return d, err
-}
-
-// openFile opens path (see Open and OpenForReads). With here, a database
+// open opens path (see Open and OpenForReads). With here, a database
 // that only other hosts' supervisors wrote is reported foreign instead.
-func openFile(ctx context.Context, path string, upgrade, here bool) (*DB, bool, error) {
+func open(ctx context.Context, path string, upgrade, here bool) (*DB, bool, error) {
 	if path == "" {
 		return nil, false, errors.New("open database: empty path")
 	}
@@ -246,7 +244,7 @@ func (d *DB) LetGoOfSideFiles() {
 // checkOwn refuses, before anything is written, a file that holds another
 // program's tables: it is opened read-only and its schema read. It
 // returns the schema version it saw and, with here, whether only other
-// hosts' supervisors wrote the file (Foreign), read over the same
+// hosts' supervisors wrote the file (DB.foreign), read over the same
 // connection.
 func checkOwn(ctx context.Context, abs string, here bool) (look, error) {
 	d, err := openReadOnly(abs)

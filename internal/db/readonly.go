@@ -180,27 +180,9 @@ func (d *DB) Hosts(ctx context.Context) (map[string]string, string, error) {
 
 const hostsQuery = `SELECT id, host FROM supervisors ORDER BY started_at, id`
 
-// Foreign reports whether every supervisor that wrote the database at
-// path ran on a host other than this one: another host's database, or a
-// copy of it. It reads the file read-only, whatever its schema. A missing
-// file, or one no supervisor wrote yet, is not foreign.
-func Foreign(ctx context.Context, path string) (bool, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return false, fmt.Errorf("open database: %w", err)
-	}
-	if fi, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0) {
-		return false, nil
-	}
-	d, err := openReadOnly(abs)
-	if err != nil {
-		return false, err
-	}
-	defer d.DB.Close()
-	return d.foreign(ctx)
-}
-
-// foreign is Foreign on an open database.
+// foreign reports whether every supervisor that wrote the database ran
+// on a host other than this one: another host's database, or a copy of
+// it. A database no supervisor wrote yet is not foreign.
 func (d *DB) foreign(ctx context.Context) (bool, error) {
 	host, err := os.Hostname()
 	if err != nil {
