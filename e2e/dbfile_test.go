@@ -368,10 +368,7 @@ func TestB12CorruptDatabaseRefused(t *testing.T) {
 func TestB12WALDeletedAfterCrash(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	n := envInt64("JOBS_E2E_FLOOD_BYTES", 64<<20)
-	if raceEnabled {
-		n = min(n, 16<<20)
-	}
+	n := min(envInt64("JOBS_E2E_FLOOD_BYTES", 16<<20), 16<<20)
 	id := w.start("--no-stdin", "--max-output", "0", "--", helperBin, "e2e-helper", "flood", fmt.Sprint(n))
 	waitFor(t, 30*time.Second, "output to flow", func() bool { return w.poll(id).OutputBytes > 1<<20 })
 	// Not w.supervisorPID: its connection would stay open, and a process

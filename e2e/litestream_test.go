@@ -389,16 +389,11 @@ func contents(t *testing.T, path string) map[string]string {
 // passes integrity_check, and reading it with every read verb (and gc)
 // changes none of its bytes. Run once with jobs' own checkpoints and once
 // with JOBS_CHECKPOINT=off, the figures compare replica lag, snapshots and
-// WAL size. JOBS_E2E_LITESTREAM_BYTES sizes the flood (default 32 MiB, 8
-// MiB under -race).
+// WAL size. JOBS_E2E_LITESTREAM_BYTES sizes the flood (default 8 MiB).
 func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 	t.Parallel()
 	bin := litestreamBin(t)
-	size := int64(32 << 20)
-	if raceEnabled {
-		size = 8 << 20
-	}
-	size = envInt64("JOBS_E2E_LITESTREAM_BYTES", size)
+	size := envInt64("JOBS_E2E_LITESTREAM_BYTES", 8<<20)
 	for _, mode := range []string{"on", "off"} {
 		t.Run("checkpoints-"+mode, func(t *testing.T) {
 			w := newWorld(t)

@@ -171,10 +171,7 @@ func TestA5ChurnLeavesNothing(t *testing.T) {
 func TestA2TrickleLatencyNoStall(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	dur := 20 * time.Second
-	if raceEnabled {
-		dur = 5 * time.Second
-	}
+	dur := 5 * time.Second
 	if s := envInt64("JOBS_E2E_TRICKLE_SECONDS", 0); s > 0 {
 		dur = time.Duration(s) * time.Second
 	}

@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests drive
-# (tmux, sqlite3, python3, chromium when missing), runs every package under the race
-# detector and, beside them, the check of `jobs mcp` with a real
-# third-party MCP client (when node is present). With the long sizes (CI=true or
-# JOBS_TEST_LONG=1: internal/testlong) the adversarial cases run at the
-# sizes the reliability matrix states, and a short run of every fuzz
-# target comes after the tests.
+# (tmux, sqlite3, python3, chromium when missing), runs every package under
+# the race detector but the end-to-end tests, which drive the jobs binary
+# as users build it and run beside them, and the check of `jobs mcp` with a
+# real third-party MCP client (when node is present). With the long sizes
+# (CI=true or JOBS_TEST_LONG=1: internal/testlong) the adversarial cases run
+# larger, and a short run of every fuzz target comes after the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each step says when it began, in seconds from the start.
 step() { echo "== $* (at ${SECONDS}s)"; }
 
-# Two steps run in the background (deps.sh, the inspector check); a run
-# that ends early (a failed build, a failed test) stops whichever of them
-# still runs, and removes the scratch directory either way.
+# Three steps run in the background (deps.sh, the inspector check, the
+# end-to-end tests); a run that ends early (a failed build, a failed test)
+# stops whichever of them still runs, and removes the scratch directory
+# either way.
 bin=$(mktemp -d)
 cleanup() {
 	local pid
-	for pid in $(jobs -p); do # those not waited for yet
+	for pid in $(jobs -p); do # those not waited for yet, and their children
+		pkill -P "$pid" 2>/dev/null || true
 		kill "$pid" 2>/dev/null || true
 	done
 	rm -rf "$bin"
@@ -63,14 +65,17 @@ fi
 step "build jobs (scripts/deps.sh beside it)"
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 export JOBS_TEST_BINARY=$bin/jobs
-# The end-to-end tests' helper processes (output floods, signal traps, an
-# embedding program: e2e/main_test.go) from a build of those tests
-# without the race detector, with the flags above, whose packages it
-# shares: race-built, each of the two hundred helpers would cost several
-# times the CPU.
-step "build the end-to-end helpers"
-CGO_ENABLED=0 go test -c -vet=off -tags urfave_cli_no_docs -o "$bin/e2e-helper" ./e2e
-export JOBS_TEST_HELPER=$bin/e2e-helper
+# The end-to-end tests (e2e) drive that binary as users run it, with real
+# processes, sockets, tmux, MCP clients and a browser: their own test
+# binary is built as it is, without the race detector, and doubles as their
+# helper processes (output floods, signal traps, an embedding program).
+# The library code they call in-process runs under the race detector in
+# pkg/jobs' own tests below. Race-built, the harness and each of its two
+# hundred helpers would cost several times the CPU, on the suite's longest
+# package.
+step "build the end-to-end tests"
+CGO_ENABLED=0 go test -c -vet=off -tags urfave_cli_no_docs -o "$bin/e2e.test" ./e2e
+export JOBS_TEST_HELPER=$bin/e2e.test
 waitfor "$deps" "$bin/deps.log" scripts/deps.sh
 
 # A program built with the race detector sleeps a second before it exits
@@ -89,8 +94,26 @@ else
 	echo "== MCP inspector check skipped: node/npx not installed"
 fi
 
-# -parallel 8: most end-to-end tests wait on processes, sockets and the
-# disk more than they compute, so more of them than cores run at once.
+# The end-to-end tests, the longest package, start now, beside the
+# compilation of the others under the race detector and their runs.
+# -parallel 8: most of them wait on processes, sockets and the disk more
+# than they compute, so more of them than cores run at once.
+step "end-to-end tests: e2e.test -test.parallel 8 (beside the race run)"
+(
+	start=$SECONDS
+	cd e2e
+	if "$bin/e2e.test" -test.count=1 -test.parallel 8 -test.timeout 60m; then
+		echo "ok  	github.com/agentjobs/jobs/e2e	$((SECONDS - start))s"
+	else
+		rc=$?
+		echo "FAIL	github.com/agentjobs/jobs/e2e	$((SECONDS - start))s"
+		exit "$rc"
+	fi
+) >"$bin/e2e.log" 2>&1 &
+e2e=$!
+
+# -parallel 8: several tests of a package wait on processes and sockets
+# at once.
 # -vet=off: go test would run a subset of go vet on every package first,
 # which on a fresh machine (nothing cached) costs about 85 s of CPU, a
 # quarter of compiling the tests; vet is a check of its own, which CI runs
@@ -104,13 +127,18 @@ fi
 # (modernc.org/sqlite), database/sql and all our code stay instrumented,
 # so a race in how we use a connection is still one the detector sees.
 norace="-race=false"
-step "go test -race -vet=off -count=1 -parallel 8 -timeout 60m ./... (SQLite's translated C uninstrumented)"
+pkgs=$(go list ./... | grep -v '/e2e$')
+step "go test -race -vet=off -count=1 -parallel 8 -timeout 60m (every package but e2e; SQLite's translated C uninstrumented)"
+# shellcheck disable=SC2086 # one argument per package
 go test -race -vet=off -count=1 -parallel 8 -timeout 60m \
 	-gcflags="modernc.org/sqlite/lib=$norace" \
 	-gcflags="modernc.org/libc/...=$norace" \
 	-gcflags="modernc.org/memory=$norace" \
 	-gcflags="modernc.org/mathutil=$norace" \
-	./...
+	$pkgs
+
+step "end-to-end tests (they ran beside the race run)"
+waitfor "$e2e" "$bin/e2e.log" "the end-to-end tests"
 
 # Mutation is an adversarial run: with the long sizes only (the seed
 # corpora of every fuzz target ran above, as tests, either way).
