@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -467,6 +468,17 @@ func (d *DB) migrate(ctx context.Context, upgrade bool, seen int64) error {
 		if errors.Is(err, vocab.ErrCorrupt) {
 			return err
 		}
+		// A new file is set up at once from the latest schema, unless
+		// another process began to set it up meanwhile (createLatest).
+		if err != nil || v == 0 {
+			created, err := d.createLatest(ctx)
+			if err != nil {
+				return fmt.Errorf("migrate: %w", cleanSQLiteError(err))
+			}
+			if created && latestVersion() == latest {
+				return nil
+			}
+		}
 	}
 	p, err := goose.NewProvider(goose.DialectSQLite3, d.DB.DB, migrations.FS)
 	if err != nil {
@@ -546,13 +558,24 @@ func (d *DB) settledVersion(ctx context.Context, read func(context.Context) (int
 }
 
 // embeddedLatest returns the highest version among the embedded migration
-// files, read from their names (NNNNN_description.sql).
+// files.
 func embeddedLatest() (int64, bool) {
-	entries, err := fs.ReadDir(migrations.FS, ".")
-	if err != nil {
+	vs := embeddedVersions()
+	if len(vs) == 0 {
 		return 0, false
 	}
-	var latest int64
+	return vs[len(vs)-1], true
+}
+
+// embeddedVersions returns the versions of the embedded migration files,
+// read from their names (NNNNN_description.sql), in order; none when a
+// name does not parse.
+func embeddedVersions() []int64 {
+	entries, err := fs.ReadDir(migrations.FS, ".")
+	if err != nil {
+		return nil
+	}
+	var vs []int64
 	for _, e := range entries {
 		num, _, ok := strings.Cut(e.Name(), "_")
 		if !ok || !strings.HasSuffix(e.Name(), ".sql") {
@@ -560,11 +583,12 @@ func embeddedLatest() (int64, bool) {
 		}
 		v, err := strconv.ParseInt(num, 10, 64)
 		if err != nil {
-			return 0, false
+			return nil
 		}
-		latest = max(latest, v)
+		vs = append(vs, v)
 	}
-	return latest, latest > 0
+	slices.Sort(vs)
+	return vs
 }
 
 const schemaVersionQuery = `SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`
