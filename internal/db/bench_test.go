@@ -37,3 +37,16 @@ func BenchmarkJobLife(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpenNewFile is a first command's set-up: Open on a path where
+// no database is yet (the latest schema in one transaction).
+func BenchmarkOpenNewFile(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		d, err := Open(ctx, filepath.Join(b.TempDir(), "jobs.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.Close()
+	}
+}
