@@ -233,12 +233,13 @@ func TestStdioWriteEOF(t *testing.T) {
 }
 
 // TestStdioBigWrite: one write of many pipe buffers reaches the job whole
-// (4 MiB, 10 MiB with the long sizes); one past maxWriteBytes is refused.
+// (1 MiB, sixteen pipe buffers; 10 MiB with the long sizes); one past
+// maxWriteBytes is refused.
 func TestStdioBigWrite(t *testing.T) {
 	t.Parallel()
 	cs := newEnv(t).serve(t, "big", nil)
 	id := start(t, cs, "wc -c", nil)
-	n := testlong.Pick(4<<20, 10<<20)
+	n := testlong.Pick(1<<20, 10<<20)
 	w := callOK[writeResult](t, cs, "process", map[string]any{"action": "write", "sessionId": id, "data": strings.Repeat("a", n), "eof": true})
 	if w.Written != n {
 		t.Fatalf("%d MiB write: wrote %d bytes", n>>20, w.Written)

@@ -61,6 +61,9 @@ func TestWaitingForInputRealPrograms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Side by side (a job each; no reaper runs during this test):
+			// python3 alone takes seconds to start on a loaded machine.
+			t.Parallel()
 			if _, err := exec.LookPath(tt.argv[0]); err != nil {
 				t.Skipf("%s not installed", tt.argv[0])
 			}
