@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 step() { echo "== $* (at ${SECONDS}s)"; }
 
 # Three steps run in the background (deps.sh, the inspector check, the
-# end-to-end tests); a run that ends early (a failed build, a failed test)
+# race run); a run that ends early (a failed build, a failed test)
 # stops whichever of them still runs, and removes the scratch directory
 # either way.
 bin=$(mktemp -d)
@@ -65,17 +65,6 @@ fi
 step "build jobs (scripts/deps.sh beside it)"
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 export JOBS_TEST_BINARY=$bin/jobs
-# The end-to-end tests (e2e) drive that binary as users run it, with real
-# processes, sockets, tmux, MCP clients and a browser: their own test
-# binary is built as it is, without the race detector, and doubles as their
-# helper processes (output floods, signal traps, an embedding program).
-# The library code they call in-process runs under the race detector in
-# pkg/jobs' own tests below. Race-built, the harness and each of its two
-# hundred helpers would cost several times the CPU, on the suite's longest
-# package.
-step "build the end-to-end tests"
-CGO_ENABLED=0 go test -c -vet=off -tags urfave_cli_no_docs -o "$bin/e2e.test" ./e2e
-export JOBS_TEST_HELPER=$bin/e2e.test
 waitfor "$deps" "$bin/deps.log" scripts/deps.sh
 
 # A program built with the race detector sleeps a second before it exits
@@ -94,24 +83,9 @@ else
 	echo "== MCP inspector check skipped: node/npx not installed"
 fi
 
-# The end-to-end tests, the longest package, start now, beside the
-# compilation of the others under the race detector and their runs.
-# -parallel 8: most of them wait on processes, sockets and the disk more
-# than they compute, so more of them than cores run at once.
-step "end-to-end tests: e2e.test -test.parallel 8 (beside the race run)"
-(
-	start=$SECONDS
-	cd e2e
-	if "$bin/e2e.test" -test.count=1 -test.parallel 8 -test.timeout 60m; then
-		echo "ok  	github.com/agentjobs/jobs/e2e	$((SECONDS - start))s"
-	else
-		rc=$?
-		echo "FAIL	github.com/agentjobs/jobs/e2e	$((SECONDS - start))s"
-		exit "$rc"
-	fi
-) >"$bin/e2e.log" 2>&1 &
-e2e=$!
-
+# Every package but the end-to-end tests, under the race detector, in the
+# background: its compilation and runs take longest, and the end-to-end
+# tests below run beside them.
 # -parallel 8: several tests of a package wait on processes and sockets
 # at once.
 # -vet=off: go test would run a subset of go vet on every package first,
@@ -128,17 +102,40 @@ e2e=$!
 # so a race in how we use a connection is still one the detector sees.
 norace="-race=false"
 pkgs=$(go list ./... | grep -v '/e2e$')
-step "go test -race -vet=off -count=1 -parallel 8 -timeout 60m (every package but e2e; SQLite's translated C uninstrumented)"
+step "go test -race -vet=off -count=1 -parallel 8 -timeout 60m, every package but e2e (SQLite's translated C uninstrumented; beside the end-to-end tests)"
 # shellcheck disable=SC2086 # one argument per package
 go test -race -vet=off -count=1 -parallel 8 -timeout 60m \
 	-gcflags="modernc.org/sqlite/lib=$norace" \
 	-gcflags="modernc.org/libc/...=$norace" \
 	-gcflags="modernc.org/memory=$norace" \
 	-gcflags="modernc.org/mathutil=$norace" \
-	$pkgs
+	$pkgs >"$bin/race.log" 2>&1 &
+race=$!
 
-step "end-to-end tests (they ran beside the race run)"
-waitfor "$e2e" "$bin/e2e.log" "the end-to-end tests"
+# The end-to-end tests (e2e) drive the jobs binary as users run it, with
+# real processes, sockets, tmux, MCP clients and a browser: their own test
+# binary is built as that binary is, without the race detector, and
+# doubles as their helper processes (output floods, signal traps, an
+# embedding program). The library code they call in-process runs under
+# the race detector in pkg/jobs' own tests. Race-built, the harness and
+# each of its two hundred helpers would cost several times the CPU.
+# -parallel 8: most of them wait on processes, sockets and the disk more
+# than they compute, so more of them than cores run at once.
+step "build the end-to-end tests"
+CGO_ENABLED=0 go test -c -vet=off -tags urfave_cli_no_docs -o "$bin/e2e.test" ./e2e
+export JOBS_TEST_HELPER=$bin/e2e.test
+step "end-to-end tests: e2e.test -test.parallel 8 (beside the race run)"
+start=$SECONDS
+if (cd e2e && "$bin/e2e.test" -test.count=1 -test.parallel 8 -test.timeout 60m); then
+	echo "ok  	github.com/agentjobs/jobs/e2e	$((SECONDS - start))s"
+else
+	rc=$?
+	echo "FAIL	github.com/agentjobs/jobs/e2e	$((SECONDS - start))s"
+	exit "$rc"
+fi
+
+step "the race run (beside the end-to-end tests)"
+waitfor "$race" "$bin/race.log" "go test -race"
 
 # Mutation is an adversarial run: with the long sizes only (the seed
 # corpora of every fuzz target ran above, as tests, either way).
