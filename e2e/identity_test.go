@@ -135,6 +135,12 @@ func forgeRunning(t *testing.T, w *world, pid, pgid int, start int64) string {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
+	// Released by name, not by the close alone: a process another test
+	// forks meanwhile holds a copy of every descriptor until its exec
+	// closes it, and a flock lasts while any copy is open. Beside
+	// stress-ng, the copy outlived the close, and the kill that followed
+	// took the dead supervisor for a live one that does not answer.
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	if err := d.CreateSupervisor(ctx, sup); err != nil {
 		t.Fatal(err)
 	}
