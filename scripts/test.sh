@@ -100,11 +100,14 @@ fi
 # is not ours, whose threads are SQLite's own mutexes. The driver
 # (modernc.org/sqlite), database/sql and all our code stay instrumented,
 # so a race in how we use a connection is still one the detector sees.
+# -ldflags=-w: the test binaries are linked without DWARF, a quarter of
+# each link's CPU; race reports and panics name files and lines from the
+# binary's own line table, which stays.
 norace="-race=false"
 pkgs=$(go list ./... | grep -v '/e2e$')
-step "go test -race -vet=off -count=1 -parallel 8 -timeout 60m, every package but e2e (SQLite's translated C uninstrumented; beside the end-to-end tests)"
+step "go test -race -vet=off -count=1 -parallel 8 -timeout 60m -ldflags=-w, every package but e2e (SQLite's translated C uninstrumented; beside the end-to-end tests)"
 # shellcheck disable=SC2086 # one argument per package
-go test -race -vet=off -count=1 -parallel 8 -timeout 60m \
+go test -race -vet=off -count=1 -parallel 8 -timeout 60m -ldflags=-w \
 	-gcflags="modernc.org/sqlite/lib=$norace" \
 	-gcflags="modernc.org/libc/...=$norace" \
 	-gcflags="modernc.org/memory=$norace" \
