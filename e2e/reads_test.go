@@ -159,9 +159,11 @@ func TestReadsStartNoProcess(t *testing.T) {
 
 	// The next supervisor runs every hook that is due, once.
 	w.start("--", "true")
+	// A marker is whole once it ends its line: the hook's shell creates
+	// the file (>>) before echo writes to it.
 	waitFor(t, 30*time.Second, "every lost job's hook to have run", func() bool {
 		for _, m := range markers {
-			if _, err := os.Stat(m); err != nil {
+			if b, err := os.ReadFile(m); err != nil || !strings.HasSuffix(string(b), "\n") {
 				return false
 			}
 		}
