@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/pkg/jobs"
 )
 
@@ -49,11 +51,15 @@ func TestExitHookEveryStatus(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// A failure shows what the job and its hook were at.
 			var got string
-			eventually(t, "hook", func() bool {
+			testwait.ForLast(t, time.Minute, "hook", func() (bool, string) {
 				b, _ := os.ReadFile(out)
 				got = string(b)
-				return strings.HasSuffix(got, j.ID)
+				if strings.HasSuffix(got, j.ID) {
+					return true, ""
+				}
+				return false, hookState(ctx, c, j.ID, got)
 			})
 			if !strings.HasPrefix(got, string(tt.status)+" ") {
 				t.Errorf("hook saw %q, want status %s", got, tt.status)
@@ -175,4 +181,22 @@ func TestWaitIdleNamesTheJob(t *testing.T) {
 	if res.Reason != jobs.WaitIdle || res.JobID != j.ID {
 		t.Errorf("wait --idle: reason %s, job %q; want idle, %s", res.Reason, res.JobID, j.ID)
 	}
+}
+
+// hookState says where a job and its on_exit hook stand: its status, its
+// transitions and hook events, and what the hook's file holds.
+func hookState(ctx context.Context, c *jobs.Client, id, file string) string {
+	var b strings.Builder
+	if j, err := c.Get(ctx, id); err == nil {
+		fmt.Fprintf(&b, "status %s\n", j.Status)
+	}
+	h, err := c.History(ctx, id)
+	if err != nil {
+		fmt.Fprintf(&b, "history: %v\n", err)
+	}
+	for _, e := range h {
+		fmt.Fprintf(&b, "%s %s %s %s\n", e.At.Format(time.RFC3339Nano), e.Kind, e.To, e.Detail)
+	}
+	fmt.Fprintf(&b, "hook file: %q", file)
+	return b.String()
 }
