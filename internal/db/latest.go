@@ -13,8 +13,12 @@ import (
 // its first line; 0 when it names none.
 func latestVersion() int64 {
 	first, _, _ := strings.Cut(migrations.Latest, "\n")
-	v, err := strconv.ParseInt(strings.TrimPrefix(first, "-- version "), 10, 64)
-	if err != nil || !strings.HasPrefix(first, "-- version ") {
+	num, ok := strings.CutPrefix(first, "-- version ")
+	if !ok {
+		return 0
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
 		return 0
 	}
 	return v
