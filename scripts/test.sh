@@ -103,11 +103,20 @@ fi
 # -ldflags=-w: the test binaries are linked without DWARF, a quarter of
 # each link's CPU; race reports and panics name files and lines from the
 # binary's own line table, which stays.
+# -p 4, and the longest packages named first: go test builds and runs
+# packages in the order they are named, at most -p at a time (the number
+# of cores by default). Most of a package's test time is spent waiting
+# on the processes, sockets and disk of its tests, and on a busy machine
+# the last package to start set the end: with two at a time and the
+# longest ones started last, the race run went on for a minute or two
+# after the end-to-end tests had finished.
 norace="-race=false"
-pkgs=$(go list ./... | grep -v '/e2e$')
-step "go test -race -vet=off -count=1 -parallel 8 -timeout 60m -ldflags=-w, every package but e2e (SQLite's translated C uninstrumented; beside the end-to-end tests)"
+first="internal/cli internal/mcp internal/supervisor pkg/jobs internal/logs internal/proc"
+mod=$(go list -m)
+pkgs=$(for p in $first; do echo "$mod/$p"; done; go list ./... | grep -v '/e2e$' | grep -vxF "$(for p in $first; do echo "$mod/$p"; done)")
+step "go test -race -vet=off -count=1 -p 4 -parallel 8 -timeout 60m -ldflags=-w, every package but e2e (SQLite's translated C uninstrumented; beside the end-to-end tests)"
 # shellcheck disable=SC2086 # one argument per package
-go test -race -vet=off -count=1 -parallel 8 -timeout 60m -ldflags=-w \
+go test -race -vet=off -count=1 -p 4 -parallel 8 -timeout 60m -ldflags=-w \
 	-gcflags="modernc.org/sqlite/lib=$norace" \
 	-gcflags="modernc.org/libc/...=$norace" \
 	-gcflags="modernc.org/memory=$norace" \
