@@ -13,6 +13,7 @@ import (
 // byte-exact by every read verb, with the line numbers of the output as
 // written; a flood of random bytes beside it is stored as is.
 func TestCompressedCaptureByteExact(t *testing.T) {
+	t.Parallel()
 	const n = 24 << 20
 	w := newWorld(t)
 	text := w.start(append([]string{"--max-output", "0", "--no-stdin"}, helper("flood-text", strconv.Itoa(n))...)...)

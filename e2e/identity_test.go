@@ -339,6 +339,7 @@ func TestB1SupervisorKilledDuringFlood(t *testing.T) {
 // byte-exact prefix of the output too (a compressed chunk is committed
 // whole or not at all), readable by the next reader.
 func TestB1SupervisorKilledDuringTextFlood(t *testing.T) {
+	t.Parallel()
 	// Four times the random flood: text is stored eight times smaller,
 	// and a smaller flood often ended before the kill landed.
 	n := 4 * envInt64("JOBS_E2E_FLOOD_BYTES", 64<<20)

@@ -87,7 +87,7 @@ func TestNoticeSubscribedWithinASecond(t *testing.T) {
 	w.scope = "notices"
 	a := w.noticeClient("duragent")
 	b := w.noticeClient("claude-code")
-	id := w.start("--label", "nightly", "--", "sh", "-c", "echo compiled; sleep 30")
+	id := w.start("--label", "nightly", "--", "sh", "-c", "echo compiled; sleep 300")
 	uri := "jobs://" + id
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -144,7 +144,7 @@ func TestConfigBadFile(t *testing.T) {
 // file's scope, as the verbs use it.
 func TestConfigScopeCompletion(t *testing.T) {
 	e, _ := configEnv(t, "scope = \"people\"\n")
-	e.start("--name", "mine", "sleep 30")
+	e.start("--name", "mine", "sleep 300")
 	if out := e.ok("__complete", "bash", "kill", ""); !strings.Contains(out, "\nmine\n") {
 		t.Errorf("completion of kill in the config's scope: %q", out)
 	}

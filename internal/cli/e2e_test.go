@@ -461,7 +461,7 @@ func TestNotFound(t *testing.T) {
 
 	// Another scope's job answers like a job that does not exist.
 	other := &env{t: t, state: e.state, run: e.run, scope: "other"}
-	oid := other.start("sleep 30")
+	oid := other.start("sleep 300")
 	for _, args := range [][]string{
 		{"poll", oid}, {"log", oid}, {"status", oid}, {"write", oid, "x"}, {"kill", oid},
 		{"wait", oid}, {"rm", oid}, {"clear", oid}, {"poll", oid, "--new"},
@@ -601,7 +601,7 @@ func TestStartWaitAndYield(t *testing.T) {
 func TestWaitTimeoutAndIdle(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	id := e.start("echo one; sleep 30")
+	id := e.start("echo one; sleep 300")
 	r := e.run2("wait", id, "--timeout", "300ms")
 	if r.code != ExitTimedOut || !strings.Contains(r.stdout, "timed out") {
 		t.Errorf("wait --timeout: %v", r)
@@ -719,9 +719,9 @@ func TestStartFailures(t *testing.T) {
 	if r.code != ExitError {
 		t.Errorf("missing cwd: %v", r)
 	}
-	id := e.start("--name", "solo", "sleep 30")
-	e.fails(ExitError, "solo", "start", "--name", "solo", "sleep 30")
-	id2 := e.start("--name", "solo", "--replace", "sleep 30")
+	id := e.start("--name", "solo", "sleep 300")
+	e.fails(ExitError, "solo", "start", "--name", "solo", "sleep 300")
+	id2 := e.start("--name", "solo", "--replace", "sleep 300")
 	if id2 == id {
 		t.Errorf("--replace reused the id")
 	}
@@ -735,7 +735,7 @@ func TestStartFailures(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	r := e.run2("start", "--wait", "--timeout", "300ms", "echo started; sleep 30")
+	r := e.run2("start", "--wait", "--timeout", "300ms", "echo started; sleep 300")
 	if r.code != 128+15 && r.code != 128+9 {
 		t.Errorf("timed out job exit %d, want 143 or 137\n%v", r.code, r)
 	}
@@ -822,7 +822,7 @@ func TestTmux(t *testing.T) {
 		t.Skip("no tmux")
 	}
 	e := newEnv(t)
-	id := e.start("--tmux", "echo ready; read line; echo \"got $line\"; sleep 30")
+	id := e.start("--tmux", "echo ready; read line; echo \"got $line\"; sleep 300")
 	e.ok("wait", id, "--until", "ready", "--timeout", "20s")
 	e.ok("send-keys", id, "--literal", "hello")
 	e.ok("send-keys", id, "Enter")
@@ -855,7 +855,7 @@ func TestTmux(t *testing.T) {
 	if r := e.run2("wait", id, "--until", "never-printed", "--timeout", "500ms"); r.code != ExitTimedOut || r.stderr != "" {
 		t.Errorf("until with a timeout on a tmux job: %v, want exit %d", r, ExitTimedOut)
 	}
-	plain := e.start("sleep 30")
+	plain := e.start("sleep 300")
 	e.fails(ExitError, "tmux", "capture", plain)
 	e.ok("kill", id, "--grace", "100ms")
 	e.ok("kill", plain, "--grace", "100ms")

@@ -39,7 +39,7 @@ func TestShortPrefixSaysMinimum(t *testing.T) {
 	id := e.start("true")
 	checkError(t, e.run2("status", id[:3]), ExitError, "an id prefix needs at least 4 characters")
 	// A name of three letters still works.
-	e.start("--name", "web", "sleep 30")
+	e.start("--name", "web", "sleep 300")
 	e.ok("status", "web")
 }
 

@@ -108,7 +108,7 @@ func TestPromptEndsTheWindow(t *testing.T) {
 func TestWaitSeveral(t *testing.T) {
 	t.Parallel()
 	cs := inProcess(t)
-	slow := start(t, cs, "sleep 30", nil)
+	slow := start(t, cs, "sleep 300", nil)
 	fast := start(t, cs, "sleep 0.3; echo fast", nil)
 	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "wait", "sessionIds": []string{slow, fast}, "timeout": 20})
 	if p.SessionID != fast || p.Status != "done" || !slices.Equal(p.Ended, []string{fast}) || len(p.Sessions) != 2 {
@@ -131,7 +131,7 @@ func TestWaitSeveral(t *testing.T) {
 func TestPollGivesNewest(t *testing.T) {
 	t.Parallel()
 	cs, c := inProcessClient(t)
-	id := start(t, cs, "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo \"compiling unit $i\"; done; echo READY; sleep 30", nil)
+	id := start(t, cs, "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); echo \"compiling unit $i\"; done; echo READY; sleep 300", nil)
 	// Wait without reading, as another reader would.
 	if _, err := c.Wait(t.Context(), []string{id}, jobs.WaitOptions{Until: "^READY$", Timeout: 20 * time.Second}); err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestPollGivesNewest(t *testing.T) {
 func TestParametersBelongToTheirAction(t *testing.T) {
 	t.Parallel()
 	cs := inProcess(t)
-	id := start(t, cs, "echo one; echo two; sleep 30", map[string]any{"run_in_background": true, "background": false})
+	id := start(t, cs, "echo one; echo two; sleep 300", map[string]any{"run_in_background": true, "background": false})
 	callErr(t, cs, "process", map[string]any{"action": "poll", "sessionId": id, "until": "x"}, "does not take until; it takes sessionId, timeout, grep, filter")
 	callErr(t, cs, "process", map[string]any{"action": "status", "sessionId": id, "limit": 3}, "does not take limit")
 	callErr(t, cs, "kill_process", map[string]any{"action": "clear", "sessionId": id, "signal": "INT"}, "does not take signal")
@@ -185,7 +185,7 @@ func TestListIsShort(t *testing.T) {
 	t.Parallel()
 	cs := inProcess(t)
 	for i := range 4 {
-		start(t, cs, fmt.Sprintf("sleep 30 # a long comment that makes the command line longer than a list line should be %d", i), nil)
+		start(t, cs, fmt.Sprintf("sleep 300 # a long comment that makes the command line longer than a list line should be %d", i), nil)
 	}
 	done := callOK[executeResult](t, cs, "execute_command", map[string]any{"command": "true"})
 	res := call(t, cs, "process", map[string]any{"action": "list", "status": "running", "limit": 3})
@@ -240,7 +240,7 @@ func TestCancelledRequestIsNotAnswered(t *testing.T) {
 	t.Parallel()
 	r, tr := serveRawClient(t, maxFrame)
 	r.initialize()
-	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"sleep 30","background":true}}}`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"sleep 300","background":true}}}`)
 	m := r.recv()
 	var id string
 	if sc, ok := m["result"].(map[string]any)["structuredContent"].(map[string]any); ok {
@@ -343,7 +343,7 @@ func TestNumberTooLarge(t *testing.T) {
 func TestPollTimeoutBlocks(t *testing.T) {
 	t.Parallel()
 	cs := inProcess(t)
-	id := start(t, cs, "sleep 0.5; echo late; sleep 30", nil)
+	id := start(t, cs, "sleep 0.5; echo late; sleep 300", nil)
 	t0 := time.Now()
 	p := callOK[pollResult](t, cs, "process", map[string]any{"action": "poll", "sessionId": id, "timeout": 20})
 	if took := time.Since(t0); p.Output != "late\n" || took >= 20*time.Second {

@@ -32,7 +32,7 @@ func TestListPagesHistory(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	cs := connectInMemory(t, c)
-	id := start(t, cs, "sleep 30", map[string]any{"name": "srv_1", "label": "web 100%"})
+	id := start(t, cs, "sleep 300", map[string]any{"name": "srv_1", "label": "web 100%"})
 
 	l := callOK[listResult](t, cs, "process", map[string]any{"action": "list"})
 	// The documents' list shows all sessions: the default is the bound.

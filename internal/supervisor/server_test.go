@@ -61,11 +61,11 @@ func TestConnRoundTrip(t *testing.T) {
 	if err := c.SendKeys(ctx, job.ID, []string{"Enter"}, false); !errors.Is(err, vocab.ErrNotTmux) {
 		t.Errorf("send keys to a pipe job: %v, want vocab.ErrNotTmux", err)
 	}
-	web, err := c.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}})
+	web, err := c.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300", Name: "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}})
+	_, err = c.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300", Name: "web"}})
 	var taken *vocab.NameTakenError
 	if !errors.Is(err, vocab.ErrNameTaken) || !errors.As(err, &taken) || taken.ID != web.ID {
 		t.Errorf("name taken: %v, want vocab.NameTakenError naming %s", err, web.ID)
@@ -73,8 +73,8 @@ func TestConnRoundTrip(t *testing.T) {
 	if want := (&vocab.NameTakenError{Name: "web", ID: web.ID}).Error(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("message %v, want it to contain %q", err, want)
 	}
-	start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30"}})
-	_, err = c.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30"}})
+	start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300"}})
+	_, err = c.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300"}})
 	var limit *vocab.LimitError
 	if !errors.Is(err, vocab.ErrLimit) || !errors.As(err, &limit) || limit.Max != 2 {
 		t.Errorf("limit: %v, want vocab.LimitError with Max 2", err)

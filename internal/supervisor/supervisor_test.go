@@ -246,7 +246,7 @@ func TestKillEscalatesAfterGrace(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	s := startSupervisor(t, Config{})
-	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30", Timeout: 300 * time.Millisecond}})
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300", Timeout: 300 * time.Millisecond}})
 	job = waitDone(t, s.db, job.ID, 5*time.Second)
 	if got, want := job.Status, vocab.StatusTimedOut; got != want {
 		t.Errorf("status = %s, want %s", got, want)
@@ -313,7 +313,7 @@ func TestWriteAndEOF(t *testing.T) {
 	}
 
 	// Closed while the job still runs.
-	job = start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "cat; echo read-all; sleep 30"}})
+	job = start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "cat; echo read-all; sleep 300"}})
 	if _, err := s.Write(ctx, job.ID, nil, true, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestWriteAndEOF(t *testing.T) {
 		t.Errorf("write after eof: %v, want vocab.ErrStdinClosed", err)
 	}
 	// No stdin at all.
-	null := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "cat; sleep 30", Stdin: "null"}})
+	null := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "cat; sleep 300", Stdin: "null"}})
 	if _, err := s.Write(ctx, null.ID, []byte("x"), false, 0); !errors.Is(err, vocab.ErrStdinClosed) {
 		t.Errorf("write to a null stdin: %v, want vocab.ErrStdinClosed", err)
 	}
@@ -373,21 +373,21 @@ func TestNameReplaceAndLimits(t *testing.T) {
 	t.Parallel()
 	s := startSupervisor(t, Config{Limits: db.Limits{PerScope: 2}})
 	ctx := context.Background()
-	first := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}})
-	_, err := s.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}})
+	first := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300", Name: "web"}})
+	_, err := s.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300", Name: "web"}})
 	var taken *vocab.NameTakenError
 	if !errors.As(err, &taken) || taken.ID != first.ID {
 		t.Fatalf("second start with the name: %v, want NameTakenError naming %s", err, first.ID)
 	}
-	second := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30", Name: "web"}, Replace: true})
+	second := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300", Name: "web"}, Replace: true})
 	if got, _ := s.db.FindJobByID(ctx, first.ID); got.Status != vocab.StatusKilled {
 		t.Errorf("replaced job status = %s, want killed", got.Status)
 	}
 	if second.Status != vocab.StatusRunning {
 		t.Errorf("replacement status = %s", second.Status)
 	}
-	start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30"}})
-	if _, err := s.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30"}}); !errors.Is(err, vocab.ErrLimit) {
+	start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300"}})
+	if _, err := s.Start(ctx, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300"}}); !errors.Is(err, vocab.ErrLimit) {
 		t.Errorf("third running job: %v, want vocab.ErrLimit", err)
 	}
 }
@@ -434,7 +434,7 @@ func TestTwoSupervisorsShareADatabase(t *testing.T) {
 	s1 := startSupervisor(t, Config{DB: d, RuntimeDir: dir})
 	s2 := startSupervisor(t, Config{DB: d, RuntimeDir: dir})
 	ctx := context.Background()
-	j1 := start(t, s1, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30"}})
+	j1 := start(t, s1, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300"}})
 	j2 := start(t, s2, protocol.StartRequest{Job: db.NewJob{Command: "echo two"}})
 	waitDone(t, d, j2.ID, 5*time.Second)
 	if n, err := sweep.Lost(ctx, d, nil); err != nil || n != 0 {
@@ -612,7 +612,7 @@ func TestCloseKillsJobs(t *testing.T) {
 	if err := s.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30"}})
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300"}})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -693,7 +693,7 @@ func TestOnExitHook(t *testing.T) {
 		hook, want string
 	}{
 		{s, "echo oops >&2; exit 4", "oops"},
-		{short, "sleep 30", "killed after 2s"},
+		{short, "sleep 300", "killed after 2s"},
 	} {
 		s := tt.s
 		job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "true", OnExit: tt.hook}})

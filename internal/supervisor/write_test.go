@@ -19,7 +19,7 @@ func TestWriteNotReading(t *testing.T) {
 	t.Parallel()
 	s := startSupervisor(t, Config{})
 	ctx := context.Background()
-	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 30"}})
+	job := start(t, s, protocol.StartRequest{Job: db.NewJob{Command: "sleep 300"}})
 	const idle = 200 * time.Millisecond
 	big := make([]byte, 4<<20)
 	n, err := s.Write(ctx, job.ID, big, false, idle)

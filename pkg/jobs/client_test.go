@@ -542,7 +542,7 @@ func TestReadsTouchFinishedJobsOnly(t *testing.T) {
 func TestWriteNotReading(t *testing.T) {
 	c := open(t, jobs.Options{WriteTimeout: 200 * time.Millisecond})
 	ctx := context.Background()
-	j, err := c.Start(ctx, jobs.Spec{Command: "sleep 30"})
+	j, err := c.Start(ctx, jobs.Spec{Command: "sleep 300"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func TestQueryPlansSeekHistory(t *testing.T) {
 	must("list as the MCP server does", err)
 	_, err = c.GC(ctx)
 	must("gc", err)
-	k, err := c.Start(ctx, jobs.Spec{Command: "sleep 30"})
+	k, err := c.Start(ctx, jobs.Spec{Command: "sleep 300"})
 	must("start", err)
 	_, err = c.Poll(ctx, k.ID, jobs.PollOptions{})
 	must("poll a running job", err)

@@ -48,7 +48,7 @@ func TestWaitInputAndNewOutput(t *testing.T) {
 	// The job reads its stdin only once the test opens the gate; until
 	// then a wait for input times out.
 	gate := filepath.Join(t.TempDir(), "go")
-	j, err := c.Start(ctx, jobs.Spec{Command: `while [ ! -e '` + gate + `' ]; do sleep 0.05; done; printf 'name? '; read x; echo "hi $x"; sleep 30`})
+	j, err := c.Start(ctx, jobs.Spec{Command: `while [ ! -e '` + gate + `' ]; do sleep 0.05; done; printf 'name? '; read x; echo "hi $x"; sleep 300`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestWaitInputStoresThePrompt(t *testing.T) {
 func TestMatchesWhatTheReaderSees(t *testing.T) {
 	c := open(t, jobs.Options{})
 	ctx := context.Background()
-	j, err := c.Start(ctx, jobs.Spec{Command: `printf '\033[32mServer\033[0m ready on :8080\n'; printf 'a \033[1mfoo\033[0m bar\n'; printf 'Downloading 10%%\rDownloading 100%%\n'; sleep 30`})
+	j, err := c.Start(ctx, jobs.Spec{Command: `printf '\033[32mServer\033[0m ready on :8080\n'; printf 'a \033[1mfoo\033[0m bar\n'; printf 'Downloading 10%%\rDownloading 100%%\n'; sleep 300`})
 	if err != nil {
 		t.Fatal(err)
 	}
