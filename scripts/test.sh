@@ -62,7 +62,19 @@ fi
 # built as the README builds it: static, without the CLI library's doc
 # generator, which starts about a quarter faster, and the tests run it
 # thousands of times.
-step "build jobs (scripts/deps.sh beside it)"
+#
+# The end-to-end tests (e2e) drive that binary as users run it, with real
+# processes, sockets, tmux, MCP clients and a browser: their own test
+# binary is built as the jobs binary is, without the race detector, and
+# doubles as their helper processes (output floods, signal traps, an
+# embedding program). The library code they call in-process runs under
+# the race detector in pkg/jobs' own tests. Race-built, the harness and
+# each of its two hundred helpers would cost several times the CPU. It is
+# built first: it compiles every package the jobs binary needs, with the
+# same flags, so the jobs build after it only links, and both test runs
+# below start together.
+step "build the end-to-end tests and jobs (scripts/deps.sh beside them)"
+CGO_ENABLED=0 go test -c -vet=off -tags urfave_cli_no_docs -o "$bin/e2e.test" ./e2e
 CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$bin/jobs" .
 export JOBS_TEST_BINARY=$bin/jobs
 waitfor "$deps" "$bin/deps.log" scripts/deps.sh
@@ -124,21 +136,12 @@ go test -race -vet=off -count=1 -p 4 -parallel 8 -timeout 60m -ldflags=-w \
 	$pkgs >"$bin/race.log" 2>&1 &
 race=$!
 
-# The end-to-end tests (e2e) drive the jobs binary as users run it, with
-# real processes, sockets, tmux, MCP clients and a browser: their own test
-# binary is built as that binary is, without the race detector, and
-# doubles as their helper processes (output floods, signal traps, an
-# embedding program). The library code they call in-process runs under
-# the race detector in pkg/jobs' own tests. Race-built, the harness and
-# each of its two hundred helpers would cost several times the CPU.
-# -parallel 8: most of them wait on processes, sockets and the disk more
-# than they compute, so more of them than cores run at once.
-step "build the end-to-end tests"
-CGO_ENABLED=0 go test -c -vet=off -tags urfave_cli_no_docs -o "$bin/e2e.test" ./e2e
-export JOBS_TEST_HELPER=$bin/e2e.test
+# The end-to-end tests, from the binary built above. -parallel 8: most of
+# them wait on processes, sockets and the disk more than they compute, so
+# more of them than cores run at once.
 step "end-to-end tests: e2e.test -test.parallel 8 (beside the race run)"
 start=$SECONDS
-if (cd e2e && "$bin/e2e.test" -test.count=1 -test.parallel 8 -test.timeout 60m); then
+if (cd e2e && JOBS_TEST_HELPER=$bin/e2e.test "$bin/e2e.test" -test.count=1 -test.parallel 8 -test.timeout 60m); then
 	echo "ok  	github.com/agentjobs/jobs/e2e	$((SECONDS - start))s"
 else
 	rc=$?
