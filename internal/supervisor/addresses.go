@@ -213,7 +213,7 @@ func (a *addresses) dropDefault(grace time.Duration) {
 // socket, and, while it is still the default supervisor, default.lock and
 // default.sock. When another supervisor took default.lock meanwhile, this
 // one stops being the default and leaves that one's socket alone. The
-// file watch runs it each second (fileCheckInterval); nothing it finds in
+// file watch runs it each second (Config.FileCheckInterval); nothing it finds in
 // place costs more than a few lstat(2) calls.
 func (a *addresses) keep() {
 	s := a.s

@@ -11,7 +11,8 @@ import (
 )
 
 // fileCheckInterval is how often a supervisor checks that its database
-// file is still the one at its path. A check is one stat(2).
+// file is still the one at its path, by default (Config.FileCheckInterval).
+// A check is one stat(2).
 const fileCheckInterval = time.Second
 
 // reservedConns is how many database connections a supervisor keeps open
@@ -65,7 +66,7 @@ func (s *Supervisor) retire(err error) {
 	s.poke()
 }
 
-// fileWatch is the service that checks, every fileCheckInterval, that the
+// fileWatch is the service that checks, every Config.FileCheckInterval, that the
 // database file is still the one at its path (checkFile, which retires
 // the supervisor when it is not), and keeps the supervisor's addresses in
 // the runtime directory (addresses.keep).
@@ -87,10 +88,10 @@ func (w *fileWatch) Stop() error {
 	return nil
 }
 
-// loop checks the database file every fileCheckInterval until Stop or
+// loop checks the database file every Config.FileCheckInterval until Stop or
 // the supervisor retires, and the runtime directory's lock and sockets.
 func (w *fileWatch) loop(ctx context.Context) {
-	t := time.NewTicker(fileCheckInterval)
+	t := time.NewTicker(w.s.cfg.FileCheckInterval)
 	defer t.Stop()
 	for {
 		select {

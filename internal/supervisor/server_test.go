@@ -246,12 +246,16 @@ func TestWireErrors(t *testing.T) {
 // A supervisor with no running job that finds its database file replaced
 // on a start retires and exits at once; the start that found it still gets
 // its answer, the refusal, rather than a connection closed under it
-// ("call supervisor: EOF").
+// ("call supervisor: EOF"). The file watch's own checks are put off, so
+// that the start is what finds the file gone: on a loaded machine the
+// watch found it first, retired the supervisor before the start arrived,
+// and the start met a closed connection (protocol.ErrNoAnswer: nothing
+// was run, and pkg/jobs reaches for a new supervisor then).
 func TestRetiringSupervisorAnswersTheStartThatRetiredIt(t *testing.T) {
 	t.Parallel()
 	for i := range 20 {
 		d := openDB(t)
-		s := startSupervisor(t, Config{DB: d})
+		s := startSupervisor(t, Config{DB: d, FileCheckInterval: time.Hour})
 		ctx := context.Background()
 		c, err := protocol.Dial(ctx, s.SocketPath())
 		if err != nil {

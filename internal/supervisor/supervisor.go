@@ -56,6 +56,10 @@ type Config struct {
 	Grace time.Duration
 	// JanitorInterval is how often the janitor runs (30 s).
 	JanitorInterval time.Duration
+	// FileCheckInterval is how often the file watch checks that the
+	// database file is still the one at its path (1 s); a start checks
+	// it too, whatever this is.
+	FileCheckInterval time.Duration
 	// EventRetention is how long events are kept (30 days).
 	EventRetention time.Duration
 	// Monotonic reads a clock that only moves forward, at the pace of
@@ -160,6 +164,7 @@ func New(cfg Config) (*Supervisor, error) {
 	cfg.Limits.Total = limitOrDefault(cfg.Limits.Total, DefaultTotal)
 	setDefault(&cfg.Grace, DefaultGrace)
 	setDefault(&cfg.JanitorInterval, DefaultJanitorInterval)
+	setDefault(&cfg.FileCheckInterval, fileCheckInterval)
 	setDefault(&cfg.EventRetention, DefaultEventRetention)
 	setDefault(&cfg.DrainTimeout, DefaultDrainTimeout)
 	setDefault(&cfg.HookTimeout, DefaultHookTimeout)
