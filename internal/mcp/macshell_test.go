@@ -162,12 +162,23 @@ func TestMacLineTimestamps(t *testing.T) {
 	}
 	cs, _ := noticeClient(t, srv)
 
-	// The job itself pauses between its lines. stdout and stderr are two
-	// pipes, read in no fixed order, so the unfinished last line goes to
+	// The job writes its stderr lines only once its stdout line is
+	// stored: stdout and stderr are two pipes, read in no fixed order,
+	// and a supervisor kept off the CPU (beside stress-ng its stdout
+	// pump once read "early" 12 s after "late") would find both written
+	// and store them in either order. The unfinished last line goes to
 	// stderr after late (and shares its chunk, hence its time: a chunk
 	// is stamped with its latest write).
-	run := callOK[map[string]any](t, cs, "run_background", map[string]any{"command": "echo early; sleep 0.6; echo late >&2; printf unfinished >&2"})
+	gate := filepath.Join(t.TempDir(), "go")
+	run := callOK[map[string]any](t, cs, "run_background", map[string]any{"command": "echo early; while [ ! -e '" + gate + "' ]; do sleep 0.05; done; echo late >&2; printf unfinished >&2"})
 	id, _ := run["processId"].(string)
+	testwait.For(t, time.Minute, "the first line stored", func() bool {
+		j, err := c.Get(t.Context(), id)
+		return err == nil && j.OutputBytes >= int64(len("early\n"))
+	})
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.Wait(t.Context(), []string{id}, jobs.WaitOptions{Timeout: 20 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,10 +196,10 @@ func TestMacLineTimestamps(t *testing.T) {
 		t.Errorf("types %v, want stdout, stderr, stderr", got)
 	}
 	// A line is stamped when the supervisor read it: on a loaded machine
-	// (pinned to one core) both may be read in the same moment, after the
-	// pause, so only the order is certain, not a gap.
+	// the two may be stamped in the same millisecond, so only the order is
+	// certain, not a gap.
 	if at[1].Before(at[0]) {
-		t.Errorf("the line written 0.6 s later is stamped earlier (%s, %s)", out.Output[0].Timestamp, out.Output[1].Timestamp)
+		t.Errorf("the line written after the first was stored is stamped earlier (%s, %s)", out.Output[0].Timestamp, out.Output[1].Timestamp)
 	}
 	if at[2].Before(at[1]) {
 		t.Errorf("the last line is stamped before the one above it: %v", at)
