@@ -123,9 +123,9 @@ fi
 # longest ones started last, the race run went on for a minute or two
 # after the end-to-end tests had finished.
 norace="-race=false"
-first="internal/cli internal/mcp internal/supervisor pkg/jobs internal/logs internal/proc"
 mod=$(go list -m)
-pkgs=$(for p in $first; do echo "$mod/$p"; done; go list ./... | grep -v '/e2e$' | grep -vxF "$(for p in $first; do echo "$mod/$p"; done)")
+first=$(for p in internal/cli internal/mcp internal/supervisor pkg/jobs internal/logs internal/proc; do echo "$mod/$p"; done)
+pkgs=$(echo "$first"; go list ./... | grep -v '/e2e$' | grep -vxF "$first")
 step "go test -race -vet=off -count=1 -p 4 -parallel 8 -timeout 60m -ldflags=-w, every package but e2e (SQLite's translated C uninstrumented; beside the end-to-end tests)"
 # shellcheck disable=SC2086 # one argument per package
 go test -race -vet=off -count=1 -p 4 -parallel 8 -timeout 60m -ldflags=-w \
