@@ -115,24 +115,63 @@ func (a *shellAccount) keys(keys ...string) {
 // see waits until the pane matches re.
 func (a *shellAccount) see(re, what string) {
 	a.t.Helper()
-	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(30 * time.Second)
+	if !a.wait(regexp.MustCompile(re), 30*time.Second) {
+		a.t.Fatalf("%s: the pane never matched %q:\n%s\nthe pane's processes:\n%s", what, re, a.screen(), a.processes())
+	}
+}
+
+// wait reports whether the pane matches rx within d.
+func (a *shellAccount) wait(rx *regexp.Regexp, d time.Duration) bool {
+	deadline := time.Now().Add(d)
 	for !rx.MatchString(a.screen()) {
 		if time.Now().After(deadline) {
-			a.t.Fatalf("%s: the pane never matched %q:\n%s", what, re, a.screen())
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return true
+}
+
+// processes lists the pane's shell and its descendants with their states,
+// to tell a shell that is slow to start from one that waits for a key.
+func (a *shellAccount) processes() string {
+	pid := strings.TrimSpace(a.tmux("display-message", "-p", "-t", "0", "#{pane_pid}"))
+	out, _ := exec.Command("ps", "-e", "-o", "pid,ppid,stat,etime,time,wchan:20,args").CombinedOutput()
+	keep := map[string]bool{pid: true}
+	var b strings.Builder
+	for i, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if i == 0 || len(f) > 1 && (keep[f[0]] || keep[f[1]]) {
+			if len(f) > 0 {
+				keep[f[0]] = true
+			}
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
 }
 
 // ready clears the command line and waits until the shell has run a
 // command: every key typed before has been read, and a completion that
-// ran has finished.
+// ran has finished. A shell just started on a busy machine may take long
+// to read its start-up files (zsh's compinit reads every completion
+// function's first line), so the first command waits up to two minutes;
+// if it has not run after 20 seconds it is typed again, in case the shell
+// dropped what was typed while it started.
 func (a *shellAccount) ready(marker string) {
 	a.t.Helper()
-	a.keys("C-u")
-	a.keys("echo "+marker+"-ok", "Enter")
-	a.see(`(?m)^`+marker+`-ok\s*$`, "the shell to run a command")
+	rx := regexp.MustCompile(`(?m)^` + marker + `-ok\s*$`)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		a.keys("C-u")
+		a.keys("echo "+marker+"-ok", "Enter")
+		if a.wait(rx, 20*time.Second) {
+			break
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("the shell never ran `echo %s-ok`:\n%s\nthe pane's processes:\n%s", marker, a.screen(), a.processes())
+		}
+	}
 	a.keys("C-l")
 }
 

@@ -70,15 +70,21 @@ func TestReaper(t *testing.T) {
 			return err == nil && info.PPID == os.Getpid()
 		})
 		inW.Close() // the grandchild exits at EOF
-		eventually(t, patience, "the orphan's zombie to disappear", func() bool {
-			_, err := Inspect(grand)
-			return errors.Is(err, ErrNoProcess)
+		// OnReap runs after the reap, so the zombie may be gone a while
+		// before the callback has its status: wait for the callback.
+		var ws syscall.WaitStatus
+		eventually(t, patience, "OnReap to report the orphan", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			var ok bool
+			ws, ok = reaped[grand]
+			return ok
 		})
-		mu.Lock()
-		ws, ok := reaped[grand]
-		mu.Unlock()
-		if !ok || ws.ExitStatus() != 3 {
-			t.Errorf("OnReap saw %v (%v), want exit status 3", ws, ok)
+		if ws.ExitStatus() != 3 {
+			t.Errorf("OnReap saw %v, want exit status 3", ws)
+		}
+		if _, err := Inspect(grand); !errors.Is(err, ErrNoProcess) {
+			t.Errorf("the orphan %d is still there after OnReap: %v", grand, err)
 		}
 	})
 
