@@ -893,10 +893,11 @@ func TestGrowInJobByJobRetry(t *testing.T) {
 }
 
 // TestFloodRecyclesChunkBuffers: under a flood of several jobs at once,
-// text and random, written while the flusher commits, the buffers of
-// written chunks are given to new chunks, and every byte reads back as
-// written: a buffer given back while its chunk was still to be compressed
-// or written would show here as another chunk's bytes.
+// text and random, written while the flusher commits (and each writer
+// flushes now and then), the buffers of written chunks are given to new
+// chunks, and every byte reads back as written: a buffer given back while
+// its chunk was still to be compressed or written would show here as
+// another chunk's bytes.
 func TestFloodRecyclesChunkBuffers(t *testing.T) {
 	d := openDB(t)
 	a := newAppender(t, d, AppenderOptions{MaxBatchBytes: 1 << 20})
@@ -930,6 +931,18 @@ func TestFloodRecyclesChunkBuffers(t *testing.T) {
 				}
 				models[i].write(Stdout, p)
 				n += len(p)
+				// Every 256 KiB or so a flush of its own, beside the
+				// flusher's: the chunks written by then give their
+				// buffers back, for the chunks that follow to reuse,
+				// however the machine schedules the flusher (on one
+				// busy core the writers could fill every chunk before
+				// it ran once, and nothing was given back in time).
+				if k%16 == 15 {
+					if err := a.Flush(context.Background()); err != nil {
+						t.Error(err)
+						return
+					}
+				}
 			}
 		})
 	}
