@@ -112,7 +112,7 @@ func sweptWorld(t *testing.T) (w *world, done, orphan string) {
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
+	waitFor(t, time.Minute, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
 	killLeftover(pid, start)
 	return w, done, orphan
 }

@@ -160,7 +160,7 @@ func TestQueueSurvivesSupervisorCrash(t *testing.T) {
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
+	waitFor(t, time.Minute, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
 	for _, id := range waiting {
 		if j, _ := w.status(id); j.Status != "queued" {
 			t.Fatalf("job %s is %s after the crash, want still queued", id, j.Status)
@@ -494,7 +494,7 @@ func TestQueuedEnvironmentNeverStored(t *testing.T) {
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
+	waitFor(t, time.Minute, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
 	w.start("true") // a new supervisor takes the queue over
 	j := w.waitTerminal(orphan, 60*time.Second)
 	if j.Status != "failed" || !strings.Contains(j.Reason, "QUEUE_SECRET") || !strings.Contains(j.Reason, "never stored") {

@@ -135,7 +135,7 @@ func TestReadsStartNoProcess(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
+		waitFor(t, time.Minute, "the killed supervisor's lock to be free", func() bool { return lockFree(lock) })
 		if s := statusOf(id); s != "running" {
 			t.Fatalf("%s: before the read the job is already %s", r.name, s)
 		}
