@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -205,6 +206,40 @@ func TestHookOutputKept(t *testing.T) {
 		t.Errorf("hook event output = %q, want %q (detail %v)", got, want, detail)
 	}
 	t.Logf("MATRIX-FIGURE %s", fmt.Sprintf("hook event detail output %q", detail["output"]))
+}
+
+// TestKillSparesTheJobsHook: a job killed while one of its processes
+// ignores SIGTERM ends when its main process exits, and its on_exit hook
+// starts then, while the kill still waits out its grace to SIGKILL what
+// is left of the job. The hook sees the job's JOBS_ID, the tag by which
+// kill finds the job's escaped processes; it must not be taken for one of
+// them. (The hook was SIGKILLed within 20 ms before it was marked.)
+func TestKillSparesTheJobsHook(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	marker := filepath.Join(w.base, "hook-ran")
+	id := w.start("--on-exit", "sleep 3; echo ran > "+marker, "--",
+		"sh", "-c", `sh -c 'trap "" TERM; exec sleep 300' & echo up; wait`)
+	w.waitOutput(id, "up")
+	w.ok("kill", "--grace", "2s", id)
+	var detail map[string]any
+	waitFor(t, time.Minute, "the hook's end", func() bool {
+		_, events := w.status(id)
+		for _, e := range events {
+			var d map[string]any
+			if e.Kind == "hook" && json.Unmarshal(e.Detail, &d) == nil && d["state"] == "finished" {
+				detail = d
+				return true
+			}
+		}
+		return false
+	})
+	if detail["ok"] != true {
+		t.Errorf("the hook of the killed job did not finish ok: %v", detail)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "ran\n" {
+		t.Errorf("the hook's file: %q, %v", b, err)
+	}
 }
 
 func init() {

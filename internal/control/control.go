@@ -140,7 +140,7 @@ func Guard(ctx context.Context, d *db.DB, t *proc.Target) {
 func TargetOf(j db.Job) proc.Target {
 	t := proc.Target{
 		PGID: j.PGID, PID: j.PID, PIDStart: j.PIDStart, BootID: j.BootID,
-		EnvKey: protocol.EnvJobID, EnvValue: j.ID,
+		EnvKey: protocol.EnvJobID, EnvValue: j.ID, NotEnvKey: protocol.EnvHookOf,
 	}
 	if j.Status.Terminal() {
 		t.EndTicks = j.EndTicks

@@ -165,6 +165,7 @@ func Env(job db.Job, tail string) []string {
 	}
 	return []string{
 		protocol.EnvJobID + "=" + job.ID,
+		protocol.EnvHookOf + "=" + job.ID,
 		protocol.EnvScope + "=" + job.Scope,
 		"JOBS_NAME=" + job.Name,
 		"JOBS_STATUS=" + string(job.Status),

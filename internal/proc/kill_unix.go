@@ -169,7 +169,7 @@ func jobProcs(t Target) (map[int]Info, bool, error) {
 	hasGroup := t.PGID > 1 && t.PIDStart != 0
 	inGroup := func(info Info) bool { return hasGroup && info.PGID == t.PGID }
 
-	found, tagged, err := scanSince(inGroup, t.EnvKey, t.EnvValue, t.PIDStart)
+	found, tagged, err := scanSince(inGroup, t.EnvKey, t.EnvValue, t.PIDStart, t.NotEnvKey)
 	if err != nil {
 		return nil, false, err
 	}

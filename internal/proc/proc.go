@@ -87,6 +87,11 @@ type Target struct {
 	// carrying exactly EnvKey=EnvValue in their environment belong to the job
 	// even if they left its group. Empty EnvKey disables the scan.
 	EnvKey, EnvValue string
+	// NotEnvKey, when set, unmarks tagged processes: one that also
+	// carries NotEnvKey=EnvValue is not the job's. A job's on_exit hook
+	// sees the job's tag, and runs once the job has ended, possibly while
+	// a kill of the job still sweeps its last processes.
+	NotEnvKey string
 	// Exclude lists pids that are never signalled, for example the client
 	// that asked for the kill. The caller's own pid and process group are
 	// always excluded.

@@ -111,7 +111,7 @@ func signalProcess(pid int, start int64, sig syscall.Signal) (bool, error) {
 
 // scanSince is scan; the start-time bound only prunes environment reads,
 // which darwin does not do.
-func scanSince(match func(Info) bool, key, value string, _ int64) ([]Info, map[int]bool, error) {
+func scanSince(match func(Info) bool, key, value string, _ int64, _ string) ([]Info, map[int]bool, error) {
 	found, err := scan(match, key, value)
 	return found, nil, err
 }

@@ -164,7 +164,7 @@ func FindByEnv(key, value string) ([]Info, error) {
 	if key == "" {
 		return nil, errors.New("find processes by environment: empty key")
 	}
-	found, _, err := scanSince(func(Info) bool { return false }, key, value, 0)
+	found, _, err := scanSince(func(Info) bool { return false }, key, value, 0, "")
 	return found, err
 }
 
@@ -207,7 +207,7 @@ func argsHold(argv []string, first string, rest []string) bool {
 
 // scan walks /proc once and returns every process for which match is true.
 func scan(match func(Info) bool, key, value string) ([]Info, error) {
-	found, _, err := scanSince(match, key, value, 0)
+	found, _, err := scanSince(match, key, value, 0, "")
 	return found, err
 }
 
@@ -219,22 +219,27 @@ func scan(match func(Info) bool, key, value string) ([]Info, error) {
 // their environment read. A process carrying a job's JOBS_ID inherited it
 // from the job, so it cannot be older than the job's main process; skipping
 // the environ files of older processes (most of a machine's) makes the scan
-// several times cheaper.
-func scanSince(match func(Info) bool, key, value string, minStart int64) (found []Info, tagged map[int]bool, err error) {
+// several times cheaper. With notKey, a process that also holds
+// notKey=value is not tagged (see Target.NotEnvKey).
+func scanSince(match func(Info) bool, key, value string, minStart int64, notKey string) (found []Info, tagged map[int]bool, err error) {
 	all, err := pids()
 	if err != nil {
 		return nil, nil, err
 	}
-	var entry []byte
+	var entry, notEntry []byte
 	if key != "" {
 		entry = []byte("\x00" + key + "=" + value + "\x00")
+		if notKey != "" {
+			notEntry = []byte("\x00" + notKey + "=" + value + "\x00")
+		}
 	}
 	for _, pid := range all {
 		info, err := Inspect(pid)
 		if err != nil {
 			continue
 		}
-		tag := entry != nil && !info.Dead() && info.StartTime >= minStart && hasEnv(pid, entry)
+		tag := entry != nil && !info.Dead() && info.StartTime >= minStart && hasEnv(pid, entry) &&
+			(notEntry == nil || !hasEnv(pid, notEntry))
 		if tag {
 			if tagged == nil {
 				tagged = map[int]bool{}

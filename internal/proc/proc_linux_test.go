@@ -374,3 +374,45 @@ func TestFindByArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestKillTreeSparesTheJobsHook: a job's on_exit hook carries the job's
+// tag (it sees JOBS_ID) and may start while a kill of the job still
+// sweeps its processes; marked with NotEnvKey=<id> (JOBS_HOOK), it is not
+// the job's: KillTree ends the job and leaves the hook running. Without
+// the mark the same process is signalled as the job's.
+func TestKillTreeSparesTheJobsHook(t *testing.T) {
+	j := startJob(t, helperCmd("tree"))
+	hook := func(marked bool) *exec.Cmd {
+		cmd := helperCmd("sleep")
+		cmd.Env = append(cmd.Env, "JOBS_ID="+j.target.EnvValue)
+		if marked {
+			cmd.Env = append(cmd.Env, "JOBS_HOOK="+j.target.EnvValue)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	marked, unmarked := hook(true), hook(false)
+	target := j.target
+	target.NotEnvKey = "JOBS_HOOK"
+	res, err := KillTree(context.Background(), target, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(res.Signalled, marked.Process.Pid) {
+		t.Errorf("KillTree signalled the job's hook (pid %d): %+v", marked.Process.Pid, res)
+	}
+	if !slices.Contains(res.Signalled, unmarked.Process.Pid) {
+		t.Errorf("KillTree left a process with the job's tag and no hook mark (pid %d): %+v", unmarked.Process.Pid, res)
+	}
+	st, err := StartTime(marked.Process.Pid)
+	if err != nil || !Alive(marked.Process.Pid, st) {
+		t.Errorf("the hook is gone after the job's kill: %v", err)
+	}
+	if n := CountAlive(target); n != 0 {
+		t.Errorf("CountAlive after the kill = %d, want 0 (the hook is not the job's)", n)
+	}
+}

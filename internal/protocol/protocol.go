@@ -63,6 +63,10 @@ const (
 	// EnvJobID tags every process of a job (JOBS_ID=<id>): kill finds
 	// the ones that left the process group by it.
 	EnvJobID = "JOBS_ID"
+	// EnvHookOf marks an on_exit hook of a job (JOBS_HOOK=<id>, beside
+	// the job's JOBS_ID, which the hook sees too): the job's kill leaves
+	// the hook and its children alone, though they carry its tag.
+	EnvHookOf = "JOBS_HOOK"
 	// EnvScope is the job's scope, so that `jobs` run inside a job stays
 	// in its scope.
 	EnvScope = "JOBS_SCOPE"

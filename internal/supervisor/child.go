@@ -76,7 +76,7 @@ func (c *child) target() proc.Target {
 	defer c.mu.Unlock()
 	return proc.Target{
 		PGID: c.pid, PID: c.pid, PIDStart: c.pidStart, BootID: proc.BootID(),
-		EnvKey: protocol.EnvJobID, EnvValue: c.id, Cgroup: c.cgroup,
+		EnvKey: protocol.EnvJobID, EnvValue: c.id, NotEnvKey: protocol.EnvHookOf, Cgroup: c.cgroup,
 	}
 }
 
