@@ -256,6 +256,20 @@ func writeAt(t *testing.T, path string, off int64, b []byte) {
 	}
 }
 
+// stale makes every job of the sound database at path last read long ago,
+// with no record that its processes are gone.
+func stale(t *testing.T, path string) {
+	t.Helper()
+	d, err := sqlOpen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Exec(`UPDATE jobs SET last_access_at = '2000-01-01T00:00:00.000Z', survivors_gone = 0`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rootPage reads the root page of table from the sound database.
 func rootPage(t *testing.T, path, table string) int64 {
 	t.Helper()
@@ -298,6 +312,10 @@ func TestB12CorruptDatabaseRefused(t *testing.T) {
 	for _, c := range corruptions {
 		t.Run(c.name, func(t *testing.T) {
 			w, id := finishedWorld(t)
+			// Every write a read may make is due: the access of a job
+			// last read long ago, and the record that its processes are
+			// gone (which the supervisor may have made before it ended).
+			stale(t, w.dbPath())
 			c.do(t, w.dbPath())
 			before := fileSHA(t, w.dbPath())
 			marker := filepath.Join(w.base, "ran")
@@ -313,7 +331,8 @@ func TestB12CorruptDatabaseRefused(t *testing.T) {
 			// it never reads) may record its access, as any read of a
 			// finished job does once a second: that is a write of an
 			// undamaged page, so each read is checked on its own.
-			for _, verb := range [][]string{{"list"}, {"poll", id}, {"log", id}, {"--json", "status", id}} {
+			for _, verb := range [][]string{{"list"}, {"poll", id}, {"poll", "--new", id}, {"log", id}, {"log", "--clean", id},
+				{"log", "--grep", "99", id}, {"--json", "status", id}} {
 				pre := fileSHA(t, w.dbPath())
 				r := w.jobs(verb...)
 				if r.code != 0 {

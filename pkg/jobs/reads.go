@@ -53,21 +53,36 @@ func (c *Client) find(ctx context.Context, ref string) (db.Job, error) {
 func (c *Client) view(j db.Job) Job { return c.viewFull(j, true) }
 
 func (c *Client) viewFull(j db.Job, full bool) Job {
-	out := fromDB(j, time.Now())
+	out, gone := c.live(j, full)
+	if gone {
+		c.markGone(j.ID)
+	}
+	return out
+}
+
+// live converts a job and adds what only the live processes can tell;
+// gone reports that the finished job's last processes are gone, which
+// markGone records (a one-way fact that spares later views the scan).
+func (c *Client) live(j db.Job, full bool) (out Job, gone bool) {
+	out = fromDB(j, time.Now())
 	if c.readOnly() || j.Status == StatusQueued {
 		// A queued job has no process yet.
 		// The file may come from another host, or be a copy whose
 		// processes are not ours: this host's processes say nothing of it.
-		return out
+		return out, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	// The job's cgroup is looked up only when processes are counted.
 	cgroup := func() string { return control.CgroupOf(ctx, c.db, j.ID) }
-	if addLiveFacts(&out, j, full, cgroup) {
-		_ = c.db.MarkSurvivorsGone(ctx, j.ID)
-	}
-	return out
+	return out, addLiveFacts(&out, j, full, cgroup)
+}
+
+// markGone records that no process of the finished job id is alive.
+func (c *Client) markGone(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.db.MarkSurvivorsGone(ctx, id)
 }
 
 // Get returns a job by id, unique id prefix or name, and counts as an
@@ -262,25 +277,40 @@ func (c *Client) Poll(ctx context.Context, ref string, o PollOptions) (PollResul
 	}
 	view := c.viewConcurrently(j)
 	out, err := c.tail(ctx, j.ID, o.chars(), f, !o.Raw)
-	v := view()
+	v, gone := view()
 	if err != nil {
 		return PollResult{}, err
 	}
 	// Recorded once the read succeeded: a read that failed (a damaged
 	// page) writes nothing.
+	if gone {
+		c.markGone(j.ID)
+	}
 	c.touch(ctx, j)
 	return PollResult{Job: v, Output: out, RetryIn: retryIn(v)}, nil
 }
 
-// viewConcurrently is view run while the caller reads the database; the
+// viewConcurrently is live run while the caller reads the database; the
 // returned function waits for it. The live facts of a finished job come
 // from a scan of every process in /proc (about 2.8 ms of a 9.5 ms poll of
 // a job with 1 GiB of output, the tail read about 0.9 ms); they need only
-// the job row, so the two overlap.
-func (c *Client) viewConcurrently(j db.Job) func() Job {
-	done := make(chan Job, 1)
-	go func() { done <- c.view(j) }()
-	return func() Job { return <-done }
+// the job row, so the two overlap. What they found is recorded by the
+// caller once its read succeeded (markGone): a read that meets a damaged
+// page writes nothing.
+func (c *Client) viewConcurrently(j db.Job) func() (Job, bool) {
+	type result struct {
+		job  Job
+		gone bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, gone := c.live(j, true)
+		done <- result{v, gone}
+	}()
+	return func() (Job, bool) {
+		r := <-done
+		return r.job, r.gone
+	}
 }
 
 // touchEvery is how stale a finished job's last access may be before a
@@ -377,7 +407,18 @@ func (c *Client) ReadNew(ctx context.Context, ref string, o PollOptions) (PollRe
 	if err != nil {
 		return PollResult{}, err
 	}
+	r, err := c.readNew(ctx, ref, j, o)
+	if err != nil {
+		return PollResult{}, err
+	}
+	// Recorded once the read succeeded: a read that failed (a damaged
+	// page) writes nothing.
 	c.touch(ctx, j)
+	return r, nil
+}
+
+// readNew is ReadNew of the job j found by ref.
+func (c *Client) readNew(ctx context.Context, ref string, j db.Job, o PollOptions) (PollResult, error) {
 	f, err := filter("", o.Grep, !o.Raw)
 	if err != nil {
 		return PollResult{}, err
@@ -462,7 +503,6 @@ func (c *Client) Segments(ctx context.Context, ref string, offset, limit int64) 
 	if err != nil {
 		return nil, Output{}, err
 	}
-	c.touch(ctx, j)
 	if limit == 0 {
 		limit = DefaultPageBytes
 	}
@@ -470,6 +510,7 @@ func (c *Client) Segments(ctx context.Context, ref string, offset, limit int64) 
 	if err != nil {
 		return nil, Output{}, err
 	}
+	c.touch(ctx, j) // once the read succeeded
 	out := make([]Segment, len(segs))
 	for i, s := range segs {
 		out[i] = Segment{Stream: Stream(s.Stream), Offset: s.Offset, Text: string(s.Data)}
@@ -696,8 +737,10 @@ func (c *Client) log(ctx context.Context, ref string, r Range, cleanMatch bool) 
 		if r.Clean {
 			out, err := c.tail(ctx, j.ID, pickTail(r.Tail), f, true)
 			if err == nil {
-				c.touch(ctx, j)
 				err = c.ownStreamOutside(ctx, f, &out)
+			}
+			if err == nil {
+				c.touch(ctx, j) // once the reads succeeded
 			}
 			return out, err
 		}
@@ -706,15 +749,18 @@ func (c *Client) log(ctx context.Context, ref string, r Range, cleanMatch bool) 
 	if err != nil {
 		return Output{}, err
 	}
-	// Recorded once the read succeeded: a read that failed (a damaged
-	// page) writes nothing.
-	c.touch(ctx, j)
 	text := string(p.Data)
 	if r.Clean {
 		text = textclean.Clean(p.Data)
 	}
 	out := outputFromPage(j.ID, p, text)
-	return out, c.ownStreamOutside(ctx, f, &out)
+	if err := c.ownStreamOutside(ctx, f, &out); err != nil {
+		return out, err
+	}
+	// Recorded once the reads succeeded: a read that failed (a damaged
+	// page) writes nothing.
+	c.touch(ctx, j)
+	return out, nil
 }
 
 // ownStreamOutside clears what a read filtered by stream says lies before

@@ -3,6 +3,7 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -79,7 +80,7 @@ type SearchResult struct {
 // large the log is, and reports what it could not search (the gaps of
 // evicted or dropped output). An error from each ends the search and is
 // returned.
-func (c *Client) Search(ctx context.Context, ref string, o SearchOptions, each func(Match) error) (SearchResult, error) {
+func (c *Client) Search(ctx context.Context, ref string, o SearchOptions, each func(Match) error) (res SearchResult, err error) {
 	if err := c.check(ctx); err != nil {
 		return SearchResult{}, err
 	}
@@ -104,7 +105,13 @@ func (c *Client) Search(ctx context.Context, ref string, o SearchOptions, each f
 	if err != nil {
 		return SearchResult{}, err
 	}
-	c.touch(ctx, j)
+	// An access once the search ends, unless a read met a damaged page:
+	// such a read writes nothing.
+	defer func() {
+		if !errors.As(err, new(*CorruptError)) {
+			c.touch(ctx, j)
+		}
+	}()
 	s := &searcher{
 		line: line, page: page, each: each,
 		res: SearchResult{JobID: j.ID, Grep: o.Grep, Start: first.Start, End: first.TotalBytes,
