@@ -420,7 +420,7 @@ func TestTmuxSocketRecordedWithJob(t *testing.T) {
 	t.Parallel()
 	w, sock := tmuxWorld(t) // every command of w has JOBS_TMUX_SOCKET=sock
 	id := w.start("--tmux", "echo marker-on-private; sleep 60")
-	waitFor(t, 10*time.Second, "the job's output", func() bool { return strings.Contains(w.ok("log", id), "marker-on-private") })
+	waitFor(t, time.Minute, "the job's output", func() bool { return strings.Contains(w.ok("log", id), "marker-on-private") })
 	if err := exec.Command("tmux", "-L", sock, "has-session", "-t", "=jobs-"+id).Run(); err != nil {
 		t.Fatalf("the job's session is not on its server %s: %v", sock, err)
 	}

@@ -45,7 +45,7 @@ func TestB18TmuxReadoption(t *testing.T) {
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the supervisor's lock to be free", func() bool { return lockFree(lock) })
+	waitFor(t, time.Minute, "the supervisor's lock to be free", func() bool { return lockFree(lock) })
 	if j := w.poll(id); j.Status != "running" {
 		t.Fatalf("tmux job is %s after its supervisor died, want running", j.Status)
 	}

@@ -28,7 +28,7 @@ func tmuxEnv(t *testing.T) (*env, string) {
 	t.Cleanup(func() {
 		e.run2("kill", "--all", "--grace", "100ms")
 		db := filepath.Join(e.state, "jobs", "jobs.db")
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(time.Minute)
 		for tmuxHelpers(db) > 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -125,7 +125,7 @@ func TestTmuxDurable(t *testing.T) {
 	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
 		t.Fatalf("outer tmux: %v\n%s", err, out)
 	}
-	eventually(t, 10*time.Second, "the job's screen in the person's terminal", func() bool {
+	eventually(t, time.Minute, "the job's screen in the person's terminal", func() bool {
 		out, _ := exec.Command("tmux", "-L", outer, "capture-pane", "-p", "-t", "=person:").Output()
 		return strings.Contains(string(out), "attach-marker")
 	})

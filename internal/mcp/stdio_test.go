@@ -482,13 +482,13 @@ func TestStdioTmux(t *testing.T) {
 	t.Parallel()
 	cs := newEnv(t).serve(t, "tmux", nil)
 	id := start(t, cs, `printf 'name? '; read name; echo "hi $name"; sleep 60`, map[string]any{"tmux": true})
-	waitFor(t, "the prompt on the screen", 20*time.Second, func() bool {
+	waitFor(t, "the prompt on the screen", time.Minute, func() bool {
 		c := callOK[captureResult](t, cs, "process", map[string]any{"action": "capture", "sessionId": id})
 		return strings.Contains(c.Screen, "name?")
 	})
 	callOK[keysResult](t, cs, "process", map[string]any{"action": "send_keys", "sessionId": id, "keys": []string{"bob"}, "literal": true})
 	callOK[keysResult](t, cs, "process", map[string]any{"action": "send_keys", "sessionId": id, "keys": []string{"Enter"}})
-	waitFor(t, "the greeting on the screen", 20*time.Second, func() bool {
+	waitFor(t, "the greeting on the screen", time.Minute, func() bool {
 		c := callOK[captureResult](t, cs, "process", map[string]any{"action": "capture", "sessionId": id})
 		return strings.Contains(c.Screen, "hi bob")
 	})

@@ -101,6 +101,11 @@ func tmuxSupervisorMain(args []string) int {
 	return 0
 }
 
+// tmuxPatience bounds each wait on tmux in these tests. It only bounds a
+// failure: on a 2-core machine running the whole suite, a tmux command
+// once took over 10 s to answer.
+const tmuxPatience = time.Minute
+
 // tmuxEnvTest gives the test a private tmux server through
 // JOBS_TMUX_SOCKET, and ends it (and waits for the helpers it ran) when
 // the test ends. Subtests may run in parallel on it.
@@ -142,7 +147,7 @@ func tmuxDB(t *testing.T) *db.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(tmuxPatience)
 		for len(helpersOf(path)) > 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -195,7 +200,7 @@ func waitScreen(t *testing.T, job db.Job, what string, ok func(screen string) bo
 	t.Helper()
 	var screen string
 	var err error
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(tmuxPatience)
 	for {
 		screen, err = tmuxjob.Capture(job, 0)
 		if err == nil && ok(screen) {
@@ -222,7 +227,7 @@ func pty(t *testing.T, d *db.DB, id string) string {
 func waitPTY(t *testing.T, d *db.DB, id, want string) string {
 	t.Helper()
 	var out string
-	supervisor.Eventually(t, 10*time.Second, fmt.Sprintf("stored output %q", want), func() bool {
+	supervisor.Eventually(t, tmuxPatience, fmt.Sprintf("stored output %q", want), func() bool {
 		out = pty(t, d, id)
 		return strings.Contains(out, want)
 	})
@@ -275,7 +280,7 @@ func TestTmux(t *testing.T) {
 		if _, err := s.Write(ctx, job.ID, nil, true, 0); err != nil {
 			t.Fatal(err)
 		}
-		done := supervisor.WaitDone(t, d, job.ID, 10*time.Second)
+		done := supervisor.WaitDone(t, d, job.ID, tmuxPatience)
 		if done.Status != vocab.StatusDone || supervisor.ExitCode(done) != 0 {
 			t.Errorf("after C-d: %s exit %d (%s), want done 0", done.Status, supervisor.ExitCode(done), done.Reason)
 		}
@@ -311,7 +316,7 @@ func TestTmux(t *testing.T) {
 		if err := tmuxjob.SendKeys(job, []string{"C-d"}, false); err != nil {
 			t.Fatal(err)
 		}
-		if done := supervisor.WaitDone(t, d, job.ID, 10*time.Second); done.Status != vocab.StatusDone {
+		if done := supervisor.WaitDone(t, d, job.ID, tmuxPatience); done.Status != vocab.StatusDone {
 			t.Errorf("python after C-d: %s (%s)", done.Status, done.Reason)
 		}
 	})
@@ -336,7 +341,7 @@ func TestTmux(t *testing.T) {
 		if _, err := s.Write(ctx, job.ID, []byte("\n"), false, 0); err != nil {
 			t.Fatal(err)
 		}
-		supervisor.WaitDone(t, d, job.ID, 10*time.Second)
+		supervisor.WaitDone(t, d, job.ID, tmuxPatience)
 	})
 
 	t.Run("ExitCodes", func(t *testing.T) {
@@ -360,12 +365,12 @@ func TestTmux(t *testing.T) {
 		} {
 			job := startTmuxJob(t, s, protocol.StartRequest{Job: db.NewJob{Command: tc.cmd}})
 			if tc.out != "" {
-				supervisor.Eventually(t, 10*time.Second, "the output of "+tc.cmd, func() bool { return strings.Contains(pty(t, d, job.ID), tc.out) })
+				supervisor.Eventually(t, tmuxPatience, "the output of "+tc.cmd, func() bool { return strings.Contains(pty(t, d, job.ID), tc.out) })
 				if err := s.SendKeys(ctx, job.ID, []string{"Enter"}, false); err != nil {
 					t.Fatal(err)
 				}
 			}
-			done := supervisor.WaitDone(t, d, job.ID, 10*time.Second)
+			done := supervisor.WaitDone(t, d, job.ID, tmuxPatience)
 			if done.Status != tc.status || supervisor.ExitCode(done) != tc.code {
 				t.Errorf("%q: %s exit %d (%s), want %s %d", tc.cmd, done.Status, supervisor.ExitCode(done), done.Reason, tc.status, tc.code)
 			}
@@ -384,11 +389,11 @@ func TestTmux(t *testing.T) {
 	t.Run("KeepTmux", func(t *testing.T) {
 		t.Parallel()
 		job := startTmuxJob(t, s, protocol.StartRequest{Job: db.NewJob{Command: "echo kept-screen; read x; exit 2"}, KeepTmux: true})
-		supervisor.Eventually(t, 10*time.Second, "the job's output", func() bool { return strings.Contains(pty(t, d, job.ID), "kept-screen") })
+		supervisor.Eventually(t, tmuxPatience, "the job's output", func() bool { return strings.Contains(pty(t, d, job.ID), "kept-screen") })
 		if err := s.SendKeys(context.Background(), job.ID, []string{"Enter"}, false); err != nil {
 			t.Fatal(err)
 		}
-		done := supervisor.WaitDone(t, d, job.ID, 10*time.Second)
+		done := supervisor.WaitDone(t, d, job.ID, tmuxPatience)
 		if done.Status != vocab.StatusFailed || supervisor.ExitCode(done) != 2 {
 			t.Errorf("kept job: %s exit %d, want failed 2", done.Status, supervisor.ExitCode(done))
 		}
@@ -478,7 +483,7 @@ func TestTmux(t *testing.T) {
 	t.Run("Timeout", func(t *testing.T) {
 		t.Parallel()
 		job := startTmuxJob(t, s, protocol.StartRequest{Job: db.NewJob{Command: "echo waiting; sleep 300", Timeout: 500 * time.Millisecond}})
-		done := supervisor.WaitDone(t, d, job.ID, 10*time.Second)
+		done := supervisor.WaitDone(t, d, job.ID, tmuxPatience)
 		if done.Status != vocab.StatusTimedOut || !strings.HasPrefix(done.Reason, "timed out after") {
 			t.Errorf("job %s (%s), want timed_out", done.Status, done.Reason)
 		}
@@ -522,7 +527,7 @@ func TestTmux(t *testing.T) {
 		if err := srv.KillSession(job.TmuxSession); err != nil {
 			t.Fatal(err)
 		}
-		lost := supervisor.WaitDone(t, d, job.ID, 10*time.Second)
+		lost := supervisor.WaitDone(t, d, job.ID, tmuxPatience)
 		if lost.Status != vocab.StatusLost || !strings.Contains(lost.Reason, job.TmuxSession) {
 			t.Errorf("job %s (%s), want lost naming the session", lost.Status, lost.Reason)
 		}
@@ -578,7 +583,7 @@ func TestTmux(t *testing.T) {
 		}
 		waitOuter := func(what string, ok func(string) bool) {
 			t.Helper()
-			supervisor.Eventually(t, 10*time.Second, what, func() bool {
+			supervisor.Eventually(t, tmuxPatience, what, func() bool {
 				sc, err := outer.Capture("person", 0)
 				return err == nil && ok(sc)
 			})
@@ -588,7 +593,7 @@ func TestTmux(t *testing.T) {
 		if err := outer.SendLiteral("person", "from-the-person\n"); err != nil {
 			t.Fatal(err)
 		}
-		done := supervisor.WaitDone(t, d, job.ID, 10*time.Second)
+		done := supervisor.WaitDone(t, d, job.ID, tmuxPatience)
 		if done.Status != vocab.StatusDone {
 			t.Errorf("job %s (%s) after the person typed, want done", done.Status, done.Reason)
 		}
@@ -645,7 +650,7 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	if job.Status != vocab.StatusRunning {
 		t.Fatalf("job %s (%s) after its supervisor died, want running", job.Status, job.Reason)
 	}
-	supervisor.Eventually(t, 10*time.Second, "the dead supervisor recorded ended", func() bool {
+	supervisor.Eventually(t, tmuxPatience, "the dead supervisor recorded ended", func() bool {
 		sup, err := d.FindSupervisor(ctx, supID)
 		return err == nil && sup.EndedAt != nil
 	})
@@ -662,7 +667,7 @@ func TestTmuxSupervisorKilled(t *testing.T) {
 	if err := tmuxjob.SendKeys(job, []string{"Enter"}, false); err != nil {
 		t.Fatal(err)
 	}
-	done := supervisor.WaitDone(t, d, jobID, 10*time.Second)
+	done := supervisor.WaitDone(t, d, jobID, tmuxPatience)
 	if done.Status != vocab.StatusFailed || supervisor.ExitCode(done) != 3 {
 		t.Errorf("job %s exit %d (%s), want failed 3", done.Status, supervisor.ExitCode(done), done.Reason)
 	}
@@ -729,7 +734,7 @@ func TestTmuxNotInstalled(t *testing.T) {
 		t.Errorf("a failed tmux start created %d jobs", len(jobs))
 	}
 	job := supervisor.StartJob(t, s, protocol.StartRequest{Job: db.NewJob{Argv: []string{"/bin/sh", "-c", "echo still-fine"}}})
-	if done := supervisor.WaitDone(t, d, job.ID, 10*time.Second); done.Status != vocab.StatusDone {
+	if done := supervisor.WaitDone(t, d, job.ID, tmuxPatience); done.Status != vocab.StatusDone {
 		t.Errorf("pipe job without tmux: %s (%s)", done.Status, done.Reason)
 	}
 }

@@ -46,9 +46,13 @@ func notInstalledMessage() string {
 }
 
 // commandTimeout bounds every tmux command. A command answers in
-// milliseconds; one that does not is talking to a wedged server, and the
-// caller (a supervisor serving many jobs) must not hang with it.
-const commandTimeout = 10 * time.Second
+// milliseconds on an idle machine; one that does not for a minute is
+// talking to a wedged server, and the caller (a supervisor serving many
+// jobs) must not hang with it. A busy machine is not a wedged server:
+// with both cores of a 2-core machine taken by parallel test runs, a new
+// session and the reading of its pane's pid each took over 10 s (the
+// bound this used to be), which failed jobs that would have run.
+const commandTimeout = time.Minute
 
 // literalChunk bounds the bytes of text sent by one send-keys -l. The tmux
 // client refuses a command larger than its message size ("command too

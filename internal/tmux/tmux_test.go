@@ -52,7 +52,7 @@ func newSession(t *testing.T, s Server, name string, env []string, argv ...strin
 // with what it last saw.
 func waitFor(t *testing.T, what string, cond func() (ok bool, last string)) {
 	t.Helper()
-	testwait.ForLast(t, 10*time.Second, what, cond)
+	testwait.ForLast(t, time.Minute, what, cond)
 }
 
 // waitScreen waits until the session's screen has a line equal to want.
