@@ -504,7 +504,7 @@ func TestWaitSleepsThroughAnotherJobsFlood(t *testing.T) {
 				t.Fatalf("wait: %v", err)
 			}
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		waiter.Process.Kill()
 		t.Fatal("wait did not return after its job was killed")
 	}

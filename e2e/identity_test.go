@@ -770,7 +770,7 @@ func TestB6EscapedGrandchild(t *testing.T) {
 				// A process that got SIGKILL may take a moment to be
 				// gone from /proc; one that is still there after that
 				// survived, and the kill must have said so.
-				deadline := time.Now().Add(10 * time.Second)
+				deadline := time.Now().Add(patience)
 				for sameProcAlive(p, st) && time.Now().Before(deadline) {
 					time.Sleep(10 * time.Millisecond)
 				}

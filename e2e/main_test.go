@@ -264,7 +264,12 @@ func (w *world) poll(id string) job {
 	return p.Job
 }
 
-// waitFor polls cond until it holds, failing the test after d.
+// patience is the least any wait of these tests is given
+// (testwait.Least): a bound only bounds a failure.
+const patience = testwait.Least
+
+// waitFor polls cond until it holds, failing the test after d
+// (testwait.Least at least).
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	testwait.For(t, d, what, cond)
@@ -357,7 +362,7 @@ func (w *world) stop() {
 	for _, pid := range pids {
 		if isSupervisorOf(pid, jobsBin) {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(patience)
 			for procAlive(pid) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}

@@ -229,7 +229,7 @@ func TestB2CLIKilled(t *testing.T) {
 	c.Process.Kill()
 	c.Wait()
 	var left int
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for left = fdCount(t, sup, "socket:"); left > sockets && time.Now().Before(deadline); left = fdCount(t, sup, "socket:") {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -68,7 +68,7 @@ func browser(t *testing.T) context.Context {
 		cancelTab()
 		t.Fatalf("open a tab in %s: %v", path, err)
 	}
-	ctx, cancelTimeout := context.WithTimeout(tctx, 90*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(tctx, 5*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelTab()
@@ -138,9 +138,16 @@ func run(t *testing.T, ctx context.Context, what string, actions ...steps) {
 	}
 }
 
-// within bounds steps: a state the page must reach in d.
+// uiPatience is the least a page is given to reach a state, as every wait
+// of the tests (testwait.Least): beside the loaded race run and stress-ng,
+// following a link and marking its line once took longer than 20 s.
+const uiPatience = testwait.Least
+
+// within bounds steps: a state the page must reach in d (uiPatience at
+// least).
 func within(t *testing.T, ctx context.Context, d time.Duration, what string, actions ...steps) {
 	t.Helper()
+	d = max(d, uiPatience)
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	if err := chromedp.Do(sctx, actions...); err != nil {
@@ -163,13 +170,13 @@ func eval[T any](t *testing.T, ctx context.Context, expr string, opts ...chromed
 // The element is found and read in one evaluation: live parts of a page
 // replace their nodes on every update, and a node found by one call
 // (chromedp.Text's query) can be detached, and read as "", by the next.
-// It waits up to 15 s for a visible element to read.
+// It waits up to uiPatience for a visible element to read.
 func text(t *testing.T, ctx context.Context, css string) string {
 	t.Helper()
 	expr := `(() => { const e = document.querySelector(` + strconv.Quote(css) + `);
 		return e && (e.offsetWidth || e.offsetHeight || e.getClientRects().length) ? [true, e.innerText] : [false, ""]; })()`
 	var v string
-	testwait.ForLast(t, 15*time.Second, "a visible "+css+" to read", func() (bool, string) {
+	testwait.ForLast(t, uiPatience, "a visible "+css+" to read", func() (bool, string) {
 		r, err := look[[]any](ctx, expr)
 		if err != nil {
 			return false, err.Error()

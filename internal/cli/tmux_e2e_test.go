@@ -60,7 +60,7 @@ func TestTmuxDurable(t *testing.T) {
 	e, sock := tmuxEnv(t)
 
 	id := e.start("--tmux", "exit 7")
-	if r := e.run2("wait", id, "--timeout", "20s"); r.code != 7 {
+	if r := e.run2("wait", id, "--timeout", "60s"); r.code != 7 {
 		t.Errorf("wait on a tmux job that exits 7: %v", r)
 	}
 	var st struct {
@@ -76,7 +76,7 @@ func TestTmuxDurable(t *testing.T) {
 	// (Each command that prints waits for a key before it exits: see
 	// "When a tmux job ends" in docs/tmux.md.)
 	id = e.start("--tmux", `echo before; read x; echo "after $x"; read y; exit 3`)
-	e.ok("wait", id, "--until", "before", "--timeout", "20s")
+	e.ok("wait", id, "--until", "before", "--timeout", "60s")
 	sup := supervisorPID(t, e)
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -89,9 +89,9 @@ func TestTmuxDurable(t *testing.T) {
 	}
 	e.ok("send-keys", id, "--literal", "again")
 	e.ok("send-keys", id, "Enter")
-	e.ok("wait", id, "--until", "after again", "--timeout", "20s")
+	e.ok("wait", id, "--until", "after again", "--timeout", "60s")
 	e.ok("send-keys", id, "Enter")
-	if r := e.run2("wait", id, "--timeout", "20s"); r.code != 3 {
+	if r := e.run2("wait", id, "--timeout", "60s"); r.code != 3 {
 		t.Errorf("wait after the supervisor died: %v", r)
 	}
 	if out := e.ok("log", id); !strings.Contains(out, "before") || !strings.Contains(out, "after again") {
@@ -100,9 +100,9 @@ func TestTmuxDurable(t *testing.T) {
 
 	// --keep-tmux leaves the session, with its last screen, after the end.
 	id = e.start("--tmux", "--keep-tmux", "echo last-words; read x")
-	e.ok("wait", id, "--until", "last-words", "--timeout", "20s")
+	e.ok("wait", id, "--until", "last-words", "--timeout", "60s")
 	e.ok("send-keys", id, "Enter")
-	e.run2("wait", id, "--timeout", "20s")
+	e.run2("wait", id, "--timeout", "60s")
 	if out, err := exec.Command("tmux", "-L", sock, "capture-pane", "-p", "-S", "-5", "-t", "=jobs-"+id+":").Output(); err != nil || !strings.Contains(string(out), "last-words") {
 		t.Errorf("kept session: %v %q", err, out)
 	}
@@ -112,7 +112,7 @@ func TestTmuxDurable(t *testing.T) {
 	// a pane of another server, sees the job's screen, and what the
 	// person types reaches the job.
 	id = e.start("--tmux", `echo attach-marker; read x; echo "typed $x"; read y`)
-	e.ok("wait", id, "--until", "attach-marker", "--timeout", "20s")
+	e.ok("wait", id, "--until", "attach-marker", "--timeout", "60s")
 	outer := sock + "-outer"
 	t.Cleanup(func() { exec.Command("tmux", "-L", outer, "kill-server").Run() })
 	args := []string{"-L", outer, "-f", os.DevNull, "new-session", "-d", "-s", "person", "-x", "100", "-y", "30"}
@@ -131,9 +131,9 @@ func TestTmuxDurable(t *testing.T) {
 	})
 	exec.Command("tmux", "-L", outer, "send-keys", "-t", "=person:", "-l", "hi-from-a-person").Run()
 	exec.Command("tmux", "-L", outer, "send-keys", "-t", "=person:", "Enter").Run()
-	e.ok("wait", id, "--until", "typed hi-from-a-person", "--timeout", "20s")
+	e.ok("wait", id, "--until", "typed hi-from-a-person", "--timeout", "60s")
 	exec.Command("tmux", "-L", outer, "send-keys", "-t", "=person:", "Enter").Run()
-	if r := e.run2("wait", id, "--timeout", "20s"); r.code != 0 {
+	if r := e.run2("wait", id, "--timeout", "60s"); r.code != 0 {
 		t.Errorf("wait after the person typed: %v", r)
 	}
 	if out := e.ok("log", id); !strings.Contains(out, "typed hi-from-a-person") {

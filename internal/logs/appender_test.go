@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -899,8 +900,18 @@ func TestGrowInJobByJobRetry(t *testing.T) {
 // its chunk was still to be compressed or written would show here as
 // another chunk's bytes.
 func TestFloodRecyclesChunkBuffers(t *testing.T) {
+	// The buffers given back wait in a sync.Pool, which every garbage
+	// collection empties: on a loaded machine the collections came often
+	// enough to leave 58 of 64 chunks without a buffer to reuse. The
+	// collector is off while the test floods (it runs alone: it is not
+	// parallel), so what is counted is the appender's recycling alone.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	d := openDB(t)
-	a := newAppender(t, d, AppenderOptions{MaxBatchBytes: 1 << 20})
+	// At most eight chunks wait to be written (MaxPendingBytes): the
+	// writers block beyond it, so however the flusher is scheduled, the
+	// chunks that follow find written chunks' buffers given back (up to
+	// 32 chunks could wait with the default, half of what is written).
+	a := newAppender(t, d, AppenderOptions{MaxBatchBytes: 256 << 10, MaxPendingBytes: 512 << 10})
 	const jobs = 4
 	perJob := testlong.Pick(1<<20, 8<<20)
 	ids := make([]string, jobs)

@@ -171,7 +171,7 @@ func threadsMain(args []string) int {
 		}
 		// Every job's waiter has reached its wait once as many goroutines
 		// sit in one as there are jobs.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(testwait.Least)
 		for waiters() < started {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("%d of %d waiters in place", waiters(), started)

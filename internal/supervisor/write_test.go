@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/protocol"
+	"github.com/agentjobs/jobs/internal/testwait"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -38,7 +39,7 @@ func TestWriteNotReading(t *testing.T) {
 	// Once the unbounded write holds the writers' turn, a bounded one
 	// queued behind it gives up after its own bound.
 	c := s.runners.child(job.ID)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testwait.Least)
 	for len(c.stdinTurn) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the unbounded write never took its turn")

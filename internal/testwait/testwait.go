@@ -21,10 +21,19 @@ const (
 	MaxTick = 250 * time.Millisecond
 )
 
+// Least is the least time For and ForLast give a condition, whatever d
+// their caller names. A bound only bounds a failure: what takes
+// milliseconds on an idle machine took over 10 s (a tmux command, a
+// killed process's lock) and over 20 s (a browser following a link) on a
+// 2-core machine running the race run, the end-to-end tests and
+// stress-ng at once, and a test that fails there proves nothing.
+const Least = time.Minute
+
 // For polls cond until it holds, and fails the test with what it waited
-// for when d passes first.
+// for when d (Least at least) passes first.
 func For(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	d = max(d, Least)
 	if !poll(d, cond) {
 		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
@@ -34,6 +43,7 @@ func For(t testing.TB, d time.Duration, what string, cond func() bool) {
 // a failure shows.
 func ForLast(t testing.TB, d time.Duration, what string, cond func() (ok bool, last string)) {
 	t.Helper()
+	d = max(d, Least)
 	var last string
 	if !poll(d, func() bool {
 		var ok bool

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentjobs/jobs/internal/testwait"
 )
 
 // inotifyOpen counts the inotify instances this process holds.
@@ -48,7 +50,7 @@ func TestWatcherShortWaitsDoNotWatch(t *testing.T) {
 		}
 	}
 	// Past quickFor, a wait arms the watch.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testwait.Least)
 	for inotifyOpen(t) == held {
 		if time.Now().After(deadline) {
 			t.Fatalf("no inotify watch after %s of waiting", w.waited)
