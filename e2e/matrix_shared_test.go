@@ -73,24 +73,9 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 		}()
 		fs = append(fs, f)
 	}
-	// A fifth follower, of a job that prints one line and then nothing:
-	// once the flood is over it only waits, and a follower that kept a
-	// transaction open between polls would hold its read mark throughout.
+	// A job that prints one line and then nothing, followed once the
+	// flood is over (below).
 	quiet := w.start("--no-stdin", "--", "sh", "-c", "echo quiet; exec sleep 600")
-	qc := w.cmd("log", quiet, "-f", "--offset", "0")
-	qout, err := qc.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := qc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	qline := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(qout).ReadString('\n')
-		qline <- line
-		io.Copy(io.Discard, qout)
-	}()
 	// Watch the WAL, the followers' read locks, and list every 100 ms.
 	stop := make(chan struct{})
 	var (
@@ -147,6 +132,26 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 	w.waitEnded(ids, 10*time.Minute)
 	close(stop)
 	wg.Wait()
+	// A fifth follower, of the quiet job, started after the flood: the
+	// row measures the WAL with four (with a fifth reader during the
+	// flood, woken by every commit, it once reached 49.2 MiB with the
+	// long sizes). With nothing written it only waits, and a follower
+	// that kept a transaction open between polls would hold its read
+	// mark throughout.
+	qc := w.cmd("log", quiet, "-f", "--offset", "0")
+	qout, err := qc.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	qline := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(qout).ReadString('\n')
+		qline <- line
+		io.Copy(io.Discard, qout)
+	}()
 	// The quiet job's follower, with nothing written any more, holds no
 	// read mark between its polls: one sample without it is enough, and
 	// a follower that held a transaction would show it in every sample.
