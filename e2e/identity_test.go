@@ -373,6 +373,7 @@ func killSupervisorMidFlood(t *testing.T, flood string, src func() io.Reader, n,
 		return before.OutputBytes >= at || before.Status != "running"
 	})
 	if before.Status != "running" {
+		t.Logf("the look before the kill found the job %s with %d of %d bytes", before.Status, before.OutputBytes, n)
 		return 0, 0, false
 	}
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
@@ -389,6 +390,7 @@ func killSupervisorMidFlood(t *testing.T, flood string, src func() io.Reader, n,
 		// The flood ended, and its end was stored, between the look
 		// above and the kill landing: no kill in the middle of a flood
 		// to judge, so the caller tries a larger one.
+		t.Logf("the look before the kill found %d of %d bytes; the job was done when the kill landed", before.OutputBytes, n)
 		return 0, 0, false
 	}
 	if j.Status != "lost" {
