@@ -52,6 +52,8 @@ type DB struct {
 	readOnly bool // opened by OpenReadOnly
 
 	writes writeQueue // the process's write transactions, one at a time
+
+	out outputFile // the output data file, opened on first use (Output)
 }
 
 // DSN returns the connection string for path. Every pooled connection runs
@@ -189,7 +191,11 @@ func (d *DB) Close() error {
 		_, _ = d.ExecContext(ctx, `PRAGMA wal_checkpoint(FULL)`)
 		cancel()
 	}
-	return d.DB.Close()
+	oerr := d.closeOutput()
+	if err := d.DB.Close(); err != nil {
+		return err
+	}
+	return oerr
 }
 
 // ReserveConnections opens n connections and keeps them in the pool, idle
@@ -693,13 +699,31 @@ func (d *DB) Vacuum(ctx context.Context) error {
 			return fmt.Errorf("vacuum: %w", cleanSQLiteError(err))
 		}
 	}
+	// The output data file: the bytes no chunk names go first.
+	if _, err := d.SweepOutputData(ctx); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	if _, err := os.Stat(OutputPath(d.Path)); err != nil {
+		return nil
+	}
+	o, err := d.Output(ctx, false)
+	if err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	for _, stmt := range []string{`VACUUM`, `PRAGMA wal_checkpoint(TRUNCATE)`} {
+		if _, err := o.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("vacuum %s: %w", o.Path, cleanSQLiteError(err))
+		}
+	}
 	return nil
 }
 
-// Size is the database's size on disk: the file and its WAL.
+// Size is the database's size on disk: the file and its WAL, and the
+// output data file and its WAL.
 func (d *DB) Size() int64 {
 	var n int64
-	for _, p := range []string{d.Path, d.Path + "-wal"} {
+	out := OutputPath(d.Path)
+	for _, p := range []string{d.Path, d.Path + "-wal", out, out + "-wal"} {
 		if st, err := os.Stat(p); err == nil {
 			n += st.Size()
 		}

@@ -99,6 +99,8 @@ type Upkeep struct {
 	minFree int64
 	off     bool // checkpoints are left to another process
 
+	restartFrames int64 // frames in the WAL that make the writer start it over
+
 	mu            sync.Mutex   // held while a checkpoint runs
 	frames        atomic.Int64 // frames in the WAL at the last checkpoint
 	restartMisses int          // restarts in a row that readers kept from starting the WAL over; guarded by mu
@@ -120,9 +122,19 @@ type Upkeep struct {
 // WAL, asks applications to leave them to it): the WAL is never copied into
 // the database file here. Start starts its checkpointer.
 func (d *DB) NewUpkeep(minFree int64, off bool) *Upkeep {
-	u := &Upkeep{d: d, minFree: minFree, off: off, wake: make(chan struct{}, 1)}
+	u := &Upkeep{d: d, minFree: minFree, off: off, restartFrames: WALRestartFrames, wake: make(chan struct{}, 1)}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	return u
+}
+
+// NewOutputUpkeep returns the upkeep of the output data file o, with the
+// reserve and checkpoint policy of u: its WAL starts over at the same
+// size in bytes (WALRestartFrames pages of 4 KiB), fewer frames of its
+// larger pages.
+func (u *Upkeep) NewOutputUpkeep(o *DB) *Upkeep {
+	ou := o.NewUpkeep(u.minFree, u.off)
+	ou.restartFrames = WALRestartFrames * 4096 / OutputPageSize
+	return ou
 }
 
 // Start starts the checkpointer goroutine, which copies the WAL when woken
@@ -174,7 +186,7 @@ func (u *Upkeep) BeforeTx(ctx context.Context, conn *sql.Conn, n int64) error {
 	switch {
 	case tight:
 		restarted = u.Checkpoint(ctx, conn) == nil
-	case u.walSync >= WALRestartFrames*4096 || u.frames.Load() >= WALRestartFrames:
+	case u.walSync >= WALRestartFrames*4096 || u.frames.Load() >= u.restartFrames:
 		restarted = u.restartWAL(ctx, conn) == nil
 	}
 	if restarted {

@@ -121,7 +121,8 @@ type Appender struct {
 	wake     chan struct{} // the first byte after an idle period
 	full     chan struct{} // MaxBatchBytes are queued
 
-	up *db.Upkeep // the WAL's checkpoints and the room on the disk
+	up    *db.Upkeep                // the WAL's checkpoints and the room on the disk
+	outUp atomic.Pointer[db.Upkeep] // the same for the output data file, once the writer opened it
 
 	stopWait atomic.Bool // Untrack no longer waits for spooled output
 
@@ -294,6 +295,9 @@ func (a *Appender) Close() error {
 	a.up.Stop()
 	a.wg.Wait()
 	a.flushing <- struct{}{}
+	if ou := a.outUp.Load(); ou != nil {
+		ou.Stop()
+	}
 	err := a.flushLocked("", rowsAll)
 	// Spooled output gets closeDrain to reach the database; what is still
 	// spooled then is dropped and counted, as it would be on a full disk.
@@ -311,6 +315,9 @@ func (a *Appender) Close() error {
 		// What the checkpointer has not copied yet is copied now, room
 		// permitting, so that the WAL does not outlive the appender.
 		_ = a.up.Checkpoint(context.Background(), a.w.conn)
+		if a.w.out != nil {
+			_ = a.outUp.Load().Checkpoint(context.Background(), a.w.out)
+		}
 	}
 	a.dropWriterLocked()
 	<-a.flushing
@@ -595,13 +602,23 @@ var flushGrid = time.Now()
 // CheckpointSoon wakes the checkpointer (db.Upkeep.Wake): a supervisor
 // calls it now and then, so that the WAL is copied also when little output
 // comes.
-func (a *Appender) CheckpointSoon() { a.up.Wake() }
+func (a *Appender) CheckpointSoon() {
+	a.up.Wake()
+	if ou := a.outUp.Load(); ou != nil {
+		ou.Wake()
+	}
+}
 
 // Reclaim copies the WAL into the database file and truncates it when the
 // disk is tight (db.Upkeep.Reclaim). A supervisor calls it before
 // recording a job's end, so that the end finds the whole reserve. It
 // returns whether the disk was tight.
-func (a *Appender) Reclaim(ctx context.Context) bool { return a.up.Reclaim(ctx) }
+func (a *Appender) Reclaim(ctx context.Context) bool {
+	if ou := a.outUp.Load(); ou != nil {
+		ou.Reclaim(ctx)
+	}
+	return a.up.Reclaim(ctx)
+}
 
 // FlushInterval is the spacing of the flushes of a trickle.
 func (a *Appender) FlushInterval() time.Duration { return a.o.FlushInterval }

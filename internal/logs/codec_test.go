@@ -133,6 +133,20 @@ func TestCompressedOutputByteExact(t *testing.T) {
 			if tc.packed && packed < len(cs)/2 || !tc.packed && packed > 0 {
 				t.Fatalf("%d of %d chunks stored compressed", packed, len(cs))
 			}
+			// Full chunks that do not compress are stored in the output
+			// data file, and only those.
+			var external int
+			for _, c := range cs {
+				if c.External {
+					external++
+					if c.Packed || len(c.Data) < externalMin {
+						t.Fatalf("chunk at %d (%d bytes, packed %v) stored in the output data file", c.Off, len(c.Data), c.Packed)
+					}
+				}
+			}
+			if tc.packed && external > 0 || !tc.packed && external < len(cs)/2 {
+				t.Fatalf("%d of %d chunks stored in the output data file", external, len(cs))
+			}
 			if got := storedBytes(cs, ""); !bytes.Equal(got, tc.data) {
 				t.Fatalf("stored %d bytes, not the %d written", len(got), len(tc.data))
 			}

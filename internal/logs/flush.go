@@ -58,6 +58,20 @@ const maxTxSpan = 200 * time.Millisecond
 type writer struct {
 	conn *sql.Conn
 	busy time.Duration // the connection's busy timeout
+
+	// The connection to the output data file (db.OutputPath), opened by
+	// the first chunk stored there, and its transaction, begun by the
+	// first chunk of a transaction stored there and committed just before
+	// the transaction on conn (see putData).
+	out      *sql.Conn
+	outTx    bool
+	nextID   int64 // the id of the next chunk_data row
+	outBytes int64 // bytes stored there in outTx
+
+	// freeing are the chunk_data rows of chunks that the transaction on
+	// conn deletes (evicted); once it commits, they are deleted there
+	// too (freeData).
+	freeing []int64
 }
 
 // setBusy sets the connection's busy timeout: how long BEGIN waits for
@@ -75,6 +89,171 @@ func (w *writer) setBusy(ctx context.Context, d time.Duration) error {
 
 func (w *writer) close() {
 	discard(w.conn) // its foreign keys are off
+	if w.out != nil {
+		discard(w.out)
+	}
+}
+
+// externalMin is the smallest chunk whose bytes go to the output data file
+// (db.OutputPath) when they are stored as they are (they do not
+// compress): a flood's chunk of random or compressed output. Smaller rows
+// and compressed frames stay in the database's own pages.
+const externalMin = 32 << 10
+
+// putData stores data, a chunk of job jobID, in the output data file, in
+// the writer's transaction there (begun here if need be), and returns its
+// id for the chunk's data_ref.
+func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []byte) (int64, error) {
+	if !w.outTx {
+		if err := a.beginOutput(ctx, w); err != nil {
+			return 0, fmt.Errorf("store output data: %w", err)
+		}
+	}
+	id := w.nextID
+	if _, err := w.out.ExecContext(ctx, `INSERT INTO chunk_data (id, job_id, data) VALUES (?, ?, ?)`, id, jobID, data); err != nil {
+		return 0, fmt.Errorf("store output data: %w", err)
+	}
+	w.nextID++
+	w.outBytes += int64(len(data))
+	return id, nil
+}
+
+// beginOutput opens the writer's connection to the output data file if
+// need be and begins its transaction there. The caller holds a.flushing.
+func (a *Appender) beginOutput(ctx context.Context, w *writer) error {
+	if w.out == nil {
+		o, err := a.d.Output(ctx, true)
+		if err != nil {
+			return err
+		}
+		conn, err := o.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		for _, q := range []string{
+			fmt.Sprintf("PRAGMA cache_size = -%d", writerCacheKiB),
+			fmt.Sprintf("PRAGMA busy_timeout = %d", a.o.BusyTimeout.Milliseconds()),
+		} {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				discard(conn)
+				return err
+			}
+		}
+		ou := a.outUp.Load()
+		if ou == nil {
+			ou = a.up.NewOutputUpkeep(o)
+			if a.isRunning() {
+				ou.Start()
+			}
+			a.outUp.Store(ou)
+		}
+		if err := ou.SetUpWriter(ctx, conn, a.isRunning()); err != nil {
+			discard(conn)
+			return err
+		}
+		w.out = conn
+	}
+	if err := a.outUp.Load().BeforeTx(ctx, w.out, int64(a.o.MaxBatchBytes)); err != nil {
+		return err
+	}
+	if _, err := w.out.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := w.out.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) + 1 FROM chunk_data`).Scan(&w.nextID); err != nil {
+		_, _ = w.out.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	w.outTx, w.outBytes = true, 0
+	return nil
+}
+
+// noteFreed notes the chunk_data rows of the chunks of jobID from head to
+// last, which the transaction deletes.
+func (w *writer) noteFreed(ctx context.Context, jobID string, head, last int64) error {
+	rows, err := w.conn.QueryContext(ctx, `SELECT data_ref FROM chunks
+		WHERE job_id = ? AND byte_offset >= ? AND byte_offset <= ? AND data_ref IS NOT NULL`, jobID, head, last)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ref int64
+		if err := rows.Scan(&ref); err != nil {
+			return err
+		}
+		w.freeing = append(w.freeing, ref)
+	}
+	return rows.Err()
+}
+
+// freeData deletes from the output data file the bytes of the chunks the
+// transaction just committed deleted, in a transaction of its own that
+// comes after it: a chunk row never names bytes that are gone, though a
+// reader that read the row before may find them gone (db.ErrOutputDataGone,
+// and it reads again). What a failure or a crash leaves there,
+// db.SweepOutputData deletes.
+func (a *Appender) freeData(ctx context.Context, w *writer) {
+	ids := w.freeing
+	w.freeing = w.freeing[:0]
+	if len(ids) == 0 || w.out == nil {
+		return
+	}
+	if _, err := w.out.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return
+	}
+	err := db.Runs(len(ids), func(lo, hi int) error {
+		args := make([]any, 0, hi-lo)
+		for _, id := range ids[lo:hi] {
+			args = append(args, id)
+		}
+		_, err := w.out.ExecContext(ctx, `DELETE FROM chunk_data WHERE id IN `+db.ValuesSQL(1, hi-lo), args...)
+		return err
+	})
+	if err == nil {
+		_, err = w.out.ExecContext(ctx, "COMMIT")
+	}
+	if err != nil {
+		_, _ = w.out.ExecContext(ctx, "ROLLBACK")
+	}
+}
+
+// writtenData reads the bytes stored under ref in the output data file on
+// the writer's connection there, which sees what its open transaction
+// stored.
+func (a *Appender) writtenData(ctx context.Context, w *writer, ref int64) ([]byte, error) {
+	if w.out == nil {
+		// Stored by an earlier appender: open the connection.
+		if !w.outTx {
+			if err := a.beginOutput(ctx, w); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var data []byte
+	err := w.out.QueryRowContext(ctx, `SELECT data FROM chunk_data WHERE id = ?`, ref).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w (row %d)", db.ErrOutputDataGone, ref)
+	}
+	return data, err
+}
+
+// endOutput commits (or rolls back) the writer's transaction on the
+// output data file, if one is open.
+func (a *Appender) endOutput(ctx context.Context, w *writer, commit bool) error {
+	if w.out == nil || !w.outTx {
+		return nil
+	}
+	w.outTx = false
+	if !commit {
+		_, err := w.out.ExecContext(ctx, "ROLLBACK")
+		return err
+	}
+	if _, err := w.out.ExecContext(ctx, "COMMIT"); err != nil {
+		_, _ = w.out.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("commit output data: %w", err)
+	}
+	a.outUp.Load().Committed(w.outBytes)
+	return nil
 }
 
 // writerLocked returns the appender's connection, opening it if needed;
@@ -213,7 +392,9 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			if _, rerr := w.conn.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+			w.freeing = w.freeing[:0] // the chunks stay
+			rerr := a.endOutput(ctx, w, false)
+			if _, err := w.conn.ExecContext(ctx, "ROLLBACK"); err != nil || rerr != nil {
 				a.dropWriterLocked()
 			}
 		}
@@ -250,9 +431,15 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 		}
 		i = len(*batch)
 	}
+	// The bytes stored in the output data file commit first: a chunk row
+	// never names bytes that were not committed (db.OutputPath).
+	if err = a.endOutput(ctx, w, true); err != nil {
+		return err
+	}
 	if _, err = w.conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit output: %w", err)
 	}
+	a.freeData(ctx, w)
 	a.up.Committed(n)
 	if a.isClosed() {
 		a.dropWriterLocked() // nobody would close it
@@ -331,12 +518,18 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		args = args[:0]
 		for _, p := range pending[lo:hi] {
 			c := p.c
-			var data, size any = c.data, nil
+			var data, size, ref any = c.data, nil, nil
 			if out, ok := c.encoded(c.data); ok {
 				data, size = out, int64(len(c.data))
+			} else if len(c.data) >= externalMin {
+				id, err := a.putData(ctx, w, p.b.st.id, c.data)
+				if err != nil {
+					return err
+				}
+				data, size, ref = []byte{}, int64(len(c.data)), id
 			}
 			args = append(args, p.b.st.id, c.seq, string(c.stream), c.off,
-				c.firstLine, c.lineCount, db.FormatTime(c.at), data, size)
+				c.firstLine, c.lineCount, db.FormatTime(c.at), data, size, ref)
 		}
 		_, err := w.conn.ExecContext(ctx, insertChunksSQL(hi-lo), args...)
 		return err
@@ -344,7 +537,7 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 		return err
 	}
 	for k := range group {
-		if err := enforceCap(ctx, w.conn, &group[k], -1); err != nil {
+		if err := a.enforceCap(ctx, w, &group[k], -1); err != nil {
 			return err
 		}
 	}
@@ -356,7 +549,8 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 // retained is what the row said (-1: not asked); without it, b.unkept
 // bounds it from above, and the row is asked only when that bound is over
 // the cap, so that a flush of jobs far below their caps reads no row back.
-func enforceCap(ctx context.Context, conn *sql.Conn, b *jobBatch, retained int64) error {
+func (a *Appender) enforceCap(ctx context.Context, w *writer, b *jobBatch, retained int64) error {
+	conn := w.conn
 	if retained >= 0 {
 		b.unkept = b.end - retained
 	}
@@ -374,7 +568,7 @@ func enforceCap(ctx context.Context, conn *sql.Conn, b *jobBatch, retained int64
 	if retained <= b.maxOutput {
 		return nil
 	}
-	freed, err := evict(ctx, conn, b.st.id, b.head, b.chunks[len(b.chunks)-1].stored().off, retained-b.maxOutput)
+	freed, err := a.evict(ctx, w, b.st.id, b.head, b.chunks[len(b.chunks)-1].stored().off, retained-b.maxOutput)
 	b.unkept += freed
 	return err
 }
@@ -491,7 +685,7 @@ func growChunksSQL(n int) string {
 
 // insertChunksSQL is insertChunk for n rows at once.
 func insertChunksSQL(n int) string {
-	return `INSERT OR FAIL INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data, size) VALUES ` + db.ValuesSQL(n, 9)
+	return `INSERT OR FAIL INTO chunks (job_id, seq, stream, byte_offset, first_line, line_count, at, data, size, data_ref) VALUES ` + db.ValuesSQL(n, 10)
 }
 
 // writeEach writes group job by job, each under a savepoint, so that a job
@@ -503,11 +697,13 @@ func (a *Appender) writeEach(ctx context.Context, w *writer, group []jobBatch) (
 		if _, err = conn.ExecContext(ctx, "SAVEPOINT job"); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-		err = a.writeJob(ctx, conn, b)
+		freeing := len(w.freeing)
+		err = a.writeJob(ctx, w, b)
 		if err != nil && isConstraint(err) {
 			if _, rerr := conn.ExecContext(ctx, "ROLLBACK TO job"); rerr != nil {
 				return fmt.Errorf("write output: %w", rerr)
 			}
+			w.freeing = w.freeing[:freeing] // its chunks stay
 			b.failed, err = err, nil
 		}
 		if err != nil {
@@ -522,7 +718,8 @@ func (a *Appender) writeEach(ctx context.Context, w *writer, group []jobBatch) (
 
 // writeJob writes one job's chunks, advances its row and evicts the middle
 // of its output when it retains more than its cap.
-func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, b *jobBatch) error {
+func (a *Appender) writeJob(ctx context.Context, w *writer, b *jobBatch) error {
+	conn := w.conn
 	adv := db.OutputAdvance{JobID: b.st.id, Bytes: b.end, Lines: b.lines, Dropped: b.dropped}
 	if len(b.chunks) > 0 {
 		adv.LastAt = b.last
@@ -554,7 +751,7 @@ func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, b *jobBatch) er
 			return err
 		}
 	}
-	return enforceCap(ctx, conn, b, retained)
+	return a.enforceCap(ctx, w, b, retained)
 }
 
 // evict deletes the oldest output at or past head, but never the newest
@@ -562,7 +759,8 @@ func (a *Appender) writeJob(ctx context.Context, conn *sql.Conn, b *jobBatch) er
 // chunks, and the front of the next one when a whole one would be too
 // much, so that exactly excess bytes go (the cap keeps exactly HeadKeep
 // and the newest rest). It returns how many bytes went.
-func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, excess int64) (int64, error) {
+func (a *Appender) evict(ctx context.Context, w *writer, jobID string, head, newest, excess int64) (int64, error) {
+	conn := w.conn
 	rows, err := conn.QueryContext(ctx, evictable, jobID, head)
 	if err != nil {
 		return 0, err
@@ -593,12 +791,15 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 		return 0, err
 	}
 	if n > 0 {
+		if err := w.noteFreed(ctx, jobID, head, lastOff); err != nil {
+			return 0, err
+		}
 		if _, err := conn.ExecContext(ctx, deleteChunks, jobID, head, lastOff); err != nil {
 			return 0, err
 		}
 	}
 	if cut > 0 {
-		if err := trimChunk(ctx, conn, jobID, cutOff, cut); err != nil {
+		if err := a.trimChunk(ctx, w, jobID, cutOff, cut); err != nil {
 			return 0, err
 		}
 		freed += cut
@@ -614,14 +815,22 @@ func evict(ctx context.Context, conn *sql.Conn, jobID string, head, newest, exce
 
 // trimChunk deletes the first k bytes of the chunk at off (fewer than it
 // holds): the rest keeps its absolute offset and line numbers.
-func trimChunk(ctx context.Context, conn *sql.Conn, jobID string, off, k int64) error {
+func (a *Appender) trimChunk(ctx context.Context, w *writer, jobID string, off, k int64) error {
+	conn := w.conn
 	var stored []byte
-	var size sql.NullInt64
-	if err := conn.QueryRowContext(ctx, `SELECT data, size FROM chunks WHERE job_id = ? AND byte_offset = ?`, jobID, off).Scan(&stored, &size); err != nil {
+	var size, ref sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT data, size, data_ref FROM chunks WHERE job_id = ? AND byte_offset = ?`, jobID, off).Scan(&stored, &size, &ref); err != nil {
 		return fmt.Errorf("trim chunk: %w", err)
 	}
 	data := stored
-	if size.Valid {
+	if ref.Valid {
+		// The bytes are in the output data file; the rest is kept here.
+		w.freeing = append(w.freeing, ref.Int64)
+		var err error
+		if data, err = a.writtenData(ctx, w, ref.Int64); err != nil {
+			return fmt.Errorf("trim chunk: %w", err)
+		}
+	} else if size.Valid {
 		var err error
 		if data, err = decodeChunk(nil, stored, size.Int64); err != nil {
 			return fmt.Errorf("trim chunk: %w", err)
@@ -629,7 +838,7 @@ func trimChunk(ctx context.Context, conn *sql.Conn, jobID string, off, k int64) 
 	}
 	// The rest is stored as is: a trim happens once a flush at most.
 	nl := int64(bytes.Count(data[:k], newline))
-	_, err := conn.ExecContext(ctx, `UPDATE chunks SET data = ?, size = NULL, byte_offset = byte_offset + ?, first_line = first_line + ?,
+	_, err := conn.ExecContext(ctx, `UPDATE chunks SET data = ?, size = NULL, data_ref = NULL, byte_offset = byte_offset + ?, first_line = first_line + ?,
 		line_count = line_count - ? WHERE job_id = ? AND byte_offset = ?`, data[k:], k, nl, nl, jobID, off)
 	if err != nil {
 		return fmt.Errorf("trim chunk: %w", err)

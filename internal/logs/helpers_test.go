@@ -104,11 +104,12 @@ type storedChunk struct {
 	At                        string
 	Data                      []byte // as written: decoded when stored compressed
 	Packed                    bool   // stored compressed
+	External                  bool   // stored in the output data file
 }
 
 func readChunks(t testing.TB, d *db.DB, id string) []storedChunk {
 	t.Helper()
-	rows, err := d.Query(`SELECT seq, stream, byte_offset, first_line, line_count, at, data, size
+	rows, err := d.Query(`SELECT seq, stream, byte_offset, first_line, line_count, at, data, size, data_ref
 		FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
 	if err != nil {
 		t.Fatal(err)
@@ -117,11 +118,26 @@ func readChunks(t testing.TB, d *db.DB, id string) []storedChunk {
 	var cs []storedChunk
 	for rows.Next() {
 		var c storedChunk
-		var size sql.NullInt64
-		if err := rows.Scan(&c.Seq, &c.Stream, &c.Off, &c.FirstLine, &c.LineCount, &c.At, &c.Data, &size); err != nil {
+		var size, ref sql.NullInt64
+		if err := rows.Scan(&c.Seq, &c.Stream, &c.Off, &c.FirstLine, &c.LineCount, &c.At, &c.Data, &size, &ref); err != nil {
 			t.Fatal(err)
 		}
-		if size.Valid {
+		switch {
+		case ref.Valid:
+			// Its bytes are in the output data file, read here by its
+			// own query, as the sqlite3 shell would.
+			o, err := d.Output(context.Background(), false)
+			if err != nil {
+				t.Fatalf("chunk at %d: %v", c.Off, err)
+			}
+			if err := o.QueryRow(`SELECT data FROM chunk_data WHERE id = ? AND job_id = ?`, ref.Int64, id).Scan(&c.Data); err != nil {
+				t.Fatalf("chunk at %d, output data row %d: %v", c.Off, ref.Int64, err)
+			}
+			if int64(len(c.Data)) != size.Int64 {
+				t.Fatalf("chunk at %d: %d bytes in the output data file, its row says %d", c.Off, len(c.Data), size.Int64)
+			}
+			c.External = true
+		case size.Valid:
 			data, err := decodeChunk(nil, c.Data, size.Int64)
 			if err != nil {
 				t.Fatalf("chunk at %d: %v", c.Off, err)

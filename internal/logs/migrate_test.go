@@ -78,7 +78,7 @@ func TestOutputAcrossChunkSizeMigration(t *testing.T) {
 	if err := d.QueryRowContext(ctx, `SELECT sum(size) FROM chunks WHERE size IS NOT NULL`).Scan(&packedBytes); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Down(ctx); err != nil {
+	if _, err := p.DownTo(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
 	var evicted, left int64

@@ -86,8 +86,22 @@ type Page struct {
 	Truncated bool
 }
 
+// again runs read, and again (three times in all at most) while it meets
+// a chunk whose bytes were deleted from the output data file after it read
+// the chunk's row (db.ErrOutputDataGone): the row went with them, and a
+// fresh read does not find it.
+func again[T any](read func() (T, error)) (T, error) {
+	for i := 0; ; i++ {
+		v, err := read()
+		if err == nil || i == 2 || !errors.Is(err, db.ErrOutputDataGone) {
+			return v, err
+		}
+	}
+}
+
 // readTx is one read: a snapshot of the job's output.
 type readTx struct {
+	d     *db.DB
 	tx    *sql.Tx
 	jobID string
 	m     db.OutputCounters // the row's counters, brought up to the newest chunk (see DefaultRowEvery)
@@ -101,7 +115,7 @@ func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
-	r := &readTx{tx: tx, jobID: jobID}
+	r := &readTx{d: d, tx: tx, jobID: jobID}
 	ok, err := db.ReadOutputCounters(ctx, tx, jobID, &r.m)
 	if err != nil {
 		tx.Rollback()
@@ -149,15 +163,29 @@ func (c *chunk) linesBefore(pos int64) int64 {
 }
 
 // chunkColumns are a chunk's columns before its data: its size is that of
-// the output it holds, and packed tells data stored compressed (codec.go).
-const chunkColumns = `stream, byte_offset, first_line, line_count, ` + db.ChunkSize + `, size IS NOT NULL`
+// the output it holds, packed tells data stored compressed (codec.go), and
+// data_ref names its row in the output data file when its bytes are there
+// (db.OutputPath).
+const chunkColumns = `stream, byte_offset, first_line, line_count, ` + db.ChunkSize + `,
+	size IS NOT NULL AND data_ref IS NULL, data_ref`
+
+// outputData appends to dst the bytes of the chunk stored under ref in the
+// output data file. The chunk rows were read first, so their bytes are
+// there unless swept since (db.ErrOutputDataGone).
+func (r *readTx) outputData(ctx context.Context, ref int64, dst []byte) ([]byte, error) {
+	o, err := r.d.Output(ctx, false)
+	if err != nil {
+		return dst, err
+	}
+	return db.ReadOutputData(ctx, o, ref, dst)
+}
 
 // forward calls fn with the chunks from the one holding offset from (or the
 // first after it) onwards, in order, until fn returns false. c.data is only
 // valid during the call. The data of chunks of other streams than only
 // ("" = all) is not fetched, except that of the first chunk.
 func (r *readTx) forward(ctx context.Context, from int64, only Stream, fn func(c *chunk) bool) error {
-	const q = `SELECT ` + chunkColumns + `,
+	const q = `SELECT ` + chunkColumns + `, ?3 = '' OR stream = ?3 OR byte_offset <= ?2,
 		CASE WHEN ?3 = '' OR stream = ?3 OR byte_offset <= ?2 THEN data END
 		FROM chunks
 		WHERE job_id = ?1 AND byte_offset >= coalesce((SELECT byte_offset FROM chunks
@@ -170,17 +198,29 @@ func (r *readTx) forward(ctx context.Context, from int64, only Stream, fn func(c
 	defer rows.Close()
 	var c chunk
 	var data sql.RawBytes // scanned without a copy; valid until Next
-	var packed bool
+	var packed, wanted bool
+	var ref sql.NullInt64
 	for rows.Next() {
-		if err := rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &packed, &data); err != nil {
+		if err := rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &packed, &ref, &wanted, &data); err != nil {
 			return fmt.Errorf("read chunks: %w", err)
 		}
 		c.data, c.from = data, c.off
-		if packed && data != nil {
+		switch {
+		case !wanted:
+			c.data = nil
+		case ref.Valid:
+			if r.buf, err = r.outputData(ctx, ref.Int64, r.buf[:0]); err != nil {
+				return fmt.Errorf("read chunk at %d: %w", c.off, err)
+			}
+			c.data = r.buf
+		case packed:
 			if r.buf, err = decodeChunk(r.buf[:0], data, c.size); err != nil {
 				return fmt.Errorf("read chunk at %d: %w", c.off, err)
 			}
 			c.data = r.buf
+		}
+		if wanted && int64(len(c.data)) != c.size {
+			return fmt.Errorf("read chunk at %d: %d bytes stored, its row says %d", c.off, len(c.data), c.size)
 		}
 		if c.data == nil && c.size == 0 {
 			c.data = []byte{}
@@ -466,6 +506,10 @@ func clampLimit(limit int64) (int, bool) {
 // nothing at the end. It returns an error wrapping ErrJobNotFound when the job
 // does not exist.
 func ReadRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64, f Filter) (Page, error) {
+	return again(func() (Page, error) { return readRange(ctx, d, jobID, offset, limit, f) })
+}
+
+func readRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64, f Filter) (Page, error) {
 	if offset < 0 || limit < 0 {
 		return Page{}, fmt.Errorf("read output: negative offset %d or limit %d", offset, limit)
 	}
@@ -502,6 +546,10 @@ func ReadRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64,
 // evicted gap starts the page at the first stored byte after it (LinesBefore
 // says which line that is).
 func ReadLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Filter) (Page, error) {
+	return again(func() (Page, error) { return readLines(ctx, d, jobID, from, n, f) })
+}
+
+func readLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Filter) (Page, error) {
 	if from < 0 || n < 0 {
 		return Page{}, fmt.Errorf("read output lines: negative line %d or count %d", from, n)
 	}
@@ -574,6 +622,8 @@ func TailLines(ctx context.Context, d *db.DB, jobID string, n int64, f Filter) (
 
 // backward walks the chunks from the end of the output to its start.
 type backward struct {
+	r      *readTx
+	ctx    context.Context
 	rows   *sql.Rows
 	suffix int64
 	err    error
@@ -586,14 +636,14 @@ type backward struct {
 // is 64 KiB where a tail is typically 500 bytes. A compressed chunk
 // is fetched and decoded whole.
 func (r *readTx) backward(ctx context.Context, only Stream, suffix int64) (*backward, error) {
-	const q = `SELECT ` + chunkColumns + `,
+	const q = `SELECT ` + chunkColumns + `, ?2 = '' OR stream = ?2,
 		CASE WHEN ?2 = '' OR stream = ?2 THEN (CASE WHEN ?3 > 0 AND size IS NULL THEN substr(data, -?3) ELSE data END) END
 		FROM chunks WHERE job_id = ?1 ORDER BY byte_offset DESC`
 	rows, err := r.tx.QueryContext(ctx, q, r.jobID, string(only), suffix)
 	if err != nil {
 		return nil, fmt.Errorf("read chunks: %w", err)
 	}
-	return &backward{rows: rows, suffix: suffix}, nil
+	return &backward{r: r, ctx: ctx, rows: rows, suffix: suffix}, nil
 }
 
 // next returns the previous chunk, with a copy of its data, or nil at the
@@ -607,17 +657,27 @@ func (b *backward) next() *chunk {
 		return nil
 	}
 	c := &chunk{}
-	var packed bool
-	if err := b.rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &packed, &c.data); err != nil {
+	var packed, wanted bool
+	var ref sql.NullInt64
+	if err := b.rows.Scan(&c.stream, &c.off, &c.firstLine, &c.lineCount, &c.size, &packed, &ref, &wanted, &c.data); err != nil {
 		b.eof, b.err = true, err
 		return nil
 	}
-	if packed && c.data != nil {
-		data, err := decodeChunk(nil, c.data, c.size)
-		if err != nil {
-			b.eof, b.err = true, fmt.Errorf("read chunk at %d: %w", c.off, err)
-			return nil
-		}
+	var data []byte
+	var err error
+	switch {
+	case !wanted:
+		c.data = nil
+	case ref.Valid:
+		data, err = b.r.outputData(b.ctx, ref.Int64, nil)
+	case packed:
+		data, err = decodeChunk(nil, c.data, c.size)
+	}
+	if err != nil {
+		b.eof, b.err = true, fmt.Errorf("read chunk at %d: %w", c.off, err)
+		return nil
+	}
+	if data != nil {
 		if b.suffix > 0 && int64(len(data)) > b.suffix {
 			data = data[int64(len(data))-b.suffix:]
 		}
@@ -670,6 +730,10 @@ func (w *tailWindow) abs(i int, total int64) int64 {
 }
 
 func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines bool, f Filter) (Page, error) {
+	return again(func() (Page, error) { return tailOnce(ctx, d, jobID, n, unit, lines, f) })
+}
+
+func tailOnce(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines bool, f Filter) (Page, error) {
 	if f.Stream != "" && !f.Stream.Valid() {
 		return Page{}, fmt.Errorf("tail output: invalid stream %q", f.Stream)
 	}

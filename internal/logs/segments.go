@@ -27,6 +27,18 @@ func (s Segment) End() int64 { return s.Offset + int64(len(s.Data)) }
 // page's Start and End are the range read, clipped to the output; its Data
 // is empty.
 func ReadSegments(ctx context.Context, d *db.DB, jobID string, offset, limit int64) ([]Segment, Page, error) {
+	type result struct {
+		segs []Segment
+		p    Page
+	}
+	r, err := again(func() (result, error) {
+		segs, p, err := readSegments(ctx, d, jobID, offset, limit)
+		return result{segs, p}, err
+	})
+	return r.segs, r.p, err
+}
+
+func readSegments(ctx context.Context, d *db.DB, jobID string, offset, limit int64) ([]Segment, Page, error) {
 	if offset < 0 || limit < 0 {
 		return nil, Page{}, fmt.Errorf("read output: negative offset %d or limit %d", offset, limit)
 	}

@@ -29,6 +29,8 @@ type Result struct {
 	Lost          int   // jobs of dead supervisors marked lost
 	Deleted       int   // finished jobs deleted after their ttl
 	EventsDeleted int64 // events older than the retention deleted
+
+	OutputDataDeleted int64 // rows of the output data file no chunk named
 }
 
 // Run runs one janitor pass over d, as `jobs gc` does: Lost, then deletes
@@ -74,6 +76,12 @@ func Pass(ctx context.Context, d *db.DB, retention time.Duration, onLost func(db
 			}
 		}
 		if res.EventsDeleted, err = d.DeleteEventsBefore(ctx, d.Now().Add(-retention)); err != nil {
+			errs = append(errs, err)
+		}
+		// The bytes in the output data file of the chunks deleted (with
+		// their jobs here, or by jobs rm and jobs clear), and what a
+		// crash left there.
+		if res.OutputDataDeleted, err = d.SweepOutputData(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,4 +1,4 @@
--- version 11
+-- version 12
 -- Generated from the migrations: go test ./internal/db -run TestLatestSchemaIsTheMigrations -update
 CREATE TABLE goose_db_version (
 		id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -71,7 +71,7 @@ CREATE TABLE chunks (
     line_count  INTEGER NOT NULL CHECK (line_count >= 0), -- newlines inside data
     at     TEXT NOT NULL,
     data   BLOB NOT NULL
-, size INTEGER) STRICT;
+, size INTEGER, data_ref INTEGER) STRICT;
 CREATE TABLE events (
     id          INTEGER PRIMARY KEY AUTOINCREMENT, -- the cursor for `jobs events --since`
     job_id      TEXT NOT NULL,
@@ -118,6 +118,7 @@ CREATE INDEX jobs_queued ON jobs (supervisor_id, queue_priority DESC, queue_pos)
 CREATE UNIQUE INDEX jobs_active_name ON jobs (scope, name)
     WHERE name IS NOT NULL AND status IN ('queued', 'starting', 'running');
 CREATE INDEX job_deps_after ON job_deps (after_id);
+CREATE INDEX chunks_data_ref ON chunks (data_ref) WHERE data_ref IS NOT NULL;
 CREATE VIEW job_history AS
 SELECT
     e.id AS event_id,

@@ -1,0 +1,271 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// The output data file.
+//
+// The bytes of a flood's chunks that do not compress (random or already
+// compressed output) are stored in a second SQLite file beside the
+// database, OutputPath (jobs.db-output), with 64 KiB pages, while every
+// other row, the chunk rows' offsets, lines and sizes included, stays in
+// the database's 4 KiB pages. SQLite writes each page it changes whole
+// (to the WAL, then again at the checkpoint), so 64 KiB of output costs
+// one page write there instead of sixteen; small transactions (a job's
+// start, its end, an event) keep writing small pages.
+//
+// A chunk row whose bytes are there has data_ref set: the id of its row in
+// the table chunk_data of that file, its data empty and its size the
+// length of the output it holds. The two files commit one after the
+// other, never together: the writer commits the bytes first and the chunk
+// rows that name them after, so a chunk row never names bytes that were
+// not committed. A crash between the two leaves bytes no chunk names,
+// which SweepOutputData deletes, as it does the bytes of chunks deleted
+// since (chunk rows go with their job, or when the output is evicted or
+// cleared, and the file's rows are not deleted with them). A reader reads
+// the chunk rows first and the bytes after, so it finds the bytes of every
+// row it read, unless they were swept in between: ErrOutputDataGone, and
+// the read is tried again.
+//
+// In the sqlite3 shell:
+//
+//	ATTACH 'jobs.db-output' AS output;
+//	SELECT c.byte_offset, coalesce(o.data, c.data) FROM chunks c
+//	    LEFT JOIN output.chunk_data o ON o.id = c.data_ref
+//	    WHERE c.job_id = '...' ORDER BY c.byte_offset;
+
+// OutputPath is the output data file of the database at path.
+func OutputPath(path string) string { return path + "-output" }
+
+// OutputPageSize is the page size of the output data file.
+const OutputPageSize = 64 << 10
+
+// ErrOutputDataGone is returned for a chunk row whose bytes are not in the
+// output data file: swept after the read found the row (the read is tried
+// again), or lost with the file.
+var ErrOutputDataGone = errors.New("the chunk's bytes are not in the output data file")
+
+const outputSchema = `CREATE TABLE IF NOT EXISTS chunk_data (
+    id     INTEGER PRIMARY KEY,
+    job_id TEXT NOT NULL,
+    data   BLOB NOT NULL
+) STRICT`
+
+// outputFile is the lazily opened output data file of a DB.
+type outputFile struct {
+	mu sync.Mutex
+	d  *DB // nil until opened
+}
+
+// Output returns the output data file of d, opening it (and, with create,
+// creating it) on first use. Without create, a missing file is
+// ErrOutputDataGone: a reader has nothing to read from it. The returned DB
+// is d's until d closes.
+func (d *DB) Output(ctx context.Context, create bool) (*DB, error) {
+	d.out.mu.Lock()
+	defer d.out.mu.Unlock()
+	if d.out.d != nil {
+		return d.out.d, nil
+	}
+	path := OutputPath(d.Path)
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w (%s is missing)", ErrOutputDataGone, path)
+		}
+	}
+	o, err := openOutput(ctx, path, d.readOnly)
+	if err != nil {
+		return nil, err
+	}
+	d.out.d = o
+	return o, nil
+}
+
+// closeOutput closes d's output data file if it was opened.
+func (d *DB) closeOutput() error {
+	d.out.mu.Lock()
+	defer d.out.mu.Unlock()
+	if d.out.d == nil {
+		return nil
+	}
+	err := d.out.d.Close()
+	d.out.d = nil
+	return err
+}
+
+// openOutput opens the output data file at path, creating it 0600 with
+// 64 KiB pages and incremental auto-vacuum when new.
+func openOutput(ctx context.Context, path string, readOnly bool) (*DB, error) {
+	if readOnly {
+		q := url.Values{}
+		q.Add("mode", "ro")
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+		dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+		sqldb := sql.OpenDB(&connector{dsn: dsn, path: path})
+		return &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: path, Now: time.Now, readOnly: true}, nil
+	}
+	fi, err := prepareFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() == 0 {
+		if err := initOutputFile(ctx, path); err != nil {
+			return nil, fmt.Errorf("open output data file %s: %w", path, err)
+		}
+	}
+	conn := &connector{dsn: DSN(path) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode(), path: path, file: fi}
+	sqldb := sql.OpenDB(conn)
+	o := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: path, Now: time.Now, file: fi, writes: newWriteQueue()}
+	if _, err := o.ExecContext(ctx, outputSchema); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open output data file %s: %w", path, cleanSQLiteError(err))
+	}
+	return o, nil
+}
+
+// initOutputFile sets the page size and auto-vacuum of a new output data
+// file, which only its first page fixes, before WAL mode does; see
+// initFile for why busy answers are tried again.
+func initOutputFile(ctx context.Context, path string) error {
+	deadline := time.Now().Add(InitPatience)
+	pause := 2 * time.Millisecond
+	for {
+		err := initOutputOnce(ctx, path)
+		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+func initOutputOnce(ctx context.Context, path string) error {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("page_size(%d)", OutputPageSize))
+	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	sqldb := sql.OpenDB(&connector{dsn: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode(), path: path})
+	defer sqldb.Close()
+	// The pragmas run in lexical order (auto_vacuum, busy_timeout,
+	// page_size); both take effect on the first write, the schema's.
+	if _, err := sqldb.ExecContext(ctx, outputSchema); err != nil {
+		return cleanSQLiteError(err)
+	}
+	if _, err := sqldb.ExecContext(ctx, "PRAGMA journal_mode = WAL"); err != nil {
+		return cleanSQLiteError(err)
+	}
+	return nil
+}
+
+// ReadOutputData reads the bytes stored under id in the output data file
+// o, appending them to dst.
+func ReadOutputData(ctx context.Context, o *DB, id int64, dst []byte) ([]byte, error) {
+	var b []byte
+	if err := o.QueryRowContext(ctx, `SELECT data FROM chunk_data WHERE id = ?`, id).Scan(&b); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return dst, fmt.Errorf("%w (row %d)", ErrOutputDataGone, id)
+		}
+		return dst, fmt.Errorf("read output data: %w", err)
+	}
+	return append(dst, b...), nil
+}
+
+// sweepPage is how many output data rows SweepOutputData looks at in one
+// hold of the write lock.
+const sweepPage = 64
+
+// SweepOutputData deletes from the output data file the bytes that no
+// chunk row names: those of chunks deleted since (jobs removed, expired or
+// cleared, output evicted) and those a crash left between the file's
+// commit and the database's. It returns how many rows it deleted. Each
+// page of rows is checked while this connection holds the database's
+// write lock, so that no writer is between its two commits then: bytes
+// committed there whose chunk rows are about to be committed are never
+// taken for leftovers.
+func (d *DB) SweepOutputData(ctx context.Context) (int64, error) {
+	if d.readOnly {
+		return 0, nil
+	}
+	if _, err := os.Stat(OutputPath(d.Path)); errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	o, err := d.Output(ctx, false)
+	if err != nil {
+		return 0, fmt.Errorf("sweep output data: %w", err)
+	}
+	var last, deleted int64
+	for {
+		var ids []int64
+		if err := o.SelectContext(ctx, &ids, `SELECT id FROM chunk_data WHERE id > ? ORDER BY id LIMIT ?`, last, sweepPage); err != nil {
+			return deleted, fmt.Errorf("sweep output data: %w", err)
+		}
+		if len(ids) == 0 {
+			if deleted > 0 {
+				if _, err := o.ReleaseFreePages(ctx); err != nil {
+					return deleted, fmt.Errorf("sweep output data: %w", err)
+				}
+			}
+			return deleted, nil
+		}
+		last = ids[len(ids)-1]
+		n, err := d.sweepOutputPage(ctx, o, ids)
+		deleted += n
+		if err != nil {
+			return deleted, fmt.Errorf("sweep output data: %w", err)
+		}
+	}
+}
+
+func (d *DB) sweepOutputPage(ctx context.Context, o *DB, ids []int64) (int64, error) {
+	unlock, err := d.LockWrites(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	tx, err := d.BeginTxx(ctx, nil) // IMMEDIATE (DSN): the write lock
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback() // nothing is written to the database
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	var named []int64
+	if err := tx.SelectContext(ctx, &named, `SELECT data_ref FROM chunks WHERE data_ref IN `+ValuesSQL(1, len(ids)), args...); err != nil {
+		return 0, err
+	}
+	keep := make(map[int64]bool, len(named))
+	for _, id := range named {
+		keep[id] = true
+	}
+	var gone []any
+	for _, id := range ids {
+		if !keep[id] {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	res, err := o.ExecContext(ctx, `DELETE FROM chunk_data WHERE id IN `+ValuesSQL(1, len(gone)), gone...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -1,0 +1,166 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/testlong"
+)
+
+// outputDataRows counts the rows of the output data file of d, and those
+// of job id.
+func outputDataRows(t *testing.T, d *db.DB, id string) (all, job int64) {
+	t.Helper()
+	o, err := d.Output(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.QueryRow(`SELECT count(*), count(*) FILTER (WHERE job_id = ?) FROM chunk_data`, id).Scan(&all, &job); err != nil {
+		t.Fatal(err)
+	}
+	return all, job
+}
+
+// externalChunks counts job id's chunk rows whose bytes are in the output
+// data file.
+func externalChunks(t *testing.T, d *db.DB, id string) int64 {
+	t.Helper()
+	var n int64
+	if err := d.QueryRow(`SELECT count(*) FROM chunks WHERE job_id = ? AND data_ref IS NOT NULL`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCapFreesOutputData: a capped flood of random bytes, whose chunks'
+// bytes go to the output data file, is evicted down to its cap flush after
+// flush; the bytes of every evicted chunk leave that file with it (the
+// file holds exactly the rows its chunks name), the chunk trimmed at the
+// edge of the gap keeps its rest, and a read gives the head and the tail
+// exactly.
+func TestCapFreesOutputData(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{HeadKeep: 64 << 10})
+	const maxOutput = 512 << 10
+	id := newJob(t, d, maxOutput)
+	track(t, a, id, maxOutput)
+	data := randomOutput(t, testlong.Pick(3<<20, 12<<20)+12345)
+	for p := data; len(p) > 0; {
+		n := min(len(p), 200000)
+		write(t, a, id, Stdout, p[:n])
+		p = p[n:]
+		flush(t, a) // a flush per write: the cap is enforced many times
+	}
+	got, gap, _ := readAll(t, d, id, 1<<20, Filter{})
+	head := int64(64 << 10)
+	evicted := int64(len(data)) - maxOutput
+	want := append(bytes.Clone(data[:head]), data[head+evicted:]...)
+	if gap != evicted || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes with a gap of %d, want %d with a gap of %d (equal %v)", len(got), gap, len(want), evicted, bytes.Equal(got, want))
+	}
+	ext := externalChunks(t, d, id)
+	all, mine := outputDataRows(t, d, id)
+	if ext == 0 || all != ext || mine != ext {
+		t.Fatalf("%d chunks name the output data file, which holds %d rows (%d of the job): want one row per chunk", ext, all, mine)
+	}
+}
+
+// TestSweepOutputData: the bytes of a removed job's chunks, and bytes no
+// chunk ever named (what a crash between the output data file's commit
+// and the database's leaves), are swept; those of a job still there are
+// not, and read back exactly.
+func TestSweepOutputData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	keep, gone := newJob(t, d, 0), newJob(t, d, 0)
+	track(t, a, keep, 0)
+	track(t, a, gone, 0)
+	kept := randomOutput(t, 1<<20+777)
+	write(t, a, keep, Stdout, kept)
+	write(t, a, gone, Stdout, randomOutput(t, 1<<20))
+	flush(t, a)
+	o, err := d.Output(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Exec(`INSERT INTO chunk_data (id, job_id, data) VALUES (1000000, ?, x'00')`, keep); err != nil {
+		t.Fatal(err)
+	}
+	ext := externalChunks(t, d, keep)
+	all, _ := outputDataRows(t, d, keep)
+	_, goneRows := outputDataRows(t, d, gone)
+	if ext == 0 || goneRows == 0 {
+		t.Fatalf("%d and %d chunks in the output data file, want both floods there", ext, goneRows)
+	}
+	if _, err := d.Exec(`DELETE FROM jobs WHERE id = ?`, gone); err != nil { // its chunks go with it
+		t.Fatal(err)
+	}
+	n, err := d.SweepOutputData(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != goneRows+1 {
+		t.Fatalf("swept %d rows, want the removed job's %d and the one no chunk named", n, goneRows)
+	}
+	if after, mine := outputDataRows(t, d, keep); after != all-goneRows-1 || mine != ext {
+		t.Fatalf("after the sweep %d rows (%d of the kept job), want %d", after, mine, ext)
+	}
+	got, gap, _ := readAll(t, d, keep, 1<<20, Filter{})
+	if gap != 0 || !bytes.Equal(got, kept) {
+		t.Fatalf("read %d bytes (gap %d) of the kept job, want its %d", len(got), gap, len(kept))
+	}
+	if n, err := d.SweepOutputData(ctx); err != nil || n != 0 {
+		t.Fatalf("second sweep: %d, %v; want nothing to do", n, err)
+	}
+}
+
+// TestOutputDataFileMissing: a database whose output data file is gone (a
+// copy made without it) reads the chunks it holds itself, and fails a read
+// that needs the missing file's bytes with an error that names it.
+func TestOutputDataFileMissing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	write(t, a, id, Stdout, []byte("first line\n"))
+	flush(t, a)
+	write(t, a, id, Stdout, randomOutput(t, 256<<10))
+	flush(t, a)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := d.Path
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, suf := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(db.OutputPath(path) + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	d2, err := db.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	p, err := ReadRange(ctx, d2, id, 0, 11, Filter{})
+	if err != nil || string(p.Data) != "first line\n" {
+		t.Fatalf("read of the bytes the database holds: %q, %v", p.Data, err)
+	}
+	_, err = ReadRange(ctx, d2, id, 0, 1<<20, Filter{})
+	if !errors.Is(err, db.ErrOutputDataGone) {
+		t.Fatalf("read of the missing bytes: %v, want ErrOutputDataGone", err)
+	}
+	if _, err := os.Stat(db.OutputPath(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the read created the missing output data file: %v", err)
+	}
+}
