@@ -359,17 +359,17 @@ func contents(t *testing.T, path string) map[string]string {
 	for id, facts := range out {
 		h := sha256.New()
 		var n int64
-		crows, err := d.QueryContext(ctx, `SELECT data, size FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
+		crows, err := d.QueryContext(ctx, `SELECT `+chunkColumns+` FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for crows.Next() {
 			var b []byte
-			var size sql.NullInt64
-			if err := crows.Scan(&b, &size); err != nil {
+			var size, ref sql.NullInt64
+			if err := crows.Scan(&b, &size, &ref); err != nil {
 				t.Fatal(err)
 			}
-			b = chunkBytes(t, b, size)
+			b = chunkBytes(t, d, b, size, ref)
 			h.Write(b)
 			n += int64(len(b))
 		}

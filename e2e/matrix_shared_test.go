@@ -223,7 +223,7 @@ func TestA4ReadersDuringFlood(t *testing.T) {
 // streams in offset order.
 func combinedSum(t *testing.T, d *sql.DB, id string) storedStream {
 	t.Helper()
-	rows, err := d.Query(`SELECT data, size FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
+	rows, err := d.Query(`SELECT `+chunkColumns+` FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +232,11 @@ func combinedSum(t *testing.T, d *sql.DB, id string) storedStream {
 	var s storedStream
 	for rows.Next() {
 		var data []byte
-		var size sql.NullInt64
-		if err := rows.Scan(&data, &size); err != nil {
+		var size, ref sql.NullInt64
+		if err := rows.Scan(&data, &size, &ref); err != nil {
 			t.Fatal(err)
 		}
-		data = chunkBytes(t, data, size)
+		data = chunkBytes(t, d, data, size, ref)
 		s.n += int64(len(data))
 		h.Write(data)
 	}

@@ -201,7 +201,7 @@ type storedStream struct {
 func checkStored(t *testing.T, d *sql.DB, id string) (map[string]storedStream, int) {
 	t.Helper()
 	rows, err := d.QueryContext(context.Background(),
-		`SELECT seq, stream, byte_offset, data, size FROM chunks WHERE job_id = ? ORDER BY seq`, id)
+		`SELECT seq, stream, byte_offset, `+chunkColumns+` FROM chunks WHERE job_id = ? ORDER BY seq`, id)
 	if err != nil {
 		t.Fatalf("read chunks: %v", err)
 	}
@@ -220,11 +220,11 @@ func checkStored(t *testing.T, d *sql.DB, id string) (map[string]storedStream, i
 		var s, o int64
 		var stream string
 		var data []byte
-		var size sql.NullInt64
-		if err := rows.Scan(&s, &stream, &o, &data, &size); err != nil {
+		var size, ref sql.NullInt64
+		if err := rows.Scan(&s, &stream, &o, &data, &size, &ref); err != nil {
 			t.Fatalf("read chunks: %v", err)
 		}
-		data = chunkBytes(t, data, size)
+		data = chunkBytes(t, d, data, size, ref)
 		if s != seq {
 			t.Errorf("job %s: chunk seq %d follows %d", id, s, seq-1)
 		}

@@ -106,7 +106,7 @@ func stallSpewSum(seed uint64, n int64) string {
 func (w *world) storedStream(id, stream string) (int64, string) {
 	w.t.Helper()
 	rows, err := w.sqlDB().QueryContext(context.Background(),
-		`SELECT seq, stream, byte_offset, data, size FROM chunks WHERE job_id = ? ORDER BY seq`, id)
+		`SELECT seq, stream, byte_offset, `+chunkColumns+` FROM chunks WHERE job_id = ? ORDER BY seq`, id)
 	if err != nil {
 		w.t.Fatalf("read chunks: %v", err)
 	}
@@ -117,11 +117,11 @@ func (w *world) storedStream(id, stream string) (int64, string) {
 		var seq, off int64
 		var s string
 		var data []byte
-		var size sql.NullInt64
-		if err := rows.Scan(&seq, &s, &off, &data, &size); err != nil {
+		var size, ref sql.NullInt64
+		if err := rows.Scan(&seq, &s, &off, &data, &size, &ref); err != nil {
 			w.t.Fatalf("read chunks: %v", err)
 		}
-		data = chunkBytes(w.t, data, size)
+		data = chunkBytes(w.t, w.sqlDB(), data, size, ref)
 		if seq != nextSeq || off != next {
 			w.t.Errorf("chunk seq %d at offset %d, want seq %d at %d", seq, off, nextSeq, next)
 		}
@@ -312,7 +312,7 @@ func TestA3CapKeepsHeadAndNewestExactly(t *testing.T) {
 
 	// What is stored: [0, head) and [total-(maxOutput-head), total), each
 	// byte-exact at its absolute offset.
-	rows, err := w.sqlDB().QueryContext(context.Background(), `SELECT byte_offset, data, size FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
+	rows, err := w.sqlDB().QueryContext(context.Background(), `SELECT byte_offset, `+chunkColumns+` FROM chunks WHERE job_id = ? ORDER BY byte_offset`, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,11 +323,11 @@ func TestA3CapKeepsHeadAndNewestExactly(t *testing.T) {
 	for rows.Next() {
 		var off int64
 		var data []byte
-		var size sql.NullInt64
-		if err := rows.Scan(&off, &data, &size); err != nil {
+		var size, ref sql.NullInt64
+		if err := rows.Scan(&off, &data, &size, &ref); err != nil {
 			t.Fatal(err)
 		}
-		data = chunkBytes(t, data, size)
+		data = chunkBytes(t, w.sqlDB(), data, size, ref)
 		if next == head {
 			next = tailStart // the gap
 		}
