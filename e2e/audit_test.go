@@ -54,6 +54,16 @@ func copyAsHost(t *testing.T, src, dst, host string) {
 	if _, err := s.ExecContext(ctx, `VACUUM INTO ?`, dst); err != nil {
 		t.Fatalf("copy %s: %v", src, err)
 	}
+	// A copy of a jobs database is both files (docs/schema.md, "The
+	// output data file").
+	o, err := sql.Open("sqlite", db.DSN(db.OutputPath(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if _, err := o.ExecContext(ctx, `VACUUM INTO ?`, db.OutputPath(dst)); err != nil {
+		t.Fatalf("copy %s: %v", db.OutputPath(src), err)
+	}
 	d, err := sql.Open("sqlite", db.DSN(dst))
 	if err != nil {
 		t.Fatal(err)

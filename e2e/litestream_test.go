@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/agentjobs/jobs/internal/db"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -400,8 +401,16 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 			if mode == "off" {
 				w.extra = append(w.extra, "JOBS_CHECKPOINT=off")
 			}
-			w.ok("list") // creates the database
+			w.ok("list") // creates the database and its output data file
+			// Both files replicate, each its own Litestream database
+			// (docs/replication.md); a flood of random bytes is stored
+			// in the output data file.
 			rep := startReplication(t, bin, w.base, w.dbPath())
+			outDir := filepath.Join(w.base, "output-replica")
+			if err := os.MkdirAll(outDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			repOut := startReplication(t, bin, outDir, db.OutputPath(w.dbPath()))
 
 			began := time.Now()
 			flood := w.start(helper("flood", strconv.FormatInt(size, 10))...)
@@ -411,18 +420,24 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 			}
 			w.ok(append([]string{"wait", "--timeout", "10m", flood}, short...)...)
 			took := time.Since(began)
+			repOut.caughtUp(2 * time.Minute)
 			rep.caughtUp(2 * time.Minute)
 			w.stop() // its last writes (the supervisor's end) replicate too
 			want := contents(t, w.dbPath())
+			repOut.caughtUp(2 * time.Minute)
 			rep.caughtUp(2 * time.Minute)
 			if err := rep.close(); err != nil {
 				t.Errorf("litestream: %v", err)
+			}
+			if err := repOut.close(); err != nil {
+				t.Errorf("litestream of the output data file: %v", err)
 			}
 			median, worst, landed := rep.lag()
 			ls := rep.logStats()
 
 			restored := filepath.Join(t.TempDir(), "restored.db")
 			rep.restore(restored)
+			repOut.restore(db.OutputPath(restored))
 			got := contents(t, restored)
 			for id, facts := range want {
 				if got[id] != facts {
@@ -434,7 +449,7 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 			}
 
 			// Auditing the restored copy changes none of its bytes.
-			before := fileSums(t, restored)
+			before := [2][2]string{fileSums(t, restored), fileSums(t, db.OutputPath(restored))}
 			ro := []string{"--db", restored, "--read-only"}
 			for _, a := range [][]string{
 				{"list", "--all-scopes"}, {"status", flood}, {"log", flood}, {"events", "--all-scopes"},
@@ -444,7 +459,7 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 			if r := w.jobs(append(ro, "gc")...); r.code != 1 || !strings.Contains(r.stderr, "read-only") {
 				t.Errorf("gc --read-only of the restored copy: %v", r)
 			}
-			if fileSums(t, restored) != before {
+			if [2][2]string{fileSums(t, restored), fileSums(t, db.OutputPath(restored))} != before {
 				t.Fatal("auditing the restored copy changed it")
 			}
 			if t.Failed() {
@@ -474,12 +489,18 @@ func TestCheckpointOffLeavesTheWAL(t *testing.T) {
 			// The supervisor still runs (it idles before exiting): what
 			// the file holds now is what its checkpoints copied.
 			sup := w.supervisorPID()
+			// The flood's bytes go to the output data file (random bytes
+			// do not compress), the rest to the database: both files.
 			fileSize := func() int64 {
-				fi, err := os.Stat(w.dbPath())
-				if err != nil {
-					t.Fatal(err)
+				var n int64
+				for _, p := range []string{w.dbPath(), db.OutputPath(w.dbPath())} {
+					fi, err := os.Stat(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n += fi.Size()
 				}
-				return fi.Size()
+				return n
 			}
 			if mode == "on" {
 				waitFor(t, 30*time.Second, "the checkpointer to copy the flood", func() bool { return fileSize() >= size/2 })
@@ -487,13 +508,13 @@ func TestCheckpointOffLeavesTheWAL(t *testing.T) {
 				// Give the checkpointer the rounds it would have had.
 				w.ok("start", "--wait", "--", "true")
 				if got := fileSize(); got >= 1<<20 {
-					t.Errorf("with JOBS_CHECKPOINT=off the database file grew to %d bytes: jobs checkpointed", got)
+					t.Errorf("with JOBS_CHECKPOINT=off the database and output data files grew to %d bytes: jobs checkpointed", got)
 				}
 			}
 			if !procAlive(sup) {
 				t.Fatal("the supervisor exited during the test: its last close checkpoints, whatever the setting")
 			}
-			t.Logf("FLEET-FIGURE checkpoints %s: database file %d KiB after a %d MiB flood, WAL %d KiB", mode, fileSize()>>10, size>>20, fileSizeOf(w.dbPath()+"-wal")>>10)
+			t.Logf("FLEET-FIGURE checkpoints %s: database and output data files %d KiB after a %d MiB flood, WALs %d KiB", mode, fileSize()>>10, size>>20, (fileSizeOf(w.dbPath()+"-wal")+fileSizeOf(db.OutputPath(w.dbPath())+"-wal"))>>10)
 		})
 	}
 }

@@ -623,7 +623,8 @@ func diskFullRecovers(t *testing.T, disk string, ballast, n int64) {
 	h := sha256.New()
 	io.CopyN(h, pattern(), m)
 	if j.Status != "done" || j.DroppedBytes != 0 || got != m || sum != hex.EncodeToString(h.Sum(nil)) {
-		t.Errorf("job after space returned: %s, %d dropped, %d of %d bytes stored", j.Status, j.DroppedBytes, got, m)
+		_, events := w.status(after)
+		t.Errorf("job after space returned: %s, %d dropped, %d of %d bytes stored; %s; history:%s", j.Status, j.DroppedBytes, got, m, diskUse(mnt, w.dbPath()), eventsText(events))
 	}
 	if now := w.supervisorPID(); now != sup {
 		t.Errorf("the supervisor changed (%d, then %d): want the same one to recover", sup, now)
@@ -669,8 +670,10 @@ func diskUse(dir, dbPath string) string {
 		}
 		return fi.Size()
 	}
-	return fmt.Sprintf("free %d KiB of %d KiB; database %d KiB, WAL %d KiB",
-		int64(st.Bavail)*int64(st.Bsize)>>10, int64(st.Blocks)*int64(st.Bsize)>>10, size(dbPath)>>10, size(dbPath+"-wal")>>10)
+	out := db.OutputPath(dbPath)
+	return fmt.Sprintf("free %d KiB of %d KiB; database %d KiB, WAL %d KiB; output data file %d KiB, WAL %d KiB",
+		int64(st.Bavail)*int64(st.Bsize)>>10, int64(st.Blocks)*int64(st.Bsize)>>10, size(dbPath)>>10, size(dbPath+"-wal")>>10,
+		size(out)>>10, size(out+"-wal")>>10)
 }
 
 // zeroReader reads zeros forever.

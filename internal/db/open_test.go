@@ -136,30 +136,48 @@ func TestOpenTooNew(t *testing.T) {
 }
 
 // TestOpenConcurrentFirstUse opens a new database from several handles at
-// once, as two agents starting their first job would.
+// once, as agents starting their first jobs would, on a few new files in
+// turn: every open succeeds, and the output data file that comes with the
+// database has its 64 KiB pages and WAL mode.
 func TestOpenConcurrentFirstUse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "jobs.db")
-	const n = 4
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d, err := Open(ctx, path)
-			if err == nil {
-				_, err = d.CreateJob(ctx, NewJob{Scope: "s", Command: "true"}, Limits{})
-				d.Close()
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "jobs.db")
+		const n = 12
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				d, err := Open(ctx, path)
+				if err == nil {
+					_, err = d.CreateJob(ctx, NewJob{Scope: "s", Command: "true"}, Limits{})
+					d.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, open %d: %v", round, i, err)
 			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
+		}
+		o, err := sql.Open("sqlite", "file:"+OutputPath(path)+"?mode=ro")
 		if err != nil {
-			t.Errorf("open %d: %v", i, err)
+			t.Fatal(err)
+		}
+		var page int
+		var mode string
+		if err := o.QueryRow(`PRAGMA page_size`).Scan(&page); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+		if page != OutputPageSize || mode != "wal" {
+			t.Fatalf("round %d: the output data file has %d-byte pages in mode %s, want %d in wal", round, page, mode, OutputPageSize)
 		}
 	}
 }

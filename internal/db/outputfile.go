@@ -105,22 +105,39 @@ func (d *DB) closeOutput() error {
 }
 
 // openOutput opens the output data file at path, creating it 0600 with
-// 64 KiB pages and incremental auto-vacuum when new.
+// 64 KiB pages and incremental auto-vacuum when new. Several processes may
+// create it at once (the first commands on a new database): as for the
+// database itself (initFile), a busy answer, which SQLite gives without
+// waiting where waiting could deadlock, is tried again for InitPatience.
 func openOutput(ctx context.Context, path string, readOnly bool) (*DB, error) {
+	deadline := time.Now().Add(InitPatience)
+	pause := 2 * time.Millisecond
+	for {
+		o, err := openOutputOnce(ctx, path, readOnly)
+		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
+			return o, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+func openOutputOnce(ctx context.Context, path string, readOnly bool) (*DB, error) {
 	if readOnly {
-		q := url.Values{}
-		q.Add("mode", "ro")
-		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
-		dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-		sqldb := sql.OpenDB(&connector{dsn: dsn, path: path})
-		return &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: path, Now: time.Now, readOnly: true}, nil
+		// As the database was: read-only, immutable where nothing can
+		// change it (a read-only directory or medium).
+		return openReadOnly(path)
 	}
 	fi, err := prepareFile(path)
 	if err != nil {
 		return nil, err
 	}
 	if fi.Size() == 0 {
-		if err := initOutputFile(ctx, path); err != nil {
+		if err := initOutputOnce(ctx, path); err != nil {
 			return nil, fmt.Errorf("open output data file %s: %w", path, err)
 		}
 	}
@@ -134,40 +151,30 @@ func openOutput(ctx context.Context, path string, readOnly bool) (*DB, error) {
 	return o, nil
 }
 
-// initOutputFile sets the page size and auto-vacuum of a new output data
-// file, which only its first page fixes, before WAL mode does; see
-// initFile for why busy answers are tried again.
-func initOutputFile(ctx context.Context, path string) error {
-	deadline := time.Now().Add(InitPatience)
-	pause := 2 * time.Millisecond
-	for {
-		err := initOutputOnce(ctx, path)
-		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 100*time.Millisecond)
-	}
-}
-
+// initOutputOnce sets the page size and auto-vacuum of a new output data
+// file, which only its first page fixes, then makes it a WAL database. The
+// pragmas run as statements, in this order, on one connection: as the
+// driver's _pragma parameters they run in lexical order, and auto_vacuum
+// fixed the page size at SQLite's default before page_size came.
 func initOutputOnce(ctx context.Context, path string) error {
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("page_size(%d)", OutputPageSize))
-	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	sqldb := sql.OpenDB(&connector{dsn: "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode(), path: path})
 	defer sqldb.Close()
-	// The pragmas run in lexical order (auto_vacuum, busy_timeout,
-	// page_size); both take effect on the first write, the schema's.
-	if _, err := sqldb.ExecContext(ctx, outputSchema); err != nil {
+	conn, err := sqldb.Conn(ctx)
+	if err != nil {
 		return cleanSQLiteError(err)
 	}
-	if _, err := sqldb.ExecContext(ctx, "PRAGMA journal_mode = WAL"); err != nil {
-		return cleanSQLiteError(err)
+	defer conn.Close()
+	for _, stmt := range []string{
+		fmt.Sprintf("PRAGMA page_size = %d", OutputPageSize),
+		"PRAGMA auto_vacuum = INCREMENTAL",
+		outputSchema,
+		"PRAGMA journal_mode = WAL",
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return cleanSQLiteError(err)
+		}
 	}
 	return nil
 }

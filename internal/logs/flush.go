@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
+	"github.com/agentjobs/jobs/internal/vocab"
 )
 
 const (
@@ -102,20 +103,28 @@ const externalMin = 32 << 10
 
 // putData stores data, a chunk of job jobID, in the output data file, in
 // the writer's transaction there (begun here if need be), and returns its
-// id for the chunk's data_ref.
-func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []byte) (int64, error) {
+// id for the chunk's data_ref. ok is false when the disk has no room for
+// it there (db.Upkeep.RoomForWAL): the chunk is then stored in the
+// database's own pages, where the transaction's room check counted it.
+func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []byte) (id int64, ok bool, err error) {
 	if !w.outTx {
 		if err := a.beginOutput(ctx, w); err != nil {
-			return 0, fmt.Errorf("store output data: %w", err)
+			if errors.Is(err, vocab.ErrDiskFull) {
+				return 0, false, nil
+			}
+			return 0, false, fmt.Errorf("store output data: %w", err)
 		}
 	}
-	id := w.nextID
+	if a.outUp.Load().RoomForWAL(ctx, w.out, w.outBytes+int64(len(data))) != nil {
+		return 0, false, nil
+	}
+	id = w.nextID
 	if _, err := w.out.ExecContext(ctx, `INSERT INTO chunk_data (id, job_id, data) VALUES (?, ?, ?)`, id, jobID, data); err != nil {
-		return 0, fmt.Errorf("store output data: %w", err)
+		return 0, false, fmt.Errorf("store output data: %w", err)
 	}
 	w.nextID++
 	w.outBytes += int64(len(data))
-	return id, nil
+	return id, true, nil
 }
 
 // beginOutput opens the writer's connection to the output data file if
@@ -153,7 +162,7 @@ func (a *Appender) beginOutput(ctx context.Context, w *writer) error {
 		}
 		w.out = conn
 	}
-	if err := a.outUp.Load().BeforeTx(ctx, w.out, int64(a.o.MaxBatchBytes)); err != nil {
+	if err := a.outUp.Load().BeforeTx(ctx, w.out, 0); err != nil {
 		return err
 	}
 	if _, err := w.out.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
@@ -522,11 +531,13 @@ func (a *Appender) writeGroup(ctx context.Context, w *writer, group []jobBatch) 
 			if out, ok := c.encoded(c.data); ok {
 				data, size = out, int64(len(c.data))
 			} else if len(c.data) >= externalMin {
-				id, err := a.putData(ctx, w, p.b.st.id, c.data)
+				id, ok, err := a.putData(ctx, w, p.b.st.id, c.data)
 				if err != nil {
 					return err
 				}
-				data, size, ref = []byte{}, int64(len(c.data)), id
+				if ok {
+					data, size, ref = []byte{}, int64(len(c.data)), id
+				}
 			}
 			args = append(args, p.b.st.id, c.seq, string(c.stream), c.off,
 				c.firstLine, c.lineCount, db.FormatTime(c.at), data, size, ref)
