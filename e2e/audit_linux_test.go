@@ -51,11 +51,9 @@ func TestReadOnlyMediaIsReadWithoutFlag(t *testing.T) {
 	if got := fileSums(t, path); got != before {
 		t.Fatalf("the file changed: %v, was %v", got, before)
 	}
-	// The database and its output data file (copyAsHost copies both),
-	// and nothing SQLite would have made beside them.
 	ents, _ := os.ReadDir(ro)
-	if len(ents) != 2 {
-		t.Errorf("files on read-only media: %d, want the database and its output data file", len(ents))
+	if len(ents) != 1 {
+		t.Errorf("files beside the database on read-only media: %d, want 1", len(ents))
 	}
 	t.Logf("FLEET-FIGURE %s", "database on a read-only mount: list and log work without --read-only, file unchanged")
 }

@@ -79,6 +79,23 @@ type replicated struct{ walPos }
 // names every snapshot it takes).
 func startReplication(t *testing.T, bin, dir, dbPath string) *replication {
 	t.Helper()
+	r := startReplicationOf(t, bin, dir, dbPath)
+	r.started()
+	return r
+}
+
+// started waits for litestream's first replica file, then watches.
+func (r *replication) started() {
+	r.t.Helper()
+	waitFor(r.t, 30*time.Second, "litestream's first replica file", func() bool { return maxTXID(r.replicaL0()) > 0 })
+	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
+	go r.watch()
+}
+
+// startReplicationOf starts litestream on dbPath, which may not exist yet
+// (litestream takes it up once it does), without waiting for it.
+func startReplicationOf(t *testing.T, bin, dir, dbPath string) *replication {
+	t.Helper()
 	r := &replication{
 		t: t, bin: bin, dbPath: dbPath,
 		config: filepath.Join(dir, "litestream.yml"), replica: filepath.Join(dir, "replica"),
@@ -100,9 +117,6 @@ func startReplication(t *testing.T, bin, dir, dbPath string) *replication {
 	}
 	logf.Close()
 	t.Cleanup(func() { r.close() })
-	waitFor(t, 30*time.Second, "litestream's first replica file", func() bool { return maxTXID(r.replicaL0()) > 0 })
-	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
-	go r.watch()
 	return r
 }
 
@@ -401,16 +415,17 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 			if mode == "off" {
 				w.extra = append(w.extra, "JOBS_CHECKPOINT=off")
 			}
-			w.ok("list") // creates the database and its output data file
+			w.ok("list") // creates the database
 			// Both files replicate, each its own Litestream database
-			// (docs/replication.md); a flood of random bytes is stored
-			// in the output data file.
+			// (docs/replication.md). The output data file comes with
+			// the first flood that does not compress (random bytes):
+			// Litestream, started before, takes it up once it is there.
 			rep := startReplication(t, bin, w.base, w.dbPath())
 			outDir := filepath.Join(w.base, "output-replica")
 			if err := os.MkdirAll(outDir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			repOut := startReplication(t, bin, outDir, db.OutputPath(w.dbPath()))
+			repOut := startReplicationOf(t, bin, outDir, db.OutputPath(w.dbPath()))
 
 			began := time.Now()
 			flood := w.start(helper("flood", strconv.FormatInt(size, 10))...)
@@ -420,6 +435,7 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 			}
 			w.ok(append([]string{"wait", "--timeout", "10m", flood}, short...)...)
 			took := time.Since(began)
+			repOut.started()
 			repOut.caughtUp(2 * time.Minute)
 			rep.caughtUp(2 * time.Minute)
 			w.stop() // its last writes (the supervisor's end) replicate too

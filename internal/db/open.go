@@ -174,16 +174,6 @@ func open(ctx context.Context, path string, upgrade, here bool) (*DB, bool, erro
 		}
 		return nil, false, fmt.Errorf("open database %s: %w", abs, err)
 	}
-	if fresh {
-		// A new database comes with its output data file, so that the
-		// two are there together from the start for whatever copies or
-		// replicates them (docs/replication.md); a database of an older
-		// version gets it with its first output stored there.
-		if _, err := d.Output(ctx, true); err != nil {
-			d.Close()
-			return nil, false, fmt.Errorf("open database %s: %w", abs, err)
-		}
-	}
 	return d, false, nil
 }
 

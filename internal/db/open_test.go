@@ -136,9 +136,9 @@ func TestOpenTooNew(t *testing.T) {
 }
 
 // TestOpenConcurrentFirstUse opens a new database from several handles at
-// once, as agents starting their first jobs would, on a few new files in
-// turn: every open succeeds, and the output data file that comes with the
-// database has its 64 KiB pages and WAL mode.
+// once, as agents starting their first jobs would, and its output data
+// file, on a few new files in turn: every open succeeds, and the output
+// data file has its 64 KiB pages and WAL mode.
 func TestOpenConcurrentFirstUse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -152,6 +152,11 @@ func TestOpenConcurrentFirstUse(t *testing.T) {
 				d, err := Open(ctx, path)
 				if err == nil {
 					_, err = d.CreateJob(ctx, NewJob{Scope: "s", Command: "true"}, Limits{})
+					if err == nil {
+						// As the first flood of each would: the output
+						// data file is created by whoever comes first.
+						_, err = d.Output(ctx, true)
+					}
 					d.Close()
 				}
 				errs[i] = err
