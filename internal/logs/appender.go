@@ -60,6 +60,10 @@ type AppenderOptions struct {
 	// replicates the database from its WAL, asks applications to leave
 	// checkpoints to it; without such a process the WAL only grows.
 	NoCheckpoints bool
+	// OnOutputFileError, if set, is called once when the output data file
+	// (db.OutputPath) cannot be written (damaged, or refused by the file
+	// system): the appender then stores every chunk in the database.
+	OnOutputFileError func(err error)
 }
 
 func (o *AppenderOptions) setDefaults() {
@@ -123,6 +127,9 @@ type Appender struct {
 
 	up    *db.Upkeep                // the WAL's checkpoints and the room on the disk
 	outUp atomic.Pointer[db.Upkeep] // the same for the output data file, once the writer opened it
+	// outOff is set once the output data file failed a write: chunks are
+	// stored in the database from then on (see outputFileError).
+	outOff atomic.Bool
 
 	stopWait atomic.Bool // Untrack no longer waits for spooled output
 

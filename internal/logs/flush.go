@@ -107,12 +107,15 @@ const externalMin = 32 << 10
 // it there (db.Upkeep.RoomForWAL): the chunk is then stored in the
 // database's own pages, where the transaction's room check counted it.
 func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []byte) (id int64, ok bool, err error) {
+	if a.outOff.Load() {
+		return 0, false, nil
+	}
 	if !w.outTx {
 		if err := a.beginOutput(ctx, w); err != nil {
 			if errors.Is(err, vocab.ErrDiskFull) {
 				return 0, false, nil
 			}
-			return 0, false, fmt.Errorf("store output data: %w", err)
+			return 0, false, &outputFileError{err}
 		}
 	}
 	if a.outUp.Load().RoomForWAL(ctx, w.out, w.outBytes+int64(len(data))) != nil {
@@ -120,12 +123,22 @@ func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []
 	}
 	id = w.nextID
 	if _, err := w.out.ExecContext(ctx, `INSERT INTO chunk_data (id, job_id, data) VALUES (?, ?, ?)`, id, jobID, data); err != nil {
-		return 0, false, fmt.Errorf("store output data: %w", err)
+		return 0, false, &outputFileError{err}
 	}
 	w.nextID++
 	w.outBytes += int64(len(data))
 	return id, true, nil
 }
+
+// outputFileError is a failed write to the output data file. The file only
+// spares the database's pages a flood's bytes, so a file that cannot be
+// written (a damaged page, a file system that refuses it) must not cost
+// output: the transaction is written again with every chunk in the
+// database, and so are the later ones (Appender.outOff).
+type outputFileError struct{ err error }
+
+func (e *outputFileError) Error() string { return "store output data: " + e.err.Error() }
+func (e *outputFileError) Unwrap() error { return e.err }
 
 // beginOutput opens the writer's connection to the output data file if
 // need be and begins its transaction there. The caller holds a.flushing.
@@ -259,7 +272,7 @@ func (a *Appender) endOutput(ctx context.Context, w *writer, commit bool) error 
 	}
 	if _, err := w.out.ExecContext(ctx, "COMMIT"); err != nil {
 		_, _ = w.out.ExecContext(ctx, "ROLLBACK")
-		return fmt.Errorf("commit output data: %w", err)
+		return &outputFileError{fmt.Errorf("commit: %w", err)}
 	}
 	a.outUp.Load().Committed(w.outBytes)
 	return nil
@@ -336,6 +349,13 @@ func (a *Appender) dropWriterLocked() {
 // trickle of another job still becomes visible soon.
 func (a *Appender) writeBatch(batch *[]jobBatch, more bool) error {
 	err := a.writeTx(batch, true, more)
+	var ofe *outputFileError
+	if errors.As(err, &ofe) && a.outOff.CompareAndSwap(false, true) {
+		if a.o.OnOutputFileError != nil {
+			a.o.OnOutputFileError(ofe)
+		}
+		err = a.writeTx(batch, true, more)
+	}
 	if err != nil && isConstraint(err) {
 		err = a.writeTx(batch, false, more)
 	}

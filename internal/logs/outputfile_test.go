@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentjobs/jobs/internal/db"
@@ -162,5 +163,103 @@ func TestOutputDataFileMissing(t *testing.T) {
 	}
 	if _, err := os.Stat(db.OutputPath(path)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the read created the missing output data file: %v", err)
+	}
+}
+
+// TestDamagedOutputFileFallsBack: an output data file that cannot be
+// written (its header or its table's root page overwritten) costs no
+// output: the flood after the damage is stored in the database, read back
+// exactly, the appender says so once, and the damaged file is left as it
+// was.
+func TestDamagedOutputFileFallsBack(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		root bool // the table's root page overwritten, else the file's first page
+	}{{"header", false}, {"root page of chunk_data", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "jobs.db")
+			d, err := db.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := NewAppender(d, AppenderOptions{})
+			a.Open()
+			first := newJob(t, d, 0)
+			track(t, a, first, 0)
+			write(t, a, first, Stdout, randomOutput(t, 256<<10))
+			flush(t, a)
+			if externalChunks(t, d, first) == 0 {
+				t.Fatal("the flood before the damage is not in the output data file")
+			}
+			page := int64(1)
+			if c.root {
+				o, err := d.Output(ctx, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := o.QueryRow(`SELECT rootpage FROM sqlite_schema WHERE name = 'chunk_data'`).Scan(&page); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := a.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			out := db.OutputPath(path)
+			if _, err := os.Stat(out + "-wal"); err == nil {
+				t.Fatal("the output data file's WAL is still there after its last connection closed")
+			}
+			f, err := os.OpenFile(out, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			junk := make([]byte, db.OutputPageSize)
+			for i := range junk {
+				junk[i] = byte(i*131 + 7)
+			}
+			if _, err := f.WriteAt(junk, (page-1)*db.OutputPageSize); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			before, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			d2, err := db.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d2.Close()
+			var said []error
+			a2 := newAppender(t, d2, AppenderOptions{OnOutputFileError: func(err error) { said = append(said, err) }})
+			id := newJob(t, d2, 0)
+			track(t, a2, id, 0)
+			var want []byte
+			for range 3 {
+				p := randomOutput(t, 200<<10+3)
+				want = append(want, p...)
+				write(t, a2, id, Stdout, p)
+				flush(t, a2)
+			}
+			got, gap, _ := readAll(t, d2, id, 1<<20, Filter{})
+			if gap != 0 || !bytes.Equal(got, want) {
+				t.Fatalf("read %d bytes (gap %d) of the flood after the damage, want its %d", len(got), gap, len(want))
+			}
+			if n := externalChunks(t, d2, id); n != 0 {
+				t.Errorf("%d chunks of the flood after the damage name the damaged file", n)
+			}
+			if len(said) != 1 {
+				t.Errorf("the appender said %d times that the output data file failed (%v), want once", len(said), said)
+			}
+			if after, err := os.ReadFile(out); err != nil || !bytes.Equal(after, before) {
+				t.Errorf("the damaged output data file was changed (%v)", err)
+			}
+		})
 	}
 }

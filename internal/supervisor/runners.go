@@ -66,6 +66,9 @@ func (r *runners) Start(ctx context.Context) error {
 	r.reaper = acquireReaper(r.s.cfg.Logf)
 	ao := logs.ProcessOptions(r.noteDropped)
 	ao.FlushInterval = r.s.cfg.FlushInterval
+	ao.OnOutputFileError = func(err error) {
+		r.s.logf("output data file: %v: storing all output in the database from now on", err)
+	}
 	r.app = logs.NewAppender(r.s.db, ao)
 	r.trickle = trickler{r: r, pipes: map[*tricklePipe]struct{}{}, now: make(chan struct{}, 1)}
 	r.app.Open()
