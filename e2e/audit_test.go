@@ -57,14 +57,7 @@ func copyAsHost(t *testing.T, src, dst, host string) {
 	// A copy of a jobs database is both files (docs/schema.md, "The
 	// output data file"), once the output data file exists.
 	if _, err := os.Stat(db.OutputPath(src)); err == nil {
-		o, err := sql.Open("sqlite", db.DSN(db.OutputPath(src)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Close()
-		if _, err := o.ExecContext(ctx, `VACUUM INTO ?`, db.OutputPath(dst)); err != nil {
-			t.Fatalf("copy %s: %v", db.OutputPath(src), err)
-		}
+		copyOutputData(t, db.OutputPath(src), db.OutputPath(dst))
 	}
 	d, err := sql.Open("sqlite", db.DSN(dst))
 	if err != nil {
@@ -73,6 +66,21 @@ func copyAsHost(t *testing.T, src, dst, host string) {
 	defer d.Close()
 	if _, err := d.ExecContext(ctx, `UPDATE supervisors SET host = ?`, host); err != nil {
 		t.Fatalf("rename host of %s: %v", dst, err)
+	}
+}
+
+// copyOutputData copies the output data file at src to dst whole, as
+// docs/replication.md copies it (VACUUM INTO, on a connection as jobs
+// opens it: with its rollback journal).
+func copyOutputData(t *testing.T, src, dst string) {
+	t.Helper()
+	o, err := sql.Open("sqlite", db.OutputDSN(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if _, err := o.ExecContext(context.Background(), `VACUUM INTO ?`, dst); err != nil {
+		t.Fatalf("copy %s: %v", src, err)
 	}
 }
 

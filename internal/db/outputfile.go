@@ -20,10 +20,24 @@ import (
 // compressed output) are stored in a second SQLite file beside the
 // database, OutputPath (jobs.db-output), with 64 KiB pages, while every
 // other row, the chunk rows' offsets, lines and sizes included, stays in
-// the database's 4 KiB pages. SQLite writes each page it changes whole
-// (to the WAL, then again at the checkpoint), so 64 KiB of output costs
-// one page write there instead of sixteen; small transactions (a job's
-// start, its end, an event) keep writing small pages.
+// the database's 4 KiB pages. SQLite writes each page it changes whole, so
+// 64 KiB of output costs one page write there instead of sixteen; small
+// transactions (a job's start, its end, an event) keep writing small
+// pages.
+//
+// The file keeps a rollback journal, not a WAL (OutputDSN). A WAL takes
+// every byte twice, into the WAL and again when a checkpoint copies it
+// into the file, reading it back in between; a rollback journal holds only
+// the pages a transaction changes that the file held when it began, and a
+// flood's pages are appended past its end: its bytes are written once,
+// and the journal holds the few pages around them (the last leaf, the
+// interior pages, the header). Commits are synchronous=FULL: the bytes are
+// on the disk before the chunk rows that name them commit. A reader holds
+// a shared lock for one read; the writer's commit waits for readers, and
+// a read for a commit, within the busy timeout. Litestream replicates only
+// WAL databases: with checkpoints left to it (JOBS_CHECKPOINT=off) no
+// output goes to this file (logs.Appender), so jobs.db alone holds every
+// byte.
 //
 // A chunk row whose bytes are there has data_ref set: the id of its row in
 // the table chunk_data of that file, its data empty and its size the
@@ -141,7 +155,7 @@ func openOutputOnce(ctx context.Context, path string, readOnly bool) (*DB, error
 			return nil, fmt.Errorf("open output data file %s: %w", path, err)
 		}
 	}
-	conn := &connector{dsn: DSN(path) + "&" + url.Values{"_pragma": {"wal_autocheckpoint(0)"}}.Encode(), path: path, file: fi}
+	conn := &connector{dsn: OutputDSN(path), path: path, file: fi}
 	sqldb := sql.OpenDB(conn)
 	o := &DB{DB: sqlx.NewDb(sqldb, "sqlite"), Path: path, Now: time.Now, file: fi, writes: newWriteQueue()}
 	if _, err := o.ExecContext(ctx, outputSchema); err != nil {
@@ -151,8 +165,21 @@ func openOutputOnce(ctx context.Context, path string, readOnly bool) (*DB, error
 	return o, nil
 }
 
+// OutputDSN returns the connection string for the output data file at
+// path: a rollback journal kept as an empty file between transactions
+// (TRUNCATE: no file created and deleted per commit), synchronous=FULL,
+// the busy timeout, and write transactions that begin IMMEDIATE.
+func OutputDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(TRUNCATE)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
 // initOutputOnce sets the page size and auto-vacuum of a new output data
-// file, which only its first page fixes, then makes it a WAL database. The
+// file, which only its first page fixes, then its journal (OutputDSN). The
 // pragmas run as statements, in this order, on one connection: as the
 // driver's _pragma parameters they run in lexical order, and auto_vacuum
 // fixed the page size at SQLite's default before page_size came.
@@ -170,7 +197,7 @@ func initOutputOnce(ctx context.Context, path string) error {
 		fmt.Sprintf("PRAGMA page_size = %d", OutputPageSize),
 		"PRAGMA auto_vacuum = INCREMENTAL",
 		outputSchema,
-		"PRAGMA journal_mode = WAL",
+		"PRAGMA journal_mode = TRUNCATE",
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return cleanSQLiteError(err)

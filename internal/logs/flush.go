@@ -107,7 +107,9 @@ const externalMin = 32 << 10
 // it there (db.Upkeep.RoomForWAL): the chunk is then stored in the
 // database's own pages, where the transaction's room check counted it.
 func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []byte) (id int64, ok bool, err error) {
-	if a.outOff.Load() {
+	if a.outOff.Load() || a.up.Off() {
+		// Litestream, which checkpoints for us, replicates only WAL
+		// databases, and the output data file has a rollback journal.
 		return 0, false, nil
 	}
 	if !w.outTx {
@@ -127,8 +129,21 @@ func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []
 	}
 	w.nextID++
 	w.outBytes += int64(len(data))
+	if w.outBytes >= outTxBytes {
+		// Committed early, the bytes are still committed before the
+		// chunk rows naming them; the next chunk begins a transaction.
+		if err := a.endOutput(ctx, w, true); err != nil {
+			return 0, false, err
+		}
+	}
 	return id, true, nil
 }
+
+// outTxBytes ends the writer's transaction on the output data file once
+// it holds this many bytes: its pages stay within the connection's cache
+// (writerCacheKiB). A transaction whose pages spill before the commit
+// takes the file's exclusive lock early and writes its pages twice.
+const outTxBytes = 6 << 20
 
 // outputFileError is a failed write to the output data file. The file only
 // spares the database's pages a flood's bytes, so a file that cannot be

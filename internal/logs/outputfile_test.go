@@ -263,3 +263,71 @@ func TestDamagedOutputFileFallsBack(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputDataFileKeepsARollbackJournal: a flood of random bytes larger
+// than one transaction there (outTxBytes) lands in the output data file,
+// which keeps a rollback journal and no WAL: its bytes are written once
+// (db.OutputDSN), and read back exactly.
+func TestOutputDataFileKeepsARollbackJournal(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	data := randomOutput(t, 2*outTxBytes+12345)
+	write(t, a, id, Stdout, data)
+	flush(t, a)
+	got, gap, _ := readAll(t, d, id, 1<<20, Filter{})
+	if gap != 0 || !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes with a gap of %d, want the %d written", len(got), gap, len(data))
+	}
+	if ext := externalChunks(t, d, id); ext == 0 {
+		t.Fatal("no chunk's bytes are in the output data file")
+	}
+	out := db.OutputPath(d.Path)
+	if _, err := os.Stat(out + "-wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the output data file has a WAL (%v)", err)
+	}
+	head := make([]byte, 20)
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.ReadAt(head, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Bytes 18 and 19 of the header are the file format's write and read
+	// versions: 1 for a rollback journal, 2 for WAL.
+	if head[18] != 1 || head[19] != 1 {
+		t.Fatalf("the output data file's header gives format versions %d and %d, want 1 (rollback journal)", head[18], head[19])
+	}
+	fi, err := os.Stat(out + "-journal")
+	if err != nil || fi.Size() != 0 {
+		t.Fatalf("the journal between transactions: %v, want an empty file", err)
+	}
+}
+
+// TestNoOutputDataFileWithoutCheckpoints: with checkpoints left to
+// another process (Litestream, which replicates WAL databases only), a
+// flood of random bytes stays in the database: no output data file.
+func TestNoOutputDataFileWithoutCheckpoints(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{NoCheckpoints: true})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	data := randomOutput(t, 1<<20)
+	write(t, a, id, Stdout, data)
+	flush(t, a)
+	got, gap, _ := readAll(t, d, id, 1<<20, Filter{})
+	if gap != 0 || !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes with a gap of %d, want the %d written", len(got), gap, len(data))
+	}
+	if ext := externalChunks(t, d, id); ext != 0 {
+		t.Fatalf("%d chunks name the output data file", ext)
+	}
+	if _, err := os.Stat(db.OutputPath(d.Path)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an output data file was made (%v)", err)
+	}
+}
