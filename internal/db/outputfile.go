@@ -8,10 +8,13 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // The output data file.
@@ -214,9 +217,20 @@ func ReadOutputData(ctx context.Context, o *DB, id int64, dst []byte) ([]byte, e
 		if errors.Is(err, sql.ErrNoRows) {
 			return dst, fmt.Errorf("%w (row %d)", ErrOutputDataGone, id)
 		}
+		if isReadOnlyRollback(err) {
+			return dst, fmt.Errorf("read output data: %s holds a write a crash left unfinished (%s-journal), which a read-only open cannot roll back: read it once without --read-only", o.Path, filepath.Base(o.Path))
+		}
 		return dst, fmt.Errorf("read output data: %w", err)
 	}
 	return append(dst, b...), nil
+}
+
+// isReadOnlyRollback reports whether err is SQLite's SQLITE_READONLY_ROLLBACK:
+// a read-only connection met a hot journal, which only a writer can roll
+// back.
+func isReadOnlyRollback(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_READONLY_ROLLBACK
 }
 
 // sweepPage is how many output data rows SweepOutputData looks at in one

@@ -1,0 +1,96 @@
+package db
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// A crash in the middle of a commit to the output data file leaves its
+// rollback journal hot; the next writer rolls the write back, and a
+// read-only reader, which cannot, says so in one line and names the file
+// and how to recover, instead of SQLite's "attempt to write a readonly
+// database". The crash is a copy of both files taken while a transaction
+// holds pages it has already written to the file.
+func TestReadOnlyReadOfOutputFileWithHotJournal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := openTest(t)
+	o, err := d.Output(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("output ", 1<<14)
+	if _, err := o.ExecContext(ctx, `INSERT INTO chunk_data (id, job_id, data) VALUES (1, 'j', ?)`, []byte(want)); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := o.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A one-page cache makes the transaction write its pages to the file
+	// before it commits, the originals saved in the journal first.
+	for _, q := range []string{`PRAGMA cache_size = 1`, `BEGIN IMMEDIATE`,
+		`UPDATE chunk_data SET data = zeroblob(length(data))`,
+		`INSERT INTO chunk_data (id, job_id, data) VALUES (2, 'j', zeroblob(4000000))`} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	dir := t.TempDir()
+	crashed := filepath.Join(dir, "jobs.db")
+	for _, suffix := range []string{"", "-output", "-output-journal"} {
+		b, err := os.ReadFile(d.Path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if suffix == "-output-journal" && len(b) == 0 {
+			t.Fatal("the transaction left the journal empty: no crash to copy")
+		}
+		if err := os.WriteFile(crashed+suffix, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+
+	ro, err := OpenReadOnly(ctx, crashed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	ro2, err := ro.Output(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadOutputData(ctx, ro2, 1, nil)
+	if err == nil || !strings.Contains(err.Error(), "a crash left unfinished") || !strings.Contains(err.Error(), "without --read-only") {
+		t.Fatalf("read-only read of the crashed copy: %v, want one line naming the unfinished write", err)
+	}
+
+	// A writer rolls the unfinished write back: the bytes as committed.
+	rw, err := Open(ctx, crashed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	out, err := rw.Output(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadOutputData(ctx, out, 1, nil)
+	if err != nil || string(got) != want {
+		t.Fatalf("read after the writer opened it: %d bytes, %v; want the %d committed", len(got), err, len(want))
+	}
+	var rows int
+	if err := sqlx.GetContext(ctx, out, &rows, `SELECT count(*) FROM chunk_data`); err != nil || rows != 1 {
+		t.Fatalf("rows after the roll-back: %d, %v; want 1", rows, err)
+	}
+}
