@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,23 +158,27 @@ func TestEnsureDefault(t *testing.T) {
 	// lock: a supervisor writes its database while it shuts down, after
 	// letting go of the lock, and a file it makes then would stop the
 	// directory's removal.
+	//
+	// A racing starter's supervisor that was slow to start can take the
+	// lock once the winner is gone, and write a row after the first look:
+	// the look is repeated until no process but this one holds a file in
+	// the database's directory (on a loaded machine one made a file there
+	// after the directory's removal began: "directory not empty").
 	t.Cleanup(func() {
-		var ids []string
-		if err := d.SelectContext(ctx, &ids, `SELECT id FROM supervisors WHERE ended_at IS NULL`); err != nil {
-			t.Error(err)
-			return
-		}
-		for _, id := range ids {
-			sup, err := d.FindSupervisor(ctx, id)
-			if err != nil || !protocol.SupervisorAlive(sup) {
-				continue
+		dir := filepath.Dir(d.Path)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			stopSupervisors(t, d)
+			held := openedUnder(dir)
+			if len(held) == 0 {
+				return
 			}
-			info, err := proc.Inspect(sup.PID)
-			if err != nil {
-				continue
+			if time.Now().After(deadline) {
+				for _, pid := range held {
+					cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+					t.Errorf("after a minute pid %d still holds a file under %s: %s", pid, dir, strings.ReplaceAll(string(cmd), "\x00", " "))
+				}
+				return
 			}
-			syscall.Kill(sup.PID, syscall.SIGTERM)
-			eventually(t, 10*time.Second, "detached supervisor to exit", func() bool { return !proc.Alive(sup.PID, info.StartTime) })
 		}
 	})
 
@@ -277,5 +284,49 @@ func TestRetiringSupervisorAnswersTheStartThatRetiredIt(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatalf("supervisor %d did not exit after retiring with no job", i)
 		}
+	}
+}
+
+// openedUnder returns the pids of the processes other than this one that
+// hold a file under dir open (their /proc/PID/fd links).
+func openedUnder(dir string) []int {
+	var pids []int
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		target, err := os.Readlink(fd)
+		if err != nil || !strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.Split(fd, "/")[2])
+		if err != nil || pid == os.Getpid() || slices.Contains(pids, pid) {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// stopSupervisors ends every supervisor of d that is alive and waits for
+// its process to be gone, not just for its lock: a supervisor writes its
+// database while it shuts down, after letting go of the lock.
+func stopSupervisors(t *testing.T, d *db.DB) {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	if err := d.SelectContext(ctx, &ids, `SELECT id FROM supervisors WHERE ended_at IS NULL`); err != nil {
+		t.Error(err)
+		return
+	}
+	for _, id := range ids {
+		sup, err := d.FindSupervisor(ctx, id)
+		if err != nil || !protocol.SupervisorAlive(sup) {
+			continue
+		}
+		info, err := proc.Inspect(sup.PID)
+		if err != nil {
+			continue
+		}
+		syscall.Kill(sup.PID, syscall.SIGTERM)
+		eventually(t, time.Minute, "detached supervisor to exit", func() bool { return !proc.Alive(sup.PID, info.StartTime) })
 	}
 }
