@@ -295,6 +295,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"poll", "abcd", "--grep", "("}, "invalid regular expression"},
 		{[]string{"log", "abcd", "--offset", "-1"}, "must not be negative"},
 		{[]string{"log", "abcd", "--limit", "-5"}, "must not be negative"},
+		{[]string{"log", "abcd", "--limit", "1x"}, `unknown unit "x"`},
+		{[]string{"log", "abcd", "--limit", "1GiB"}, "--limit 1GiB is more than the 16 MiB a read may return"},
 		{[]string{"log", "abcd", "--stream", "stdin"}, "invalid --stream"},
 		{[]string{"log", "abcd", "--offset", "0", "--tail", "3"}, "one selection"},
 		{[]string{"write", "abcd"}, "missing DATA"},
@@ -387,6 +389,10 @@ func TestJobLife(t *testing.T) {
 	}
 	if out := e.read("log", id, "--offset", "3", "--limit", "100"); out != all[3:] {
 		t.Errorf("log --offset 3 = %q, want %q", out, all[3:])
+	}
+	// A size as --max-output takes one.
+	if out := e.read("log", id, "--offset", "2", "--limit", "0.01KiB"); out != all[2:12] {
+		t.Errorf("log --offset 2 --limit 0.01KiB = %q, want %q (10 bytes)", out, all[2:12])
 	}
 	var o outputJSON
 	e.jsonOf(&o, "log", id, "--from-line", "2", "--lines", "1")

@@ -20,7 +20,7 @@ func TestFlagHelpShowsRealDefaults(t *testing.T) {
 	zero := regexp.MustCompile(`\(default: (0|""|0s)\)`)
 	want := map[string][]string{
 		"poll":  {"--tail N", fmt.Sprintf("(default %d", jobs.DefaultTailChars)},
-		"log":   {"--limit N", "(default " + parse.FormatSize(jobs.DefaultPageBytes), "--lines N", fmt.Sprintf("(default %d)", jobs.DefaultLogLines)},
+		"log":   {"--limit SIZE", "(default " + parse.FormatSize(jobs.DefaultPageBytes), "--lines N", fmt.Sprintf("(default %d)", jobs.DefaultLogLines)},
 		"list":  {"--limit N", fmt.Sprintf("(default %d on a terminal, %d otherwise)", listTerminalRows, listPipedRows)},
 		"start": {"--max-output SIZE", "(default " + parse.FormatSize(jobs.DefaultMaxOutput) + ")", "--timeout DUR", "(default 30m)"},
 		"kill":  {"--grace DUR", "(default 2s)"},

@@ -176,7 +176,7 @@ func (r *runner) logCommand() *ucli.Command {
 			"--offset/--limit or --stream, --grep filters that page instead.",
 		Flags: []ucli.Flag{
 			&ucli.Int64Flag{Name: "offset", Usage: "start at absolute byte `OFFSET`"},
-			&ucli.Int64Flag{Name: "limit", Usage: fmt.Sprintf("read at most `N` bytes (default %s, at most %s)", parse.FormatSize(jobs.DefaultPageBytes), parse.FormatSize(jobs.MaxPageBytes))},
+			&ucli.StringFlag{Name: "limit", Usage: fmt.Sprintf("read at most `SIZE` bytes: a number, or with a unit as 64KiB (default %s, at most %s)", parse.FormatSize(jobs.DefaultPageBytes), parse.FormatSize(jobs.MaxPageBytes))},
 			&ucli.Int64Flag{Name: "from-line", Usage: "start at line `N` (from 1; of --stream alone when given)"},
 			&ucli.Int64Flag{Name: "lines", Usage: fmt.Sprintf("read `N` lines (default %d)", jobs.DefaultLogLines)},
 			&ucli.Int64Flag{Name: "tail", Usage: "read the last `N` lines"},
@@ -193,7 +193,7 @@ func (r *runner) logCommand() *ucli.Command {
 func (r *runner) parseRange(cc *ucli.Context) (jobs.Range, error) {
 	const verb = "log"
 	var rg jobs.Range
-	for _, f := range []string{"offset", "limit", "from-line", "lines", "tail"} {
+	for _, f := range []string{"offset", "from-line", "lines", "tail"} {
 		if err := nonNegative(verb, f, cc.Int64(f)); err != nil {
 			return rg, err
 		}
@@ -214,12 +214,18 @@ func (r *runner) parseRange(cc *ucli.Context) (jobs.Range, error) {
 	case byteSel:
 		rg.ByteRange = true
 		rg.Offset = cc.Int64("offset")
-		rg.Limit = cc.Int64("limit")
+		if cc.IsSet("limit") {
+			n, err := parseSize(verb, "limit", cc.String("limit"))
+			if err != nil {
+				return rg, err
+			}
+			rg.Limit = n
+		}
 		if cc.IsSet("limit") && rg.Limit == 0 {
 			return rg, usagef(verb, "--limit must be at least 1")
 		}
 		if rg.Limit > jobs.MaxPageBytes {
-			return rg, usagef(verb, "--limit %d is more than the %s a read may return", rg.Limit, parse.FormatSize(jobs.MaxPageBytes))
+			return rg, usagef(verb, "--limit %s is more than the %s a read may return", cc.String("limit"), parse.FormatSize(jobs.MaxPageBytes))
 		}
 	case lineSel:
 		rg.FromLine = cc.Int64("from-line")
