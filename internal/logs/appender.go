@@ -58,7 +58,9 @@ type AppenderOptions struct {
 	// NoCheckpoints leaves checkpoints to another process: the appender
 	// never copies the WAL into the database file. Litestream, which
 	// replicates the database from its WAL, asks applications to leave
-	// checkpoints to it; without such a process the WAL only grows.
+	// checkpoints to it; without such a process the WAL only grows. It
+	// also keeps every chunk in the database: the output data file has a
+	// rollback journal, which Litestream does not replicate.
 	NoCheckpoints bool
 	// OnOutputFileError, if set, is called once when the output data file
 	// (db.OutputPath) cannot be written (damaged, or refused by the file

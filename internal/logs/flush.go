@@ -63,7 +63,8 @@ type writer struct {
 	// The connection to the output data file (db.OutputPath), opened by
 	// the first chunk stored there, and its transaction, begun by the
 	// first chunk of a transaction stored there and committed just before
-	// the transaction on conn (see putData).
+	// the transaction on conn, or before once it holds outTxBytes (see
+	// putData).
 	out      *sql.Conn
 	outTx    bool
 	nextID   int64 // the id of the next chunk_data row
