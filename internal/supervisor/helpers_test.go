@@ -223,7 +223,9 @@ func superviseMain(args []string) int {
 			runtimeDir = args[i+1]
 		}
 	}
-	err := Supervise(context.Background(), dbPath, Config{RuntimeDir: runtimeDir, IdleExit: -1})
+	// Idle for ten minutes, far beyond any test, it exits: a supervisor
+	// a failed test left behind does not live on beside later runs.
+	err := Supervise(context.Background(), dbPath, Config{RuntimeDir: runtimeDir, IdleExit: 10 * time.Minute})
 	if errors.Is(err, vocab.ErrDefaultRunning) {
 		return 0
 	}
