@@ -98,7 +98,6 @@ type Upkeep struct {
 	d       *DB
 	minFree int64
 	off     bool // checkpoints are left to another process
-	journal bool // the file keeps a rollback journal: nothing to checkpoint (NewOutputUpkeep)
 
 	mu            sync.Mutex   // held while a checkpoint runs
 	frames        atomic.Int64 // frames in the WAL at the last checkpoint
@@ -126,24 +125,12 @@ func (d *DB) NewUpkeep(minFree int64, off bool) *Upkeep {
 	return u
 }
 
-// NewOutputUpkeep returns the upkeep of the output data file o, with the
-// reserve of u. The file keeps a rollback journal (OutputDSN): there is
-// no WAL to copy, and output written there takes its room once.
-func (u *Upkeep) NewOutputUpkeep(o *DB) *Upkeep {
-	ou := o.NewUpkeep(u.minFree, u.off)
-	ou.journal = true
-	return ou
-}
-
 // Off reports whether checkpoints are left to another process.
 func (u *Upkeep) Off() bool { return u.off }
 
 // Start starts the checkpointer goroutine, which copies the WAL when woken
 // (Wake, Committed). Until Start, only the writer's own checkpoints run.
 func (u *Upkeep) Start() {
-	if u.journal {
-		return
-	}
 	u.wg.Add(1)
 	go u.checkpointer()
 }
@@ -169,9 +156,6 @@ func (u *Upkeep) Wake() {
 // itself (as SQLite does by default) only when no checkpointer runs and
 // checkpoints are not left to another process.
 func (u *Upkeep) SetUpWriter(ctx context.Context, conn *sql.Conn, checkpointerRuns bool) error {
-	if u.journal {
-		return nil
-	}
 	autockpt := "PRAGMA wal_autocheckpoint = 0"
 	if !checkpointerRuns && !u.off {
 		autockpt = "PRAGMA wal_autocheckpoint = 1000"
@@ -188,9 +172,6 @@ func (u *Upkeep) SetUpWriter(ctx context.Context, conn *sql.Conn, checkpointerRu
 // starts over once it holds WALRestartFrames. It returns an error wrapping
 // vocab.ErrDiskFull when the transaction would not leave room (RoomForWAL).
 func (u *Upkeep) BeforeTx(ctx context.Context, conn *sql.Conn, n int64) error {
-	if u.journal {
-		return u.CheckRoom(n)
-	}
 	_, tight := u.Tight()
 	restarted := false
 	switch {
@@ -222,9 +203,6 @@ func (u *Upkeep) TxFull(ctx context.Context, conn *sql.Conn, n, more int64) bool
 // Committed counts a committed transaction of n bytes of output and wakes
 // the checkpointer after every ckptBytes or ckptCommits.
 func (u *Upkeep) Committed(n int64) {
-	if u.journal {
-		return
-	}
 	u.walBytes += n
 	u.walSync += n
 	u.commits++
@@ -266,9 +244,6 @@ func (u *Upkeep) checkpointer() {
 func (u *Upkeep) Checkpoint(ctx context.Context, conn *sql.Conn) error {
 	if u.off {
 		return errNoCheckpoints
-	}
-	if u.journal {
-		return nil
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -373,11 +348,7 @@ func (u *Upkeep) CheckRoom(n int64) error {
 // pages not copied yet. A WAL allowed to take the room its own copy needs
 // could never be copied: output stayed dropped after space returned, and
 // the WAL kept its space for good. conn is the writer's connection.
-// An output data file (NewOutputUpkeep) has no WAL: CheckRoom.
 func (u *Upkeep) RoomForWAL(ctx context.Context, conn *sql.Conn, n int64) error {
-	if u.journal {
-		return u.CheckRoom(n)
-	}
 	free, ok := freeBytes(u.d.Path)
 	if !ok {
 		return nil // cannot tell: let SQLite find out
@@ -455,9 +426,6 @@ func fileSize(path string) int64 {
 // so that the end finds the whole reserve. It returns whether the disk was
 // tight.
 func (u *Upkeep) Reclaim(ctx context.Context) bool {
-	if u.journal {
-		return false
-	}
 	if _, tight := u.Tight(); !tight {
 		return false
 	}

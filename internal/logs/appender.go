@@ -127,8 +127,7 @@ type Appender struct {
 	wake     chan struct{} // the first byte after an idle period
 	full     chan struct{} // MaxBatchBytes are queued
 
-	up    *db.Upkeep                // the WAL's checkpoints and the room on the disk
-	outUp atomic.Pointer[db.Upkeep] // the same for the output data file, once the writer opened it
+	up *db.Upkeep // the WAL's checkpoints and the room on the disk
 	// outOff is set once the output data file failed a write: chunks are
 	// stored in the database from then on (see outputFileError).
 	outOff atomic.Bool
@@ -304,9 +303,6 @@ func (a *Appender) Close() error {
 	a.up.Stop()
 	a.wg.Wait()
 	a.flushing <- struct{}{}
-	if ou := a.outUp.Load(); ou != nil {
-		ou.Stop()
-	}
 	err := a.flushLocked("", rowsAll)
 	// Spooled output gets closeDrain to reach the database; what is still
 	// spooled then is dropped and counted, as it would be on a full disk.
@@ -324,9 +320,6 @@ func (a *Appender) Close() error {
 		// What the checkpointer has not copied yet is copied now, room
 		// permitting, so that the WAL does not outlive the appender.
 		_ = a.up.Checkpoint(context.Background(), a.w.conn)
-		if a.w.out != nil {
-			_ = a.outUp.Load().Checkpoint(context.Background(), a.w.out)
-		}
 	}
 	a.dropWriterLocked()
 	<-a.flushing
@@ -613,9 +606,6 @@ var flushGrid = time.Now()
 // comes.
 func (a *Appender) CheckpointSoon() {
 	a.up.Wake()
-	if ou := a.outUp.Load(); ou != nil {
-		ou.Wake()
-	}
 }
 
 // Reclaim copies the WAL into the database file and truncates it when the
@@ -623,9 +613,6 @@ func (a *Appender) CheckpointSoon() {
 // recording a job's end, so that the end finds the whole reserve. It
 // returns whether the disk was tight.
 func (a *Appender) Reclaim(ctx context.Context) bool {
-	if ou := a.outUp.Load(); ou != nil {
-		ou.Reclaim(ctx)
-	}
 	return a.up.Reclaim(ctx)
 }
 

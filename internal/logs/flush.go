@@ -121,7 +121,9 @@ func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []
 			return 0, false, &outputFileError{err}
 		}
 	}
-	if a.outUp.Load().RoomForWAL(ctx, w.out, w.outBytes+int64(len(data))) != nil {
+	// The file is beside the database, on its file system, and has no
+	// WAL: its bytes take their room once (db.Upkeep.CheckRoom).
+	if a.up.CheckRoom(w.outBytes+int64(len(data))) != nil {
 		return 0, false, nil
 	}
 	id = w.nextID
@@ -177,21 +179,9 @@ func (a *Appender) beginOutput(ctx context.Context, w *writer) error {
 				return err
 			}
 		}
-		ou := a.outUp.Load()
-		if ou == nil {
-			ou = a.up.NewOutputUpkeep(o)
-			if a.isRunning() {
-				ou.Start()
-			}
-			a.outUp.Store(ou)
-		}
-		if err := ou.SetUpWriter(ctx, conn, a.isRunning()); err != nil {
-			discard(conn)
-			return err
-		}
 		w.out = conn
 	}
-	if err := a.outUp.Load().BeforeTx(ctx, w.out, 0); err != nil {
+	if err := a.up.CheckRoom(0); err != nil {
 		return err
 	}
 	if _, err := w.out.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
@@ -290,7 +280,6 @@ func (a *Appender) endOutput(ctx context.Context, w *writer, commit bool) error 
 		_, _ = w.out.ExecContext(ctx, "ROLLBACK")
 		return &outputFileError{fmt.Errorf("commit: %w", err)}
 	}
-	a.outUp.Load().Committed(w.outBytes)
 	return nil
 }
 
