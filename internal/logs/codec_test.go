@@ -199,18 +199,5 @@ func TestCapTrimsCompressedChunk(t *testing.T) {
 	const maxOutput = 512 << 10
 	id := newJob(t, d, maxOutput)
 	track(t, a, id, maxOutput)
-	data := textOutput(testlong.Pick(3<<19, 3<<20))
-	for p := data; len(p) > 0; {
-		n := min(len(p), 40000)
-		write(t, a, id, Stdout, p[:n])
-		p = p[n:]
-		flush(t, a) // a flush per write: the cap is enforced many times
-	}
-	got, gap, _ := readAll(t, d, id, 1<<20, Filter{})
-	head := int64(64 << 10)
-	evicted := int64(len(data)) - maxOutput
-	want := append(bytes.Clone(data[:head]), data[head+evicted:]...)
-	if gap != evicted || !bytes.Equal(got, want) {
-		t.Fatalf("read %d bytes with a gap of %d, want %d with a gap of %d (equal %v)", len(got), gap, len(want), evicted, bytes.Equal(got, want))
-	}
+	writeCapped(t, d, a, id, textOutput(testlong.Pick(3<<19, 3<<20)), 40000, 64<<10, maxOutput)
 }

@@ -267,3 +267,23 @@ func freeBytes(path string) (int64, bool) {
 	}
 	return int64(st.Bavail) * int64(st.Bsize), true
 }
+
+// writeCapped writes data for job id in writes of piece bytes, with a
+// flush after each (so that the job's cap of maxOutput is enforced many
+// times), and checks that a read gives the first head bytes and the
+// newest rest exactly, with the evicted middle as the gap.
+func writeCapped(t testing.TB, d *db.DB, a *Appender, id string, data []byte, piece int, head, maxOutput int64) {
+	t.Helper()
+	for p := data; len(p) > 0; {
+		n := min(len(p), piece)
+		write(t, a, id, Stdout, p[:n])
+		p = p[n:]
+		flush(t, a)
+	}
+	got, gap, _ := readAll(t, d, id, 1<<20, Filter{})
+	evicted := int64(len(data)) - maxOutput
+	want := append(bytes.Clone(data[:head]), data[head+evicted:]...)
+	if gap != evicted || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes with a gap of %d, want %d with a gap of %d (equal %v)", len(got), gap, len(want), evicted, bytes.Equal(got, want))
+	}
+}
