@@ -69,11 +69,16 @@ type DB struct {
 // the WAL whole, so creating a job, marking it running and then done took
 // several times longer with 64 KiB pages than with 4 KiB ones.
 func DSN(path string) string {
+	return dsn(path, "journal_mode(WAL)", "foreign_keys(1)", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()), "synchronous(NORMAL)")
+}
+
+// dsn is the connection string for path with the pragmas given, in that
+// order, and write transactions that begin IMMEDIATE.
+func dsn(path string, pragmas ...string) string {
 	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "synchronous(NORMAL)")
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
 	q.Add("_txlock", "immediate")
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }

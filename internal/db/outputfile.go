@@ -173,12 +173,7 @@ func openOutputOnce(ctx context.Context, path string, readOnly bool) (*DB, error
 // (TRUNCATE: no file created and deleted per commit), synchronous=FULL,
 // the busy timeout, and write transactions that begin IMMEDIATE.
 func OutputDSN(path string) string {
-	q := url.Values{}
-	q.Add("_pragma", "journal_mode(TRUNCATE)")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_txlock", "immediate")
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	return dsn(path, "journal_mode(TRUNCATE)", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()), "synchronous(FULL)")
 }
 
 // initOutputOnce sets the page size and auto-vacuum of a new output data
