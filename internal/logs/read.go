@@ -86,18 +86,26 @@ type Page struct {
 	Truncated bool
 }
 
-// again runs read, and again (three times in all at most) while it meets
-// a chunk whose bytes were deleted from the output data file after it read
-// the chunk's row (db.ErrOutputDataGone): the row went with them, and a
-// fresh read does not find it.
+// again runs read, and again (readAttempts times in all at most) while it
+// meets a chunk whose bytes were deleted from the output data file after it
+// read the chunk's row (db.ErrOutputDataGone): the row went with them, and
+// a fresh read does not find it.
 func again[T any](read func() (T, error)) (T, error) {
-	for i := 0; ; i++ {
+	for i := 1; ; i++ {
 		v, err := read()
-		if err == nil || i == 2 || !errors.Is(err, db.ErrOutputDataGone) {
+		if err == nil || i == readAttempts || !errors.Is(err, db.ErrOutputDataGone) {
 			return v, err
 		}
 	}
 }
+
+// readAttempts bounds again. Under a flood capped at a few MiB, the
+// newest chunks are evicted (their bytes freed) within milliseconds of
+// being written; a reader descheduled between a chunk's row and its bytes
+// on a loaded machine lost that race three times in a row (a poll of such
+// a job failed). Each attempt reads a fresh snapshot, so the bound only
+// matters while the reader keeps losing.
+const readAttempts = 50
 
 // readTx is one read: a snapshot of the job's output.
 type readTx struct {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/vocab"
 )
 
@@ -171,5 +173,36 @@ func TestReadLimits(t *testing.T) {
 	}
 	if len(p.Data) != DefaultLimit || p.Start != int64(len(data)-DefaultLimit) {
 		t.Fatalf("default tail: %d bytes from %d", len(p.Data), p.Start)
+	}
+}
+
+// A read that keeps meeting bytes freed under it (db.ErrOutputDataGone)
+// is tried again with a fresh snapshot, up to readAttempts times: a poll
+// of a job flooding under a small cap lost the race three times in a row
+// on a loaded machine when three was the bound.
+func TestAgainRetriesFreedOutputData(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	v, err := again(func() (int, error) {
+		calls++
+		if calls < 10 {
+			return 0, fmt.Errorf("read chunk: %w", db.ErrOutputDataGone)
+		}
+		return 42, nil
+	})
+	if err != nil || v != 42 || calls != 10 {
+		t.Fatalf("again: %d, %v after %d calls; want 42 after 10", v, err, calls)
+	}
+	calls = 0
+	_, err = again(func() (int, error) {
+		calls++
+		return 0, db.ErrOutputDataGone
+	})
+	if !errors.Is(err, db.ErrOutputDataGone) || calls != readAttempts {
+		t.Fatalf("again gave up after %d calls with %v; want %d calls", calls, err, readAttempts)
+	}
+	calls = 0
+	if _, err = again(func() (int, error) { calls++; return 0, errors.New("other") }); err == nil || calls != 1 {
+		t.Fatalf("another error was tried %d times (%v); want once", calls, err)
 	}
 }
