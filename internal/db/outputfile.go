@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -52,8 +53,9 @@ import (
 // since (chunk rows go with their job, or when the output is evicted or
 // cleared, and the file's rows are not deleted with them). A reader reads
 // the chunk rows first and the bytes after, so it finds the bytes of every
-// row it read, unless they were swept in between: ErrOutputDataGone, and
-// the read is tried again.
+// row it read, unless they were freed in between: ErrOutputDataGone. The
+// read is then tried again holding the file from before its snapshot
+// (HoldOutput), and no byte of that snapshot can go until it is done.
 //
 // In the sqlite3 shell:
 //
@@ -207,17 +209,86 @@ func initOutputOnce(ctx context.Context, path string) error {
 // ReadOutputData reads the bytes stored under id in the output data file
 // o, appending them to dst.
 func ReadOutputData(ctx context.Context, o *DB, id int64, dst []byte) ([]byte, error) {
+	return readOutputData(ctx, o, o.Path, id, dst)
+}
+
+// OutputHold is a read transaction on the output data file. While one is
+// open no row of the file can be deleted: a delete commits only once no
+// reader holds the file. A read of the database that begins after it finds
+// the bytes of every chunk row it reads, whatever is evicted, cleared or
+// swept after.
+type OutputHold struct {
+	conn  *sql.Conn
+	path  string
+	begun bool
+}
+
+// HoldOutput opens a read transaction on the output data file of d, which
+// the caller ends with Release. A missing file is ErrOutputDataGone.
+func (d *DB) HoldOutput(ctx context.Context) (*OutputHold, error) {
+	o, err := d.Output(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := o.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("hold output data: %w", err)
+	}
+	h := &OutputHold{conn: conn, path: o.Path}
+	// A deferred transaction takes the file's shared lock at its first
+	// read and keeps it to its end. (BEGIN is written out: the
+	// connection's transactions begin IMMEDIATE.)
+	if _, err := conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		h.Release()
+		return nil, fmt.Errorf("hold output data: %w", err)
+	}
+	h.begun = true
+	var n int64
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM chunk_data LIMIT 1)`).Scan(&n); err != nil {
+		h.Release()
+		return nil, outputReadError(o.Path, err)
+	}
+	return h, nil
+}
+
+// Read appends to dst the bytes stored under id.
+func (h *OutputHold) Read(ctx context.Context, id int64, dst []byte) ([]byte, error) {
+	return readOutputData(ctx, h.conn, h.path, id, dst)
+}
+
+// Release ends the hold.
+func (h *OutputHold) Release() {
+	if !h.begun {
+		h.conn.Close()
+		return
+	}
+	if _, err := h.conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		// Never back to the pool with the lock held.
+		_ = h.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	h.conn.Close()
+}
+
+func readOutputData(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, path string, id int64, dst []byte) ([]byte, error) {
 	var b []byte
-	if err := o.QueryRowContext(ctx, `SELECT data FROM chunk_data WHERE id = ?`, id).Scan(&b); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT data FROM chunk_data WHERE id = ?`, id).Scan(&b); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return dst, fmt.Errorf("%w (row %d)", ErrOutputDataGone, id)
 		}
-		if isReadOnlyRollback(err) {
-			return dst, fmt.Errorf("read output data: %s holds a write a crash left unfinished (%s-journal), which a read-only open cannot roll back: read it once without --read-only", o.Path, filepath.Base(o.Path))
-		}
-		return dst, fmt.Errorf("read output data: %w", err)
+		return dst, outputReadError(path, err)
 	}
 	return append(dst, b...), nil
+}
+
+// outputReadError is err, a failed read of the output data file at path,
+// told in one line.
+func outputReadError(path string, err error) error {
+	if isReadOnlyRollback(err) {
+		return fmt.Errorf("read output data: %s holds a write a crash left unfinished (%s-journal), which a read-only open cannot roll back: read it once without --read-only", path, filepath.Base(path))
+	}
+	return fmt.Errorf("read output data: %w", err)
 }
 
 // isReadOnlyRollback reports whether err is SQLite's SQLITE_READONLY_ROLLBACK:

@@ -218,7 +218,7 @@ func (w *writer) noteFreed(ctx context.Context, jobID string, head, last int64) 
 // transaction just committed deleted, in a transaction of its own that
 // comes after it: a chunk row never names bytes that are gone, though a
 // reader that read the row before may find them gone (db.ErrOutputDataGone,
-// and it reads again). What a failure or a crash leaves there,
+// and it reads again holding the file: again). What a failure or a crash leaves there,
 // db.SweepOutputData deletes.
 func (a *Appender) freeData(ctx context.Context, w *writer) {
 	ids := w.freeing

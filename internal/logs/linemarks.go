@@ -31,7 +31,7 @@ type LineMark struct {
 // Lines that are no longer stored (evicted) get none: the result may be
 // shorter than n, and is empty past the end.
 func LineMarks(ctx context.Context, d *db.DB, jobID string, from, n int64, only Stream) ([]LineMark, error) {
-	return again(func() ([]LineMark, error) { return lineMarks(ctx, d, jobID, from, n, only) })
+	return again(ctx, func(ctx context.Context) ([]LineMark, error) { return lineMarks(ctx, d, jobID, from, n, only) })
 }
 
 func lineMarks(ctx context.Context, d *db.DB, jobID string, from, n int64, only Stream) ([]LineMark, error) {

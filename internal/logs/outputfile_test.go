@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentjobs/jobs/internal/db"
 	"github.com/agentjobs/jobs/internal/testlong"
@@ -316,5 +318,63 @@ func TestNoOutputDataFileWithoutCheckpoints(t *testing.T) {
 	}
 	if _, err := os.Stat(db.OutputPath(d.Path)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("an output data file was made (%v)", err)
+	}
+}
+
+// TestHeldReadKeepsItsBytes: a read that holds the output data file (what
+// again's second try does) reads every byte of its snapshot though, between
+// its chunk rows and their bytes, the job's output is cleared and the sweep
+// deletes those bytes: the sweep's delete waits for the read, then takes
+// them. Not parallel: it sets beforeOutputData.
+func TestHeldReadKeepsItsBytes(t *testing.T) {
+	ctx := context.Background()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	want := randomOutput(t, 1<<20+333)
+	write(t, a, id, Stdout, want)
+	flush(t, a)
+	ext := externalChunks(t, d, id)
+	if ext == 0 {
+		t.Fatal("no chunk in the output data file")
+	}
+	var (
+		once  sync.Once
+		swept = make(chan struct{})
+		n     int64
+		err   error
+	)
+	beforeOutputData = func(bool) {
+		once.Do(func() {
+			if err := Clear(ctx, d, id); err != nil {
+				t.Error(err)
+				close(swept)
+				return
+			}
+			go func() {
+				defer close(swept)
+				n, err = d.SweepOutputData(ctx)
+			}()
+			// Unheld, the bytes are gone once the sweep is done; held, the
+			// sweep waits for the read, which goes on after a while.
+			select {
+			case <-swept:
+			case <-time.After(time.Second):
+			}
+		})
+	}
+	defer func() { beforeOutputData = nil }()
+	p, rerr := ReadRange(context.WithValue(ctx, holdOutputKey{}, true), d, id, 0, 2<<20, Filter{})
+	if rerr != nil || !bytes.Equal(p.Data, want) {
+		t.Fatalf("held read: %d bytes, %v; want the %d bytes of its snapshot", len(p.Data), rerr, len(want))
+	}
+	select {
+	case <-swept:
+	case <-time.After(time.Minute):
+		t.Fatal("the sweep did not end after the read")
+	}
+	if err != nil || n != ext {
+		t.Fatalf("the sweep after the read: %d rows, %v; want the cleared job's %d", n, err, ext)
 	}
 }

@@ -86,26 +86,24 @@ type Page struct {
 	Truncated bool
 }
 
-// again runs read, and again (readAttempts times in all at most) while it
-// meets a chunk whose bytes were deleted from the output data file after it
-// read the chunk's row (db.ErrOutputDataGone): the row went with them, and
-// a fresh read does not find it.
-func again[T any](read func() (T, error)) (T, error) {
-	for i := 1; ; i++ {
-		v, err := read()
-		if err == nil || i == readAttempts || !errors.Is(err, db.ErrOutputDataGone) {
-			return v, err
-		}
+// again runs read, and when it meets a chunk whose bytes were deleted from
+// the output data file after it read the chunk's row (db.ErrOutputDataGone:
+// evicted, cleared or swept in between), runs it once more holding the
+// output data file from before its snapshot (db.HoldOutput), so that the
+// bytes of every row it reads stay until it is done. Only a read that lost
+// that race holds the file: a hold delays the commits of the output's
+// writer while it lasts.
+func again[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
+	v, err := read(ctx)
+	if err == nil || !errors.Is(err, db.ErrOutputDataGone) {
+		return v, err
 	}
+	return read(context.WithValue(ctx, holdOutputKey{}, true))
 }
 
-// readAttempts bounds again. Under a flood capped at a few MiB, the
-// newest chunks are evicted (their bytes freed) within milliseconds of
-// being written; a reader descheduled between a chunk's row and its bytes
-// on a loaded machine lost that race three times in a row (a poll of such
-// a job failed). Each attempt reads a fresh snapshot, so the bound only
-// matters while the reader keeps losing.
-const readAttempts = 50
+// holdOutputKey marks the context of a read that holds the output data
+// file (again).
+type holdOutputKey struct{}
 
 // readTx is one read: a snapshot of the job's output.
 type readTx struct {
@@ -114,29 +112,46 @@ type readTx struct {
 	jobID string
 	m     db.OutputCounters // the row's counters, brought up to the newest chunk (see DefaultRowEvery)
 	buf   []byte            // the decoded data of the chunk forward hands out
+	hold  *db.OutputHold    // the output data file, held from before tx began (again); or nil
 }
 
 func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
+	r := &readTx{d: d, jobID: jobID}
+	if ctx.Value(holdOutputKey{}) != nil {
+		h, err := d.HoldOutput(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read output of job %s: %w", jobID, err)
+		}
+		r.hold = h
+	}
 	// ReadOnly makes the driver BEGIN DEFERRED despite _txlock=immediate:
 	// readers must not queue for the write lock.
 	tx, err := d.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
+		r.close()
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
-	r := &readTx{d: d, tx: tx, jobID: jobID}
+	r.tx = tx
 	ok, err := db.ReadOutputCounters(ctx, tx, jobID, &r.m)
 	if err != nil {
-		tx.Rollback()
+		r.close()
 		return nil, fmt.Errorf("read output of job %s: %w", jobID, err)
 	}
 	if !ok {
-		tx.Rollback()
+		r.close()
 		return nil, fmt.Errorf("read output of job %s: %w", jobID, ErrJobNotFound)
 	}
 	return r, nil
 }
 
-func (r *readTx) close() { r.tx.Rollback() }
+func (r *readTx) close() {
+	if r.tx != nil {
+		r.tx.Rollback()
+	}
+	if r.hold != nil {
+		r.hold.Release()
+	}
+}
 
 func (r *readTx) page() Page {
 	return Page{TotalBytes: r.m.Bytes, TotalLines: r.m.Lines, EvictedBytes: r.m.Evicted, DroppedBytes: r.m.Dropped}
@@ -177,10 +192,20 @@ func (c *chunk) linesBefore(pos int64) int64 {
 const chunkColumns = `stream, byte_offset, first_line, line_count, ` + db.ChunkSize + `,
 	size IS NOT NULL AND data_ref IS NULL, data_ref`
 
+// beforeOutputData, set by tests, runs before each read of the output
+// data file, told whether the read holds it.
+var beforeOutputData func(held bool)
+
 // outputData appends to dst the bytes of the chunk stored under ref in the
 // output data file. The chunk rows were read first, so their bytes are
 // there unless swept since (db.ErrOutputDataGone).
 func (r *readTx) outputData(ctx context.Context, ref int64, dst []byte) ([]byte, error) {
+	if beforeOutputData != nil {
+		beforeOutputData(r.hold != nil)
+	}
+	if r.hold != nil {
+		return r.hold.Read(ctx, ref, dst)
+	}
 	o, err := r.d.Output(ctx, false)
 	if err != nil {
 		return dst, err
@@ -514,7 +539,7 @@ func clampLimit(limit int64) (int, bool) {
 // nothing at the end. It returns an error wrapping ErrJobNotFound when the job
 // does not exist.
 func ReadRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64, f Filter) (Page, error) {
-	return again(func() (Page, error) { return readRange(ctx, d, jobID, offset, limit, f) })
+	return again(ctx, func(ctx context.Context) (Page, error) { return readRange(ctx, d, jobID, offset, limit, f) })
 }
 
 func readRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64, f Filter) (Page, error) {
@@ -554,7 +579,7 @@ func readRange(ctx context.Context, d *db.DB, jobID string, offset, limit int64,
 // evicted gap starts the page at the first stored byte after it (LinesBefore
 // says which line that is).
 func ReadLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Filter) (Page, error) {
-	return again(func() (Page, error) { return readLines(ctx, d, jobID, from, n, f) })
+	return again(ctx, func(ctx context.Context) (Page, error) { return readLines(ctx, d, jobID, from, n, f) })
 }
 
 func readLines(ctx context.Context, d *db.DB, jobID string, from, n int64, f Filter) (Page, error) {
@@ -738,7 +763,7 @@ func (w *tailWindow) abs(i int, total int64) int64 {
 }
 
 func tail(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines bool, f Filter) (Page, error) {
-	return again(func() (Page, error) { return tailOnce(ctx, d, jobID, n, unit, lines, f) })
+	return again(ctx, func(ctx context.Context) (Page, error) { return tailOnce(ctx, d, jobID, n, unit, lines, f) })
 }
 
 func tailOnce(ctx context.Context, d *db.DB, jobID string, n int64, unit Unit, lines bool, f Filter) (Page, error) {

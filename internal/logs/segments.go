@@ -31,7 +31,7 @@ func ReadSegments(ctx context.Context, d *db.DB, jobID string, offset, limit int
 		segs []Segment
 		p    Page
 	}
-	r, err := again(func() (result, error) {
+	r, err := again(ctx, func(ctx context.Context) (result, error) {
 		segs, p, err := readSegments(ctx, d, jobID, offset, limit)
 		return result{segs, p}, err
 	})

@@ -168,7 +168,7 @@ func readStreamLines(ctx context.Context, d *db.DB, jobID string, from, n int64,
 // output's reads one stream from there. Like the stream's own counts, it
 // counts stored output only.
 func StreamLinesBefore(ctx context.Context, d *db.DB, jobID string, s Stream, line int64) (int64, error) {
-	return again(func() (int64, error) { return streamLinesBefore(ctx, d, jobID, s, line) })
+	return again(ctx, func(ctx context.Context) (int64, error) { return streamLinesBefore(ctx, d, jobID, s, line) })
 }
 
 func streamLinesBefore(ctx context.Context, d *db.DB, jobID string, s Stream, line int64) (int64, error) {
