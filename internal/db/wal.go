@@ -200,6 +200,10 @@ func (u *Upkeep) TxFull(ctx context.Context, conn *sql.Conn, n, more int64) bool
 	return u.walSync+n >= WALRestartFrames*4096 || u.RoomForWAL(ctx, conn, n+more) != nil
 }
 
+// WALBytes is the output committed to the WAL since the writer last
+// checkpointed, as the writer counts it (Committed).
+func (u *Upkeep) WALBytes() int64 { return u.walSync }
+
 // Committed counts a committed transaction of n bytes of output and wakes
 // the checkpointer after every ckptBytes or ckptCommits.
 func (u *Upkeep) Committed(n int64) {

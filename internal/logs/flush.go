@@ -69,6 +69,9 @@ type writer struct {
 	outTx    bool
 	nextID   int64 // the id of the next chunk_data row
 	outBytes int64 // bytes stored there in outTx
+	// external counts the bytes of output that the transaction on conn
+	// stored in the output data file: they take no room in its WAL.
+	external int64
 
 	// freeing are the chunk_data rows of chunks that the transaction on
 	// conn deletes (evicted); once it commits, they are deleted there
@@ -132,6 +135,7 @@ func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []
 	}
 	w.nextID++
 	w.outBytes += int64(len(data))
+	w.external += int64(len(data))
 	if w.outBytes >= outTxBytes {
 		// Committed early, the bytes are still committed before the
 		// chunk rows naming them; the next chunk begins a transaction.
@@ -439,11 +443,12 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 	}
 
 	txStart := time.Now()
+	w.external = 0
 	for i := 0; ; {
 		if i == len(*batch) {
 			// A transaction that takes the WAL far enough ends there,
 			// so that the next one starts the WAL over (db.Upkeep).
-			if !more || time.Since(txStart) >= maxTxSpan || a.up.TxFull(ctx, w.conn, n, int64(a.o.MaxBatchBytes)) {
+			if !more || time.Since(txStart) >= maxTxSpan || a.up.TxFull(ctx, w.conn, n-w.external, int64(a.o.MaxBatchBytes)) {
 				break
 			}
 			more := a.takeMore()
@@ -474,7 +479,9 @@ func (a *Appender) writeTx(batch *[]jobBatch, grouped, more bool) (err error) {
 		return fmt.Errorf("commit output: %w", err)
 	}
 	a.freeData(ctx, w)
-	a.up.Committed(n)
+	// The WAL holds what the database's pages took: a flood whose bytes
+	// went to the output data file wakes no checkpoint for them.
+	a.up.Committed(n - w.external)
 	if a.isClosed() {
 		a.dropWriterLocked() // nobody would close it
 	}

@@ -378,3 +378,32 @@ func TestHeldReadKeepsItsBytes(t *testing.T) {
 		t.Fatalf("the sweep after the read: %d rows, %v; want the cleared job's %d", n, err, ext)
 	}
 }
+
+// TestOutputFileBytesSkipTheWAL: the output a flush stored in the output
+// data file is not counted as written to the database's WAL, which wakes
+// checkpoints and starts the WAL over by that count (db.Upkeep): a flood of
+// random bytes woke a checkpoint every 4 MiB, and the writer checkpointed
+// itself every 32 MiB, for bytes that never went to the WAL.
+func TestOutputFileBytesSkipTheWAL(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	random := randomOutput(t, 3<<20)
+	text := bytes.Repeat([]byte("a line of a build log, compiled and linked\n"), 24000)
+	write(t, a, id, Stdout, random)
+	write(t, a, id, Stdout, text)
+	flush(t, a)
+	var ext int64
+	if err := d.QueryRow(`SELECT coalesce(sum(size), 0) FROM chunks WHERE job_id = ? AND data_ref IS NOT NULL`, id).Scan(&ext); err != nil {
+		t.Fatal(err)
+	}
+	if ext == 0 {
+		t.Fatal("no chunk in the output data file")
+	}
+	total := int64(len(random) + len(text))
+	if got := a.up.WALBytes(); got != total-ext {
+		t.Fatalf("the writer counted %d bytes into the WAL, want the %d of %d not in the output data file", got, total-ext, total)
+	}
+}
