@@ -71,7 +71,7 @@ func copyAsHost(t *testing.T, src, dst, host string) {
 
 // copyOutputData copies the output data file at src to dst whole, as
 // docs/replication.md copies it (VACUUM INTO, on a connection as jobs
-// opens it: with its rollback journal).
+// opens it).
 func copyOutputData(t *testing.T, src, dst string) {
 	t.Helper()
 	o, err := sql.Open("sqlite", db.OutputDSN(src))

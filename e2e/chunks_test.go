@@ -54,7 +54,8 @@ func outputFileOf(t testing.TB, d *sql.DB) *sql.DB {
 	if o, ok := outputFiles.Load(out); ok {
 		return o.(*sql.DB)
 	}
-	// Reads wait for the writer's commits there (a rollback journal).
+	// The busy timeout covers the moments a WAL's reader waits (its
+	// recovery after a crash).
 	o, err := sql.Open("sqlite", "file:"+out+"?mode=ro&_pragma=busy_timeout(60000)")
 	if err != nil {
 		t.Fatal(err)

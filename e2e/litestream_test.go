@@ -418,8 +418,8 @@ func TestLitestreamReplicaRestoresEveryJob(t *testing.T) {
 			w.ok("list") // creates the database
 			// Litestream replicates jobs.db (docs/replication.md). The
 			// output data file, where a flood that does not compress
-			// (random bytes) goes with jobs' own checkpoints, keeps a
-			// rollback journal, which Litestream cannot replicate: with
+			// (random bytes) goes with jobs' own checkpoints, is a second
+			// database, which this replication leaves out: with
 			// JOBS_CHECKPOINT=off there is none, and with checkpoints it
 			// is copied by hand (VACUUM INTO) once the supervisor stopped.
 			rep := startReplication(t, bin, w.base, w.dbPath())

@@ -671,9 +671,9 @@ func diskUse(dir, dbPath string) string {
 		return fi.Size()
 	}
 	out := db.OutputPath(dbPath)
-	return fmt.Sprintf("free %d KiB of %d KiB; database %d KiB, WAL %d KiB; output data file %d KiB, journal %d KiB",
+	return fmt.Sprintf("free %d KiB of %d KiB; database %d KiB, WAL %d KiB; output data file %d KiB, WAL %d KiB",
 		int64(st.Bavail)*int64(st.Bsize)>>10, int64(st.Blocks)*int64(st.Bsize)>>10, size(dbPath)>>10, size(dbPath+"-wal")>>10,
-		size(out)>>10, size(out+"-journal")>>10)
+		size(out)>>10, size(out+"-wal")>>10)
 }
 
 // zeroReader reads zeros forever.

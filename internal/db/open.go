@@ -715,18 +715,20 @@ func (d *DB) Vacuum(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("vacuum: %w", err)
 	}
-	if _, err := o.ExecContext(ctx, `VACUUM`); err != nil {
-		return fmt.Errorf("vacuum %s: %w", o.Path, cleanSQLiteError(err))
+	for _, stmt := range []string{`VACUUM`, `PRAGMA wal_checkpoint(TRUNCATE)`} {
+		if _, err := o.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("vacuum %s: %w", o.Path, cleanSQLiteError(err))
+		}
 	}
 	return nil
 }
 
 // Size is the database's size on disk: the file and its WAL, and the
-// output data file and its journal.
+// output data file and its WAL.
 func (d *DB) Size() int64 {
 	var n int64
 	out := OutputPath(d.Path)
-	for _, p := range []string{d.Path, d.Path + "-wal", out, out + "-journal"} {
+	for _, p := range []string{d.Path, d.Path + "-wal", out, out + "-wal"} {
 		if st, err := os.Stat(p); err == nil {
 			n += st.Size()
 		}

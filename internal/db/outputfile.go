@@ -9,13 +9,10 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // The output data file.
@@ -29,18 +26,17 @@ import (
 // transactions (a job's start, its end, an event) keep writing small
 // pages.
 //
-// The file keeps a rollback journal, not a WAL (OutputDSN). A WAL takes
-// every byte twice, into the WAL and again when a checkpoint copies it
-// into the file, reading it back in between; a rollback journal holds only
-// the pages a transaction changes that the file held when it began, and a
-// flood's pages are appended past its end: its bytes are written once,
-// and the journal holds the few pages around them (the last leaf, the
-// interior pages, the header). Commits are synchronous=FULL: the bytes are
-// on the disk before the chunk rows that name them commit. A reader holds
-// a shared lock for one read; the writer's commit waits for readers, and
-// a read for a commit, within the busy timeout. Litestream replicates only
-// WAL databases: with checkpoints left to it (JOBS_CHECKPOINT=off) no
-// output goes to this file (logs.Appender), so jobs.db alone holds every
+// The file has a WAL of its own, as the database has (OutputDSN): readers
+// never wait for its writer, nor the writer for them, and a supervisor
+// stopped in the middle of a commit (SIGSTOP) stops no read. (A rollback
+// journal, which writes a flood's appended pages once instead of twice,
+// made every read wait while a commit was under way, and fail while its
+// writer was stopped there.) Its commits are synchronous=FULL: the bytes
+// are on the disk before the chunk rows that name them commit, which a
+// power loss then cannot keep without them. Its checkpoints are the
+// appender's, as the database's are (Upkeep). Litestream, which replicates
+// one database, is left checkpoints with JOBS_CHECKPOINT=off: then no
+// output goes to this file (logs.Appender), and jobs.db alone holds every
 // byte.
 //
 // A chunk row whose bytes are there has data_ref set: the id of its row in
@@ -54,8 +50,9 @@ import (
 // cleared, and the file's rows are not deleted with them). A reader reads
 // the chunk rows first and the bytes after, so it finds the bytes of every
 // row it read, unless they were freed in between: ErrOutputDataGone. The
-// read is then tried again holding the file from before its snapshot
-// (HoldOutput), and no byte of that snapshot can go until it is done.
+// read is then tried again holding a snapshot of the file taken before its
+// snapshot of the database (HoldOutput), which keeps every byte it can
+// name.
 //
 // In the sqlite3 shell:
 //
@@ -171,11 +168,11 @@ func openOutputOnce(ctx context.Context, path string, readOnly bool) (*DB, error
 }
 
 // OutputDSN returns the connection string for the output data file at
-// path: a rollback journal kept as an empty file between transactions
-// (TRUNCATE: no file created and deleted per commit), synchronous=FULL,
-// the busy timeout, and write transactions that begin IMMEDIATE.
+// path: its WAL, synchronous=FULL (its commits come before those of the
+// chunk rows that name their bytes), the busy timeout, and write
+// transactions that begin IMMEDIATE.
 func OutputDSN(path string) string {
-	return dsn(path, "journal_mode(TRUNCATE)", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()), "synchronous(FULL)")
+	return dsn(path, "journal_mode(WAL)", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()), "synchronous(FULL)")
 }
 
 // initOutputOnce sets the page size and auto-vacuum of a new output data
@@ -197,7 +194,7 @@ func initOutputOnce(ctx context.Context, path string) error {
 		fmt.Sprintf("PRAGMA page_size = %d", OutputPageSize),
 		"PRAGMA auto_vacuum = INCREMENTAL",
 		outputSchema,
-		"PRAGMA journal_mode = TRUNCATE",
+		"PRAGMA journal_mode = WAL",
 	} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return cleanSQLiteError(err)
@@ -209,17 +206,16 @@ func initOutputOnce(ctx context.Context, path string) error {
 // ReadOutputData reads the bytes stored under id in the output data file
 // o, appending them to dst.
 func ReadOutputData(ctx context.Context, o *DB, id int64, dst []byte) ([]byte, error) {
-	return readOutputData(ctx, o, o.Path, id, dst)
+	return readOutputData(ctx, o, id, dst)
 }
 
-// OutputHold is a read transaction on the output data file. While one is
-// open no row of the file can be deleted: a delete commits only once no
-// reader holds the file. A read of the database that begins after it finds
-// the bytes of every chunk row it reads, whatever is evicted, cleared or
-// swept after.
+// OutputHold is a read transaction on the output data file: a snapshot of
+// it, which deletes committed after it began do not change. A read of the
+// database that begins after it finds the bytes of every chunk row it
+// reads there, whatever is evicted, cleared or swept meanwhile (the chunk
+// rows go first, their bytes after).
 type OutputHold struct {
 	conn  *sql.Conn
-	path  string
 	begun bool
 }
 
@@ -234,10 +230,10 @@ func (d *DB) HoldOutput(ctx context.Context) (*OutputHold, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hold output data: %w", err)
 	}
-	h := &OutputHold{conn: conn, path: o.Path}
-	// A deferred transaction takes the file's shared lock at its first
-	// read and keeps it to its end. (BEGIN is written out: the
-	// connection's transactions begin IMMEDIATE.)
+	h := &OutputHold{conn: conn}
+	// A deferred transaction takes its snapshot at its first read and
+	// keeps it to its end. (BEGIN is written out: the connection's
+	// transactions begin IMMEDIATE.)
 	if _, err := conn.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
 		h.Release()
 		return nil, fmt.Errorf("hold output data: %w", err)
@@ -246,14 +242,14 @@ func (d *DB) HoldOutput(ctx context.Context) (*OutputHold, error) {
 	var n int64
 	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM chunk_data LIMIT 1)`).Scan(&n); err != nil {
 		h.Release()
-		return nil, outputReadError(o.Path, err)
+		return nil, outputReadError(err)
 	}
 	return h, nil
 }
 
 // Read appends to dst the bytes stored under id.
 func (h *OutputHold) Read(ctx context.Context, id int64, dst []byte) ([]byte, error) {
-	return readOutputData(ctx, h.conn, h.path, id, dst)
+	return readOutputData(ctx, h.conn, id, dst)
 }
 
 // Release ends the hold.
@@ -271,32 +267,20 @@ func (h *OutputHold) Release() {
 
 func readOutputData(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, path string, id int64, dst []byte) ([]byte, error) {
+}, id int64, dst []byte) ([]byte, error) {
 	var b []byte
 	if err := q.QueryRowContext(ctx, `SELECT data FROM chunk_data WHERE id = ?`, id).Scan(&b); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return dst, fmt.Errorf("%w (row %d)", ErrOutputDataGone, id)
 		}
-		return dst, outputReadError(path, err)
+		return dst, outputReadError(err)
 	}
 	return append(dst, b...), nil
 }
 
-// outputReadError is err, a failed read of the output data file at path,
-// told in one line.
-func outputReadError(path string, err error) error {
-	if isReadOnlyRollback(err) {
-		return fmt.Errorf("read output data: %s holds a write a crash left unfinished (%s-journal), which a read-only open cannot roll back: read it once without --read-only", path, filepath.Base(path))
-	}
+// outputReadError is err, a failed read of the output data file.
+func outputReadError(err error) error {
 	return fmt.Errorf("read output data: %w", err)
-}
-
-// isReadOnlyRollback reports whether err is SQLite's SQLITE_READONLY_ROLLBACK:
-// a read-only connection met a hot journal, which only a writer can roll
-// back.
-func isReadOnlyRollback(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_READONLY_ROLLBACK
 }
 
 // sweepPage is how many output data rows SweepOutputData looks at in one

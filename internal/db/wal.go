@@ -98,6 +98,10 @@ type Upkeep struct {
 	d       *DB
 	minFree int64
 	off     bool // checkpoints are left to another process
+	// restartFrames is how many frames the WAL holds at most before the
+	// writer starts it over: WALRestartFrames, fewer of an output data
+	// file's larger pages (NewOutputUpkeep).
+	restartFrames int64
 
 	mu            sync.Mutex   // held while a checkpoint runs
 	frames        atomic.Int64 // frames in the WAL at the last checkpoint
@@ -120,9 +124,19 @@ type Upkeep struct {
 // WAL, asks applications to leave them to it): the WAL is never copied into
 // the database file here. Start starts its checkpointer.
 func (d *DB) NewUpkeep(minFree int64, off bool) *Upkeep {
-	u := &Upkeep{d: d, minFree: minFree, off: off, wake: make(chan struct{}, 1)}
+	u := &Upkeep{d: d, minFree: minFree, off: off, restartFrames: WALRestartFrames, wake: make(chan struct{}, 1)}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	return u
+}
+
+// NewOutputUpkeep returns the upkeep of the output data file o, with the
+// reserve and checkpoint policy of u: its WAL starts over at the same size
+// in bytes (WALRestartFrames pages of 4 KiB), fewer frames of its larger
+// pages.
+func (u *Upkeep) NewOutputUpkeep(o *DB) *Upkeep {
+	ou := o.NewUpkeep(u.minFree, u.off)
+	ou.restartFrames = WALRestartFrames * 4096 / OutputPageSize
+	return ou
 }
 
 // Off reports whether checkpoints are left to another process.
@@ -177,7 +191,7 @@ func (u *Upkeep) BeforeTx(ctx context.Context, conn *sql.Conn, n int64) error {
 	switch {
 	case tight:
 		restarted = u.Checkpoint(ctx, conn) == nil
-	case u.walSync >= WALRestartFrames*4096 || u.frames.Load() >= WALRestartFrames:
+	case u.walSync >= WALRestartFrames*4096 || u.frames.Load() >= u.restartFrames:
 		restarted = u.restartWAL(ctx, conn) == nil
 	}
 	if restarted {

@@ -59,8 +59,8 @@ type AppenderOptions struct {
 	// never copies the WAL into the database file. Litestream, which
 	// replicates the database from its WAL, asks applications to leave
 	// checkpoints to it; without such a process the WAL only grows. It
-	// also keeps every chunk in the database: the output data file has a
-	// rollback journal, which Litestream does not replicate.
+	// also keeps every chunk in the database: Litestream replicates one
+	// database, and the output data file would be a second.
 	NoCheckpoints bool
 	// OnOutputFileError, if set, is called once when the output data file
 	// (db.OutputPath) cannot be written (damaged, or refused by the file
@@ -127,7 +127,8 @@ type Appender struct {
 	wake     chan struct{} // the first byte after an idle period
 	full     chan struct{} // MaxBatchBytes are queued
 
-	up *db.Upkeep // the WAL's checkpoints and the room on the disk
+	up    *db.Upkeep                // the WAL's checkpoints and the room on the disk
+	outUp atomic.Pointer[db.Upkeep] // the same for the output data file, once the writer opened it
 	// outOff is set once the output data file failed a write: chunks are
 	// stored in the database from then on (see outputFileError).
 	outOff atomic.Bool
@@ -303,6 +304,9 @@ func (a *Appender) Close() error {
 	a.up.Stop()
 	a.wg.Wait()
 	a.flushing <- struct{}{}
+	if ou := a.outUp.Load(); ou != nil {
+		ou.Stop()
+	}
 	err := a.flushLocked("", rowsAll)
 	// Spooled output gets closeDrain to reach the database; what is still
 	// spooled then is dropped and counted, as it would be on a full disk.
@@ -320,6 +324,9 @@ func (a *Appender) Close() error {
 		// What the checkpointer has not copied yet is copied now, room
 		// permitting, so that the WAL does not outlive the appender.
 		_ = a.up.Checkpoint(context.Background(), a.w.conn)
+		if a.w.out != nil {
+			_ = a.outUp.Load().Checkpoint(context.Background(), a.w.out)
+		}
 	}
 	a.dropWriterLocked()
 	<-a.flushing
@@ -606,6 +613,9 @@ var flushGrid = time.Now()
 // comes.
 func (a *Appender) CheckpointSoon() {
 	a.up.Wake()
+	if ou := a.outUp.Load(); ou != nil {
+		ou.Wake()
+	}
 }
 
 // Reclaim copies the WAL into the database file and truncates it when the
@@ -613,6 +623,9 @@ func (a *Appender) CheckpointSoon() {
 // recording a job's end, so that the end finds the whole reserve. It
 // returns whether the disk was tight.
 func (a *Appender) Reclaim(ctx context.Context) bool {
+	if ou := a.outUp.Load(); ou != nil {
+		ou.Reclaim(ctx)
+	}
 	return a.up.Reclaim(ctx)
 }
 

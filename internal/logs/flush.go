@@ -112,8 +112,8 @@ const externalMin = 32 << 10
 // database's own pages, where the transaction's room check counted it.
 func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []byte) (id int64, ok bool, err error) {
 	if a.outOff.Load() || a.up.Off() {
-		// Litestream, which checkpoints for us, replicates only WAL
-		// databases, and the output data file has a rollback journal.
+		// Litestream, which checkpoints for us, replicates one
+		// database: jobs.db holds every byte.
 		return 0, false, nil
 	}
 	if !w.outTx {
@@ -124,9 +124,7 @@ func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []
 			return 0, false, &outputFileError{err}
 		}
 	}
-	// The file is beside the database, on its file system, and has no
-	// WAL: its bytes take their room once (db.Upkeep.CheckRoom).
-	if a.up.CheckRoom(w.outBytes+int64(len(data))) != nil {
+	if a.outUp.Load().RoomForWAL(ctx, w.out, w.outBytes+int64(len(data))) != nil {
 		return 0, false, nil
 	}
 	id = w.nextID
@@ -148,8 +146,8 @@ func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []
 
 // outTxBytes ends the writer's transaction on the output data file once
 // it holds this many bytes: its pages stay within the connection's cache
-// (writerCacheKiB). A transaction whose pages spill before the commit
-// takes the file's exclusive lock early and writes its pages twice.
+// (writerCacheKiB). A transaction whose pages spill to the WAL before the
+// commit writes some of them there twice.
 const outTxBytes = 6 << 20
 
 // outputFileError is a failed write to the output data file. The file only
@@ -183,9 +181,21 @@ func (a *Appender) beginOutput(ctx context.Context, w *writer) error {
 				return err
 			}
 		}
+		ou := a.outUp.Load()
+		if ou == nil {
+			ou = a.up.NewOutputUpkeep(o)
+			if a.isRunning() {
+				ou.Start()
+			}
+			a.outUp.Store(ou)
+		}
+		if err := ou.SetUpWriter(ctx, conn, a.isRunning()); err != nil {
+			discard(conn)
+			return err
+		}
 		w.out = conn
 	}
-	if err := a.up.CheckRoom(0); err != nil {
+	if err := a.outUp.Load().BeforeTx(ctx, w.out, 0); err != nil {
 		return err
 	}
 	if _, err := w.out.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
@@ -284,6 +294,7 @@ func (a *Appender) endOutput(ctx context.Context, w *writer, commit bool) error 
 		_, _ = w.out.ExecContext(ctx, "ROLLBACK")
 		return &outputFileError{fmt.Errorf("commit: %w", err)}
 	}
+	a.outUp.Load().Committed(w.outBytes)
 	return nil
 }
 
