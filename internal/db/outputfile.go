@@ -33,7 +33,11 @@ import (
 // made every read wait while a commit was under way, and fail while its
 // writer was stopped there.) Its commits are synchronous=FULL: the bytes
 // are on the disk before the chunk rows that name them commit, which a
-// power loss then cannot keep without them. Its checkpoints are the
+// power loss then cannot keep without them; and bytes leave it only once
+// the database's commits that stopped naming them are on the disk
+// (FreeOutputData, SweepOutputData), so that a power loss, which may undo
+// the database's last commits, brings back no row without its bytes. Its
+// checkpoints are the
 // appender's, as the database's are (Upkeep). Litestream, which replicates
 // one database, is left checkpoints with JOBS_CHECKPOINT=off: then no
 // output goes to this file (logs.Appender), and jobs.db alone holds every
@@ -361,9 +365,68 @@ func (d *DB) sweepOutputPage(ctx context.Context, o *DB, ids []int64) (int64, er
 	if len(gone) == 0 {
 		return 0, nil
 	}
+	// The commits that stopped naming them on the disk first: the write
+	// lock keeps any other from coming in between.
+	if err := syncWAL(d.Path); err != nil {
+		return 0, fmt.Errorf("sync the WAL: %w", err)
+	}
 	res, err := o.ExecContext(ctx, `DELETE FROM chunk_data WHERE id IN `+ValuesSQL(1, len(gone)), gone...)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// syncWAL makes every commit of the database so far durable: its commits
+// are synchronous=NORMAL, written to the WAL without waiting for the disk,
+// and a power loss may undo the last of them. Deleting bytes from the
+// output data file (synchronous=FULL) must wait for it when a commit of
+// the database stopped naming them: undone, that commit would bring back
+// chunk rows whose bytes are gone. The WAL file holds every commit not
+// yet copied into the database file (a checkpoint syncs both before it
+// starts the WAL over), whoever wrote it; with no WAL, the file has them.
+// A variable, so that tests can fail it.
+var syncWAL = func(path string) error {
+	f, err := os.OpenFile(path+"-wal", os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// FreeOutputData deletes the bytes stored under ids from the output data
+// file, on out, a connection to it outside any transaction, once the
+// database's commits so far are on the disk (syncWAL): the caller has
+// committed the deletion of the chunk rows that named them. What it could
+// not delete stays until SweepOutputData.
+func (d *DB) FreeOutputData(ctx context.Context, out *sql.Conn, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := syncWAL(d.Path); err != nil {
+		return fmt.Errorf("free output data: sync the WAL: %w", err)
+	}
+	if _, err := out.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("free output data: %w", err)
+	}
+	err := Runs(len(ids), func(lo, hi int) error {
+		args := make([]any, 0, hi-lo)
+		for _, id := range ids[lo:hi] {
+			args = append(args, id)
+		}
+		_, err := out.ExecContext(ctx, `DELETE FROM chunk_data WHERE id IN `+ValuesSQL(1, hi-lo), args...)
+		return err
+	})
+	if err == nil {
+		_, err = out.ExecContext(ctx, "COMMIT")
+	}
+	if err != nil {
+		_, _ = out.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("free output data: %w", err)
+	}
+	return nil
 }

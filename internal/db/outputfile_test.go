@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,67 @@ func TestReadOfOutputFileAfterACrash(t *testing.T) {
 	var rows int
 	if err := sqlx.GetContext(ctx, out, &rows, `SELECT count(*) FROM chunk_data`); err != nil || rows != 1 {
 		t.Fatalf("rows after the roll-back: %d, %v; want 1", rows, err)
+	}
+}
+
+// Bytes leave the output data file only once the database's commits that
+// stopped naming them are on the disk (syncWAL): the sweep and
+// FreeOutputData sync the database's WAL first, and delete nothing when
+// they cannot. A power loss may undo the database's last commits
+// (synchronous=NORMAL), and must not bring back chunk rows whose bytes
+// are gone. Not parallel: it replaces syncWAL.
+func TestOutputBytesGoAfterTheWALIsSynced(t *testing.T) {
+	ctx := context.Background()
+	d, _ := openTest(t)
+	o, err := d.Output(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := 1; id <= 3; id++ {
+		if _, err := o.ExecContext(ctx, `INSERT INTO chunk_data (id, job_id, data) VALUES (?, 'j', x'00')`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func() int {
+		var n int
+		if err := sqlx.GetContext(ctx, o, &n, `SELECT count(*) FROM chunk_data`); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	conn, err := o.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	real := syncWAL
+	defer func() { syncWAL = real }()
+	var synced []string
+	syncWAL = func(path string) error {
+		synced = append(synced, path)
+		return errors.New("disk gone")
+	}
+	if err := d.FreeOutputData(ctx, conn, []int64{1}); err == nil || rows() != 3 {
+		t.Fatalf("free with the WAL not synced: %v, %d rows left; want an error and all 3", err, rows())
+	}
+	if n, err := d.SweepOutputData(ctx); err == nil || n != 0 || rows() != 3 {
+		t.Fatalf("sweep with the WAL not synced: %d deleted, %v; want an error and none", n, err)
+	}
+	if len(synced) != 2 || synced[0] != d.Path {
+		t.Fatalf("synced %q, want the database's WAL twice", synced)
+	}
+	synced = nil
+	syncWAL = func(path string) error {
+		synced = append(synced, path)
+		return real(path)
+	}
+	if err := d.FreeOutputData(ctx, conn, []int64{1}); err != nil || rows() != 2 {
+		t.Fatalf("free: %v, %d rows left; want 2", err, rows())
+	}
+	if n, err := d.SweepOutputData(ctx); err != nil || n != 2 || rows() != 0 {
+		t.Fatalf("sweep of the 2 rows no chunk names: %d deleted, %v", n, err)
+	}
+	if len(synced) != 2 {
+		t.Fatalf("synced the WAL %d times, want once before each delete", len(synced))
 	}
 }

@@ -230,33 +230,18 @@ func (w *writer) noteFreed(ctx context.Context, jobID string, head, last int64) 
 
 // freeData deletes from the output data file the bytes of the chunks the
 // transaction just committed deleted, in a transaction of its own that
-// comes after it: a chunk row never names bytes that are gone, though a
-// reader that read the row before may find them gone (db.ErrOutputDataGone,
-// and it reads again holding the file: again). What a failure or a crash leaves there,
+// comes after it, once that commit is on the disk (db.FreeOutputData): a
+// chunk row never names bytes that are gone, though a reader that read the
+// row before may find them gone (db.ErrOutputDataGone, and it reads again
+// holding the file: again). What a failure or a crash leaves there,
 // db.SweepOutputData deletes.
 func (a *Appender) freeData(ctx context.Context, w *writer) {
 	ids := w.freeing
 	w.freeing = w.freeing[:0]
-	if len(ids) == 0 || w.out == nil {
+	if w.out == nil {
 		return
 	}
-	if _, err := w.out.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return
-	}
-	err := db.Runs(len(ids), func(lo, hi int) error {
-		args := make([]any, 0, hi-lo)
-		for _, id := range ids[lo:hi] {
-			args = append(args, id)
-		}
-		_, err := w.out.ExecContext(ctx, `DELETE FROM chunk_data WHERE id IN `+db.ValuesSQL(1, hi-lo), args...)
-		return err
-	})
-	if err == nil {
-		_, err = w.out.ExecContext(ctx, "COMMIT")
-	}
-	if err != nil {
-		_, _ = w.out.ExecContext(ctx, "ROLLBACK")
-	}
+	_ = a.d.FreeOutputData(ctx, w.out, ids)
 }
 
 // writtenData reads the bytes stored under ref in the output data file on
