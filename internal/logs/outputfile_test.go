@@ -372,6 +372,33 @@ func TestHeldReadKeepsItsBytes(t *testing.T) {
 	}
 }
 
+// TestHeldReadFindsNewerBytes: a read that holds the output data file
+// reads the bytes of the chunks committed between its hold and its
+// snapshot of the database, which its hold's snapshot does not have: a
+// poll of a job flooding random bytes under a cap failed with "the
+// chunk's bytes are not in the output data file" when its held try met
+// the newest chunk. Not parallel: it sets betweenSnapshots.
+func TestHeldReadFindsNewerBytes(t *testing.T) {
+	ctx := context.Background()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	first, newer := randomOutput(t, 1<<20), randomOutput(t, 1<<20+77)
+	write(t, a, id, Stdout, first)
+	flush(t, a)
+	betweenSnapshots = func() {
+		write(t, a, id, Stdout, newer)
+		flush(t, a)
+	}
+	defer func() { betweenSnapshots = nil }()
+	p, err := ReadRange(context.WithValue(ctx, holdOutputKey{}, true), d, id, 0, 64<<20, Filter{})
+	want := append(first, newer...)
+	if err != nil || !bytes.Equal(p.Data, want) {
+		t.Fatalf("held read: %d bytes, %v; want the %d stored before its snapshot of the database", len(p.Data), err, len(want))
+	}
+}
+
 // TestOutputFileBytesSkipTheWAL: the output a flush stored in the output
 // data file is not counted as written to the database's WAL, which wakes
 // checkpoints and starts the WAL over by that count (db.Upkeep): a flood of

@@ -86,20 +86,28 @@ type Page struct {
 	Truncated bool
 }
 
-// again runs read, and when it meets a chunk whose bytes were deleted from
-// the output data file after it read the chunk's row (db.ErrOutputDataGone:
-// evicted, cleared or swept in between), runs it once more holding the
-// output data file from before its snapshot (db.HoldOutput), so that the
-// bytes of every row it reads stay until it is done. Only a read that lost
-// that race holds the file: a hold delays the commits of the output's
-// writer while it lasts.
+// again runs read, and again while it meets a chunk whose bytes were
+// deleted from the output data file after it read the chunk's row
+// (db.ErrOutputDataGone: evicted, cleared or swept in between), at most
+// readAttempts times in all. Every try after the first holds a snapshot of
+// the output data file taken before its snapshot of the database
+// (db.HoldOutput), which has the bytes of every row of the database's
+// snapshot that are freed after it; bytes stored after it, the newest
+// rows', it reads as the first try does (readTx.outputData). It loses only
+// bytes both stored and freed in the moment between its two snapshots.
 func again[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
-	v, err := read(ctx)
-	if err == nil || !errors.Is(err, db.ErrOutputDataGone) {
-		return v, err
+	for i := 1; ; i++ {
+		v, err := read(ctx)
+		if err == nil || i == readAttempts || !errors.Is(err, db.ErrOutputDataGone) {
+			return v, err
+		}
+		ctx = context.WithValue(ctx, holdOutputKey{}, true)
 	}
-	return read(context.WithValue(ctx, holdOutputKey{}, true))
 }
+
+// readAttempts bounds again: each try is a fresh pair of snapshots, so the
+// bound only matters while a read keeps losing.
+const readAttempts = 10
 
 // holdOutputKey marks the context of a read that holds the output data
 // file (again).
@@ -123,6 +131,9 @@ func beginRead(ctx context.Context, d *db.DB, jobID string) (*readTx, error) {
 			return nil, fmt.Errorf("read output of job %s: %w", jobID, err)
 		}
 		r.hold = h
+		if betweenSnapshots != nil {
+			betweenSnapshots()
+		}
 	}
 	// ReadOnly makes the driver BEGIN DEFERRED despite _txlock=immediate:
 	// readers must not queue for the write lock.
@@ -192,19 +203,29 @@ func (c *chunk) linesBefore(pos int64) int64 {
 const chunkColumns = `stream, byte_offset, first_line, line_count, ` + db.ChunkSize + `,
 	size IS NOT NULL AND data_ref IS NULL, data_ref`
 
-// beforeOutputData, set by tests, runs before each read of the output
-// data file, told whether the read holds it.
-var beforeOutputData func(held bool)
+// Set by tests: betweenSnapshots runs after a read took its hold of the
+// output data file and before its snapshot of the database;
+// beforeOutputData runs before each read of the output data file, told
+// whether the read holds it.
+var (
+	betweenSnapshots func()
+	beforeOutputData func(held bool)
+)
 
 // outputData appends to dst the bytes of the chunk stored under ref in the
 // output data file. The chunk rows were read first, so their bytes are
-// there unless swept since (db.ErrOutputDataGone).
+// there unless freed since (db.ErrOutputDataGone). A read that holds the
+// file finds there the bytes stored before its hold began; those stored
+// after, it reads now.
 func (r *readTx) outputData(ctx context.Context, ref int64, dst []byte) ([]byte, error) {
 	if beforeOutputData != nil {
 		beforeOutputData(r.hold != nil)
 	}
 	if r.hold != nil {
-		return r.hold.Read(ctx, ref, dst)
+		b, err := r.hold.Read(ctx, ref, dst)
+		if !errors.Is(err, db.ErrOutputDataGone) {
+			return b, err
+		}
 	}
 	o, err := r.d.Output(ctx, false)
 	if err != nil {
