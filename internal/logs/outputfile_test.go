@@ -40,6 +40,24 @@ func externalChunks(t *testing.T, d *db.DB, id string) int64 {
 	return n
 }
 
+// floodOutputFile writes n random bytes to a job through an appender on
+// a new database and flushes them, and returns the bytes and how many of
+// the job's chunks have them in the output data file (at least one).
+func floodOutputFile(t *testing.T, n int) (d *db.DB, a *Appender, id string, data []byte, ext int64) {
+	t.Helper()
+	d = openDB(t)
+	a = newAppender(t, d, AppenderOptions{})
+	id = newJob(t, d, 0)
+	track(t, a, id, 0)
+	data = randomOutput(t, n)
+	write(t, a, id, Stdout, data)
+	flush(t, a)
+	if ext = externalChunks(t, d, id); ext == 0 {
+		t.Fatal("no chunk's bytes are in the output data file")
+	}
+	return d, a, id, data, ext
+}
+
 // TestCapFreesOutputData: a capped flood of random bytes, whose chunks'
 // bytes go to the output data file, is evicted down to its cap flush after
 // flush; the bytes of every evicted chunk leave that file with it (the
@@ -260,16 +278,7 @@ func TestDamagedOutputFileFallsBack(t *testing.T) {
 // closes, the file itself holds the bytes, read back exactly.
 func TestOutputDataFileHasAWAL(t *testing.T) {
 	t.Parallel()
-	d := openDB(t)
-	a := newAppender(t, d, AppenderOptions{})
-	id := newJob(t, d, 0)
-	track(t, a, id, 0)
-	data := randomOutput(t, 2*outTxBytes+12345)
-	write(t, a, id, Stdout, data)
-	flush(t, a)
-	if ext := externalChunks(t, d, id); ext == 0 {
-		t.Fatal("no chunk's bytes are in the output data file")
-	}
+	d, a, id, data, _ := floodOutputFile(t, 2*outTxBytes+12345)
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -327,17 +336,7 @@ func TestNoOutputDataFileWithoutCheckpoints(t *testing.T) {
 // deletes those bytes. Not parallel: it sets beforeOutputData.
 func TestHeldReadKeepsItsBytes(t *testing.T) {
 	ctx := context.Background()
-	d := openDB(t)
-	a := newAppender(t, d, AppenderOptions{})
-	id := newJob(t, d, 0)
-	track(t, a, id, 0)
-	want := randomOutput(t, 1<<20+333)
-	write(t, a, id, Stdout, want)
-	flush(t, a)
-	ext := externalChunks(t, d, id)
-	if ext == 0 {
-		t.Fatal("no chunk in the output data file")
-	}
+	d, _, id, want, ext := floodOutputFile(t, 1<<20+333)
 	var (
 		once  sync.Once
 		swept = make(chan struct{})
@@ -437,16 +436,7 @@ func TestOutputFileBytesSkipTheWAL(t *testing.T) {
 func TestReadsPassAStoppedWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := openDB(t)
-	a := newAppender(t, d, AppenderOptions{})
-	id := newJob(t, d, 0)
-	track(t, a, id, 0)
-	want := randomOutput(t, 1<<20+99)
-	write(t, a, id, Stdout, want)
-	flush(t, a)
-	if externalChunks(t, d, id) == 0 {
-		t.Fatal("no chunk in the output data file")
-	}
+	d, _, id, want, _ := floodOutputFile(t, 1<<20+99)
 	raw, err := sql.Open("sqlite", db.OutputDSN(db.OutputPath(d.Path)))
 	if err != nil {
 		t.Fatal(err)
