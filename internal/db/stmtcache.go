@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -278,4 +280,29 @@ func (r *cachedRows) Close() error {
 	err := r.Rows.Close()
 	r.once.Do(r.release)
 	return err
+}
+
+// statusConn is a connection that reports SQLite's per-connection
+// counters (sqlite3_db_status).
+type statusConn interface {
+	Status(op sqlite.DBStatusOp, reset bool) (current, high int, err error)
+}
+
+// CacheBytes returns the memory that conn's page caches hold, as SQLite
+// counts it (SQLITE_DBSTATUS_CACHE_USED).
+func CacheBytes(conn *sql.Conn) (int64, error) {
+	var n int
+	err := conn.Raw(func(dc any) error {
+		if c, ok := dc.(*cachingConn); ok {
+			dc = c.sqliteConn
+		}
+		s, ok := dc.(statusConn)
+		if !ok {
+			return fmt.Errorf("cache use: %T reports no status", dc)
+		}
+		var err error
+		n, _, err = s.Status(sqlite.DBStatusCacheUsed, false)
+		return err
+	})
+	return int64(n), err
 }

@@ -66,6 +66,10 @@ type AppenderOptions struct {
 	// (db.OutputPath) cannot be written (damaged, or refused by the file
 	// system): the appender then stores every chunk in the database.
 	OnOutputFileError func(err error)
+
+	// outCacheLimit bounds the page cache of the connection to the
+	// output data file (outCacheLimit, the constant; tests set less).
+	outCacheLimit int64
 }
 
 func (o *AppenderOptions) setDefaults() {
@@ -98,6 +102,9 @@ func (o *AppenderOptions) setDefaults() {
 	}
 	if o.MinFree <= 0 {
 		o.MinFree = DefaultMinFree
+	}
+	if o.outCacheLimit <= 0 {
+		o.outCacheLimit = outCacheLimit
 	}
 }
 

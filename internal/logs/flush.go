@@ -150,6 +150,22 @@ func (a *Appender) putData(ctx context.Context, w *writer, jobID string, data []
 // commit writes some of them there twice.
 const outTxBytes = 6 << 20
 
+// outCacheLimit is the most memory the page cache of the writer's
+// connection to the output data file may hold before its next
+// transaction: past it a new connection replaces it, which frees the
+// cache. SQLite bounds a page cache in pages, not bytes, and a full cache
+// takes the oldest page of any other cache of the process (this build of
+// SQLite shares one pool among them): the file's 64 KiB pages took the
+// places of the database's 4 KiB ones, each time one of those was read
+// again, and this cache outgrew writerCacheKiB by about 35 pages every
+// 64 MiB of a flood (a 1 GiB capture's supervisor peaked at 94 MiB).
+// Freeing a cache and filling a new one costs a flood tens of
+// milliseconds (the pages go back to the system and come again), so the
+// bound leaves room for a few hundred MiB of that growth between two: a
+// supervisor capturing 1 GiB of random output then peaked at 59 MiB, at
+// about 4% of its speed.
+const outCacheLimit = 16 << 20
+
 // outputFileError is a failed write to the output data file. The file only
 // spares the database's pages a flood's bytes, so a file that cannot be
 // written (a damaged page, a file system that refuses it) must not cost
@@ -163,34 +179,19 @@ func (e *outputFileError) Unwrap() error { return e.err }
 // beginOutput opens the writer's connection to the output data file if
 // need be and begins its transaction there. The caller holds a.flushing.
 func (a *Appender) beginOutput(ctx context.Context, w *writer) error {
+	if w.out != nil {
+		if n, err := db.CacheBytes(w.out); err == nil && n > a.o.outCacheLimit {
+			// The new connection opens before the old one closes: the
+			// last connection to close a WAL database checkpoints it.
+			if conn, err := a.openOutput(ctx); err == nil {
+				discard(w.out)
+				w.out = conn
+			}
+		}
+	}
 	if w.out == nil {
-		o, err := a.d.Output(ctx, true)
+		conn, err := a.openOutput(ctx)
 		if err != nil {
-			return err
-		}
-		conn, err := o.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		for _, q := range []string{
-			fmt.Sprintf("PRAGMA cache_size = -%d", writerCacheKiB),
-			fmt.Sprintf("PRAGMA busy_timeout = %d", a.o.BusyTimeout.Milliseconds()),
-		} {
-			if _, err := conn.ExecContext(ctx, q); err != nil {
-				discard(conn)
-				return err
-			}
-		}
-		ou := a.outUp.Load()
-		if ou == nil {
-			ou = a.up.NewOutputUpkeep(o)
-			if a.isRunning() {
-				ou.Start()
-			}
-			a.outUp.Store(ou)
-		}
-		if err := ou.SetUpWriter(ctx, conn, a.isRunning()); err != nil {
-			discard(conn)
 			return err
 		}
 		w.out = conn
@@ -207,6 +208,40 @@ func (a *Appender) beginOutput(ctx context.Context, w *writer) error {
 	}
 	w.outTx, w.outBytes = true, 0
 	return nil
+}
+
+// openOutput opens a connection to the output data file for the writer.
+func (a *Appender) openOutput(ctx context.Context) (*sql.Conn, error) {
+	o, err := a.d.Output(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := o.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range []string{
+		fmt.Sprintf("PRAGMA cache_size = -%d", writerCacheKiB),
+		fmt.Sprintf("PRAGMA busy_timeout = %d", a.o.BusyTimeout.Milliseconds()),
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			discard(conn)
+			return nil, err
+		}
+	}
+	ou := a.outUp.Load()
+	if ou == nil {
+		ou = a.up.NewOutputUpkeep(o)
+		if a.isRunning() {
+			ou.Start()
+		}
+		a.outUp.Store(ou)
+	}
+	if err := ou.SetUpWriter(ctx, conn, a.isRunning()); err != nil {
+		discard(conn)
+		return nil, err
+	}
+	return conn, nil
 }
 
 // noteFreed notes the chunk_data rows of the chunks of jobID from head to
