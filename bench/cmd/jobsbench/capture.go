@@ -194,7 +194,7 @@ func (b *bench) captureKind(ctx context.Context, k outputKind, pollAfter bool) e
 	b.add(row{workload: wl, metric: "byte-exact (sha256 of paged `jobs log`)", jobs: fmt.Sprintf("%s, %d B read, status %s", yesNo(exact), read, st.Status),
 		target: "exact", ok: pass(exact && st.Status == string(vocab.StatusDone))})
 	if kb, err := w.dbKiB(); err == nil {
-		b.add(row{workload: wl, metric: "database size after the capture (file and WAL)", jobs: fmt.Sprintf("%.1f MiB", float64(kb)/1024),
+		b.add(row{workload: wl, metric: "database size after the capture (files and WALs)", jobs: fmt.Sprintf("%.1f MiB", float64(kb)/1024),
 			baseline: parse.FormatSize(size), ratio: ratio(float64(kb)*1024, float64(size))})
 	}
 	peak := peakRSS.Load()

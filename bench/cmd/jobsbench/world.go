@@ -319,15 +319,20 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// dbKiB is the size of the world's database: its file and its WAL.
+// dbKiB is the size of the world's database: its file, the output data
+// file and their WALs.
 func (w *world) dbKiB() (int64, error) {
 	fi, err := os.Stat(w.db)
 	if err != nil {
 		return 0, err
 	}
 	n := fi.Size()
-	if wal, err := os.Stat(w.db + "-wal"); err == nil {
-		n += wal.Size()
+	// The WAL, and the output data file (a flood's bytes that do not
+	// compress) with its WAL.
+	for _, suffix := range []string{"-wal", "-output", "-output-wal"} {
+		if fi, err := os.Stat(w.db + suffix); err == nil {
+			n += fi.Size()
+		}
 	}
 	return n >> 10, nil
 }
