@@ -482,7 +482,11 @@ func TestTmux(t *testing.T) {
 
 	t.Run("Timeout", func(t *testing.T) {
 		t.Parallel()
-		job := startTmuxJob(t, s, protocol.StartRequest{Job: db.NewJob{Command: "echo waiting; sleep 300", Timeout: 500 * time.Millisecond}})
+		// The timeout leaves the pane's command the time to print on a
+		// loaded machine: 500 ms, in a run of the test command beside
+		// stress-ng, once ran out before it had printed (the pane starts
+		// with jobs tmux-exec, a Go program, then the shell).
+		job := startTmuxJob(t, s, protocol.StartRequest{Job: db.NewJob{Command: "echo waiting; sleep 300", Timeout: 3 * time.Second}})
 		done := supervisor.WaitDone(t, d, job.ID, tmuxPatience)
 		if done.Status != vocab.StatusTimedOut || !strings.HasPrefix(done.Reason, "timed out after") {
 			t.Errorf("job %s (%s), want timed_out", done.Status, done.Reason)
