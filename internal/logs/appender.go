@@ -851,7 +851,13 @@ func (a *Appender) flushSpoolLocked(rows rowPolicy) error {
 		a.settle(take, err, false)
 		a.sp.unloadTake(take)
 		if err != nil {
+			// Writes fail, and not for the lock: the takes still spooled
+			// are tried once each, and nothing joins the spool until the
+			// next flush. Each failed take leaves a drop count to record,
+			// which spilled here failed in turn, and so on: the flush
+			// never ended.
 			last = err
+			continue
 		}
 		// What the children wrote meanwhile joins the end of the spool, so
 		// that they do not wait for the whole spool to be committed.

@@ -450,7 +450,7 @@ func TestResumeAfterReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d2.Close()
+	t.Cleanup(func() { d2.Close() }) // after the appender's close, registered later
 	b := newAppender(t, d2, AppenderOptions{MaxChunk: 8})
 	track(t, b, id, 0)
 	write(t, b, id, Stderr, []byte("\nfour\n"))
@@ -1006,5 +1006,55 @@ func TestDroppedChunksRecycleSafely(t *testing.T) {
 	_ = a.Flush(context.Background())
 	if got, want := dropped.Load(), int64(writes*len(text)); got != want {
 		t.Errorf("%d bytes counted dropped, want %d", got, want)
+	}
+}
+
+// A flush of the spool ends when every write fails, not only when the
+// database is locked: with the database closed under an appender whose
+// output was spooled (a failing test's cleanup order, as a failing disk
+// would), the flusher took the spooled output, failed to write it,
+// counted it dropped, spooled the drop count to record it, failed again,
+// and so on, without end (seen in a loaded run: a Close that waited 9
+// minutes for the flusher).
+func TestSpoolFlushEndsWhenWritesFail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAppender(d, AppenderOptions{BusyTimeout: 20 * time.Millisecond, RetryFor: 60 * time.Millisecond})
+	a.Open()
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	locker := lockDB(t, d)
+	write(t, a, id, Stdout, []byte("spooled\n"))
+	if err := a.Flush(ctx); !errors.Is(err, errLocked) {
+		t.Fatalf("Flush with the database locked: %v, want the output spooled", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The writer's connection outlives the pool's close; without it,
+	// every write fails.
+	a.flushing <- struct{}{}
+	a.dropWriterLocked()
+	<-a.flushing
+	locker.release()
+	done := make(chan error, 2)
+	go func() { done <- a.Flush(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Flush with every write failing returned no error")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Flush of the spool did not end with every write failing")
+	}
+	go func() { done <- a.Close() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not end with every write failing")
 	}
 }

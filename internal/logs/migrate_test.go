@@ -51,7 +51,7 @@ func TestOutputAcrossChunkSizeMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() }) // after the appender's close, registered later
 	a := newAppender(t, d, AppenderOptions{})
 	track(t, a, "old", 0)
 	more := textOutput(1 << 20)

@@ -243,7 +243,7 @@ func TestDamagedOutputFileFallsBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer d2.Close()
+			t.Cleanup(func() { d2.Close() }) // after the appender's close, registered later
 			var said []error
 			a2 := newAppender(t, d2, AppenderOptions{OnOutputFileError: func(err error) { said = append(said, err) }})
 			id := newJob(t, d2, 0)

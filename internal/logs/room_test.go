@@ -89,7 +89,7 @@ func TestWALKeepsRoomForItsCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() }) // after the appender's close, registered later
 	ballast := filepath.Join(dir, "ballast")
 	if err := os.WriteFile(ballast, make([]byte, 4<<20), 0o600); err != nil {
 		t.Fatal(err)
