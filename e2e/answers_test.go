@@ -142,7 +142,10 @@ func TestMainExitedSaidInText(t *testing.T) {
 	// grandchild holds (2 s by default): long enough here that a loaded
 	// machine still reads it.
 	w.extra = append(w.extra, "JOBS_DRAIN_TIMEOUT=5m")
-	id := w.start("sleep 30 & echo started")
+	// The grandchild outlives the test, which kills it: with sleep 30,
+	// a CI run whose commands were slow read the job after it had ended.
+	id := w.start("sleep 600 & echo started")
+	t.Cleanup(func() { _ = w.cmd("kill", id).Run() })
 	var j struct {
 		Job struct {
 			PID         int  `json:"pid"`
