@@ -906,9 +906,10 @@ func TestFloodRecyclesChunkBuffers(t *testing.T) {
 	// collector is off while the test floods (it runs alone: it is not
 	// parallel), so what is counted is the appender's recycling alone,
 	// except that it runs to keep the heap under a memory limit: with no
-	// collection at all, the long flood's garbage grew the test process to
-	// 3.4 GiB (8 GiB under the race detector; 1.1 and 3.1 GiB now), which beside the rest of
-	// the race run stalled it until a flush took the database for locked.
+	// collection at all, the long flood's garbage grew the test process
+	// to 3.4 GiB (8 GiB under the race detector; 1.1 and 3.1 GiB with the
+	// limit), which beside the rest of the race run stalled it until a
+	// flush took the database for locked.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(256 << 20))
 	d := openDB(t)

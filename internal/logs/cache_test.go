@@ -69,7 +69,8 @@ func TestOutputWriterCacheStaysBounded(t *testing.T) {
 	if replaced == 0 {
 		t.Fatalf("the cache never passed its bound (peak %d KiB): the flood is too short to test anything", peak>>10)
 	}
-	// One transaction holds at most outTxBytes of new pages.
+	// The bound is checked before each transaction, and one transaction
+	// adds at most outTxBytes of pages: twice that is room to spare.
 	if peak > limit+2*outTxBytes {
 		t.Errorf("the output data file's writer cached %d KiB, more than its %d KiB and a transaction", peak>>10, limit>>10)
 	}
