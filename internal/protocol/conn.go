@@ -53,6 +53,8 @@ type Conn struct {
 	// up unanswered never read it (ErrNoAnswer), but one that does not
 	// answer in time may still run it.
 	ahead bool
+	// pingWithin is the ping's bound: pingTimeout (shorter in tests).
+	pingWithin time.Duration
 }
 
 // ErrNoAnswer means a connection from DialDefault broke before the
@@ -81,7 +83,7 @@ func Dial(ctx context.Context, socketPath string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial supervisor: %w", err)
 	}
-	return &Conn{path: socketPath, c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c), unverified: true}, nil
+	return &Conn{path: socketPath, c: c, dec: json.NewDecoder(c), enc: json.NewEncoder(c), unverified: true, pingWithin: pingTimeout}, nil
 }
 
 // Close closes the connection.
@@ -120,9 +122,17 @@ func (c *Conn) exchange(ctx context.Context, req Request, undo *Request) (Respon
 	if undo != nil {
 		dl = time.Time{} // ctx's deadline is one more end of ctx: it sends undo
 	}
+	var body []byte // req encoded, when it follows a ping
 	first := dl
 	if c.unverified {
-		if p := time.Now().Add(pingTimeout); dl.IsZero() || p.Before(dl) {
+		// Before the ping's bound starts: encoding a big request takes a
+		// while.
+		b, err := json.Marshal(req)
+		if err != nil {
+			return Response{}, fmt.Errorf("call supervisor: %w", err)
+		}
+		body = append(b, '\n')
+		if p := time.Now().Add(c.pingWithin); dl.IsZero() || p.Before(dl) {
 			first = p
 		}
 	}
@@ -149,12 +159,20 @@ func (c *Conn) exchange(ctx context.Context, req Request, undo *Request) (Respon
 	var err error
 	pong := false // the answer to a ping sent ahead of req is still to read
 	switch {
-	case c.unverified && c.ahead:
-		err = c.sendAhead(req) // req goes with the ping
-		pong = err == nil
 	case c.unverified:
+		if c.ahead && len(body) <= aheadMax {
+			err = c.sendAhead(req.CallerPID, body) // req goes with the ping
+			pong = err == nil
+			break
+		}
 		if err = c.pingAlone(req); err == nil {
-			err = c.enc.Encode(req)
+			// The supervisor answers: the ping's bound is not the
+			// request's, which may take it a while to read.
+			c.c.SetDeadline(dl)
+			if ctx.Err() != nil {
+				c.c.SetDeadline(time.Now()) // as below
+			}
+			_, err = c.c.Write(body)
 		}
 	default:
 		err = c.enc.Encode(req)
@@ -285,21 +303,24 @@ func (c *Conn) undoable(ctx context.Context, ended, pong bool, pingBound time.Ti
 // loaded machine took over 2 s to answer (A5), so the bound is generous.
 const pingTimeout = 10 * time.Second
 
-// sendAhead writes a ping and req in one write, so that an unverified
-// connection costs no round trip of its own; readPong reads the ping's
-// answer. When the supervisor hangs up before answering, it never read
-// req, and the error wraps ErrNoAnswer. When it does not answer within
-// pingTimeout it may still read req later, so that is an error the caller
-// must not retry elsewhere.
-func (c *Conn) sendAhead(req Request) error {
+// aheadMax bounds a request sent in the same write as its ping. The write
+// of a longer one lasts until the supervisor has read most of it, within
+// the ping's bound: a supervisor slow to read a 1 MiB write on a loaded
+// machine failed it. A longer request waits for the ping's answer.
+const aheadMax = 64 << 10
+
+// sendAhead writes a ping and body, the encoded request, in one write, so
+// that an unverified connection costs no round trip of its own; readPong
+// reads the ping's answer. When the supervisor hangs up before answering,
+// it never read the request, and the error wraps ErrNoAnswer. When it does
+// not answer within pingTimeout it may still read the request later, so
+// that is an error the caller must not retry elsewhere.
+func (c *Conn) sendAhead(callerPID int, body []byte) error {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	if err := enc.Encode(Request{Op: OpPing, CallerPID: req.CallerPID}); err != nil {
+	if err := json.NewEncoder(&buf).Encode(Request{Op: OpPing, CallerPID: callerPID}); err != nil {
 		return err
 	}
-	if err := enc.Encode(req); err != nil {
-		return err
-	}
+	buf.Write(body)
 	if _, err := c.c.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 	}
@@ -312,7 +333,7 @@ func (c *Conn) readPong() error {
 	var pong Response
 	err := c.dec.Decode(&pong)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return fmt.Errorf("%w: no answer to a ping within %s: %w", ErrHung, pingTimeout, err)
+		return fmt.Errorf("%w: no answer to a ping within %s: %w", ErrHung, c.pingWithin, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoAnswer, err)
@@ -332,7 +353,7 @@ func (c *Conn) pingAlone(req Request) error {
 		err = c.dec.Decode(&pong)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return fmt.Errorf("%w: no answer to a ping within %s: %w", ErrHung, pingTimeout, err)
+		return fmt.Errorf("%w: no answer to a ping within %s: %w", ErrHung, c.pingWithin, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoAnswer, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -173,4 +174,80 @@ func TestEnsureDefaultWaitsForTheLockWinner(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("EnsureDefault did not reach the winner within a minute of its answering")
 	}
+}
+
+// A supervisor that answers the ping at once but reads a big request for
+// longer than the ping's bound still gets it whole: the bound is the
+// ping's, not the request's. (A 1 MiB write to a job's stdin failed with
+// "i/o timeout" from a supervisor slow to read it on a loaded machine.)
+func TestBigRequestOutlastsThePingBound(t *testing.T) {
+	t.Parallel()
+	for _, ahead := range []bool{false, true} {
+		name := "dial"
+		if ahead {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const bound = 100 * time.Millisecond
+			rt := runtimeDir(t)
+			if err := os.MkdirAll(rt, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			sock := filepath.Join(rt, "default.sock")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			served := make(chan error, 1)
+			go func() { served <- slowReader(l, 3*bound) }()
+
+			ctx := context.Background()
+			var c *Conn
+			if ahead {
+				c, err = DialDefault(ctx, filepath.Join(t.TempDir(), "unused.db"), rt)
+			} else {
+				c, err = Dial(ctx, sock)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.pingWithin = bound
+			data := make([]byte, 1<<20) // many socket buffers
+			n, err := c.Write(ctx, "j", data, false, 0)
+			if err != nil || n != len(data) {
+				t.Errorf("write of 1 MiB: %d, %v; want all of it", n, err)
+			}
+			c.Close()
+			if err := <-served; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// slowReader is a supervisor for one connection: it answers the ping, lets
+// slow pass before it reads the request, and answers that with its size.
+func slowReader(l net.Listener, slow time.Duration) error {
+	conn, err := l.Accept()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	dec, enc := json.NewDecoder(conn), json.NewEncoder(conn)
+	var ping Request
+	if err := dec.Decode(&ping); err != nil || ping.Op != OpPing {
+		return fmt.Errorf("first request: %+v, %v; want a ping", ping, err)
+	}
+	if err := enc.Encode(Response{Supervisor: "slow"}); err != nil {
+		return err
+	}
+	<-time.After(slow) // slower than the ping's bound
+	var req Request
+	if err := dec.Decode(&req); err != nil {
+		return fmt.Errorf("read the request: %w", err)
+	}
+	return enc.Encode(Response{Written: len(req.Data)})
 }
