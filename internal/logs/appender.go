@@ -170,6 +170,7 @@ type jobState struct {
 	rowOff int64     // output_bytes as the jobs row has it
 	gone   bool      // the jobs row was deleted: discard its output
 	tail   *tailRow
+	packs  atomic.Bool // the job's last full chunk compressed (packChunk)
 }
 
 // tailRow is the newest chunk row of a job as the appender last wrote
@@ -229,6 +230,9 @@ type pendingChunk struct {
 	// pack is data's stored form, made once, by the Write that filled the
 	// chunk or else by the flush that writes it (see encoded).
 	pack packed
+	// packs is the job's hint for pack: whether its last chunk compressed
+	// (see packChunk).
+	packs *atomic.Bool
 }
 
 // packed is the stored form of a chunk's data (codec.go).
@@ -243,7 +247,7 @@ type packed struct {
 func (c *pendingChunk) encoded(data []byte) ([]byte, bool) {
 	c.pack.once.Do(func() {
 		if !c.grow {
-			c.pack.data = packChunk(data)
+			c.pack.data = packChunk(data, c.packs)
 		}
 	})
 	if c.pack.data != nil {
@@ -526,7 +530,7 @@ func (a *Appender) writeLocked(jobID string, s Stream, p []byte) (full []*pendin
 			}
 			c = &pendingChunk{
 				seq: st.seq, stream: s, off: st.off, firstLine: st.lines, limit: limit, at: now,
-				data: a.chunkBuf(chunkCap(limit, len(p))),
+				data: a.chunkBuf(chunkCap(limit, len(p))), packs: &st.packs,
 			}
 			st.seq++
 			st.queue = append(st.queue, c)

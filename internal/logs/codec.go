@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -96,12 +97,20 @@ func chunkDecoder() (*zstd.Decoder, error) {
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // packChunk returns the stored form of p, a zstd frame at its own size,
-// or nil when p is stored as is (encodeChunk).
-func packChunk(p []byte) []byte {
+// or nil when p is stored as is (encodeChunk). packs, when set, is the
+// job's hint: whether its last chunk compressed. A chunk of a job whose
+// last one did is compressed whole without the sample first, which would
+// only cost it an eighth more (compressing the samples of a flood of text
+// was a ninth of its compression); packChunk sets the hint for the next.
+func packChunk(p []byte, packs *atomic.Bool) []byte {
 	buf := scratch.Get().(*[]byte)
 	defer scratch.Put(buf)
-	out, ok := encodeChunk((*buf)[:0], p)
+	probe := packs == nil || !packs.Load()
+	out, ok := encodeChunk((*buf)[:0], p, probe)
 	*buf = out[:0]
+	if packs != nil && len(p) >= compressMin {
+		packs.Store(ok)
+	}
 	if !ok {
 		return nil
 	}
@@ -111,8 +120,8 @@ func packChunk(p []byte) []byte {
 // encodeChunk appends the stored form of p to dst: a zstd frame, with
 // ok set, when p is at least compressMin bytes and the frame saves at
 // least an eighth of it; else dst is returned unchanged and p is stored as
-// it is.
-func encodeChunk(dst, p []byte) (out []byte, ok bool) {
+// it is. With probe, a sample of a large p is compressed first.
+func encodeChunk(dst, p []byte, probe bool) (out []byte, ok bool) {
 	if len(p) < compressMin {
 		return dst, false
 	}
@@ -124,7 +133,7 @@ func encodeChunk(dst, p []byte) (out []byte, ok bool) {
 	// (random or compressed bytes) for an eighth of the cost of trying
 	// the whole chunk, which was a ninth of the supervisor's CPU in a
 	// flood of random bytes.
-	if len(p) >= 4*probeBytes {
+	if probe && len(p) >= 4*probeBytes {
 		mid := len(p)/2 - probeBytes/2
 		sample := enc.EncodeAll(p[mid:mid+probeBytes], dst[len(dst):])
 		if len(sample) > probeBytes-probeBytes/4 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentjobs/jobs/internal/testlong"
@@ -44,7 +45,7 @@ func FuzzChunkCodec(f *testing.F) {
 			}
 			p = append(p, p...)
 		}
-		stored, packed := encodeChunk(nil, p)
+		stored, packed := encodeChunk(nil, p, repeat%2 == 0)
 		size := int64(-1)
 		if !packed {
 			stored = p
@@ -66,14 +67,14 @@ func FuzzChunkCodec(f *testing.F) {
 
 func TestChunkCodec(t *testing.T) {
 	text := textOutput(DefaultMaxChunk)
-	stored, packed := encodeChunk(nil, text)
+	stored, packed := encodeChunk(nil, text, true)
 	if !packed || len(stored)*5 > len(text) {
 		t.Fatalf("a chunk of text: packed %v, %d bytes stored for %d", packed, len(stored), len(text))
 	}
-	if _, packed := encodeChunk(nil, randomOutput(t, DefaultMaxChunk)); packed {
+	if _, packed := encodeChunk(nil, randomOutput(t, DefaultMaxChunk), true); packed {
 		t.Fatal("a chunk of random bytes was stored compressed")
 	}
-	if _, packed := encodeChunk(nil, text[:compressMin-1]); packed {
+	if _, packed := encodeChunk(nil, text[:compressMin-1], true); packed {
 		t.Fatal("a chunk under compressMin was stored compressed")
 	}
 	// Damage is reported, never returned as output.
@@ -91,6 +92,80 @@ func TestChunkCodec(t *testing.T) {
 	out, err := decodeChunk([]byte("x"), stored, int64(len(text)))
 	if err != nil || !bytes.Equal(out[1:], text) || out[0] != 'x' {
 		t.Fatalf("decode after a prefix: %v", err)
+	}
+}
+
+// TestPackHint: a job's chunk is compressed whole without the sample
+// first when its last one compressed; the hint follows what the chunks
+// turn out to be, and a chunk that does not compress is stored as is
+// whatever the hint said.
+func TestPackHint(t *testing.T) {
+	text, random := textOutput(DefaultMaxChunk), randomOutput(t, DefaultMaxChunk)
+	var packs atomic.Bool
+	for i, step := range []struct {
+		p          []byte
+		packed, to bool
+	}{
+		{text, true, true},
+		{text, true, true},
+		{random, false, false}, // the hint said it would compress
+		{random, false, false},
+		{text[:compressMin-1], false, false}, // too small to say anything
+		{text, true, true},
+		{text[:compressMin-1], false, true},
+	} {
+		stored := packChunk(step.p, &packs)
+		if (stored != nil) != step.packed || packs.Load() != step.to {
+			t.Fatalf("step %d: packed %v, hint %v; want %v, %v", i, stored != nil, packs.Load(), step.packed, step.to)
+		}
+		if stored != nil {
+			got, err := decodeChunk(nil, stored, int64(len(step.p)))
+			if err != nil || !bytes.Equal(got, step.p) {
+				t.Fatalf("step %d: decodes to %d other bytes, %v", i, len(got), err)
+			}
+		}
+	}
+}
+
+// TestOutputChangesKind: one job's flood turns from text to random bytes
+// and back; each stretch is stored as its kind is (compressed, then in
+// the output data file) and read back exactly.
+func TestOutputChangesKind(t *testing.T) {
+	t.Parallel()
+	d := openDB(t)
+	a := newAppender(t, d, AppenderOptions{})
+	n := testlong.Pick(8, 32) * DefaultMaxChunk
+	parts := [][]byte{textOutput(n), randomOutput(t, n), textOutput(n)}
+	id := newJob(t, d, 0)
+	track(t, a, id, 0)
+	var all []byte
+	for _, part := range parts {
+		for p := part; len(p) > 0; {
+			k := min(len(p), 64<<10-7)
+			write(t, a, id, Stdout, p[:k])
+			p = p[k:]
+		}
+		all = append(all, part...)
+	}
+	flush(t, a)
+	cs := readChunks(t, d, id)
+	packed := make([]int, len(parts))
+	for _, c := range cs {
+		if c.Packed {
+			packed[c.Off/int64(n)]++
+		}
+	}
+	// The chunks that straddle a change of kind may go either way.
+	per := n / DefaultMaxChunk
+	if packed[0] < per-1 || packed[1] > 1 || packed[2] < per-1 {
+		t.Fatalf("compressed chunks per stretch of %d: %v", per, packed)
+	}
+	if got := storedBytes(cs, ""); !bytes.Equal(got, all) {
+		t.Fatalf("stored %d bytes, not the %d written", len(got), len(all))
+	}
+	got, gap, _ := readAll(t, d, id, 1<<20, Filter{})
+	if gap != 0 || !bytes.Equal(got, all) {
+		t.Fatalf("read %d bytes, gap %d; want the %d written", len(got), gap, len(all))
 	}
 }
 
