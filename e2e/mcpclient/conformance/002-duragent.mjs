@@ -272,6 +272,20 @@ for (const d of ["/usr/local/bin", "/usr/bin", "/bin"]) {
     } catch {}
   }
 }
+// supervisorsOf returns the pids of the jobs supervise processes that run
+// with runtime as their XDG_RUNTIME_DIR.
+function supervisorsOf(runtime) {
+  const pids = [];
+  for (const p of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const argv = fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
+      const envp = fs.readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
+      if (argv[0] === bin && argv.includes("supervise") && envp.includes(`XDG_RUNTIME_DIR=${runtime}`)) pids.push(Number(p));
+    } catch {}
+  }
+  return pids;
+}
 const lone = path.join(base, "lone");
 fs.mkdirSync(lone);
 const plain = await connect({ PATH: noTmux, JOBS_DB: path.join(lone, "jobs.db"), XDG_RUNTIME_DIR: lone }, lone);
@@ -286,6 +300,12 @@ check("002-R39", "Everything works without tmux (degraded: no capture/send_keys/
   !r.isError && r.sc.status === "running" && r3.isError && !r3.text.includes("execute_command"), { spawn: r.isError ? r.text : r.sc, capture: r3.text });
 await call(plain, "process", { action: "kill", handle: ph });
 await plain.close();
+// That client's supervisor runs in lone, which the end of the script
+// removes: it is stopped first (left running, it wrote there while the
+// directory was being removed).
+const loneSups = supervisorsOf(lone);
+for (const p of loneSups) process.kill(p, "SIGTERM");
+await until(() => loneSups.every((p) => !fs.existsSync(`/proc/${p}/cmdline`) || fs.readFileSync(`/proc/${p}/cmdline`).length === 0));
 
 // ---- Synchronous mode timeout ----
 // The document lets wait: true block past the default 2 min; an MCP client
@@ -313,17 +333,8 @@ if (tmuxInstalled) {
 }
 await until(async () => (await call(c, "process", { action: "log", handle: lostH })).sc.output?.includes("plain-before"));
 await c.close();
-// The supervisors of this run: jobs supervise processes with our runtime dir.
-const runtime = process.env.XDG_RUNTIME_DIR;
-const sups = [];
-for (const p of fs.readdirSync("/proc")) {
-  if (!/^\d+$/.test(p)) continue;
-  try {
-    const argv = fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
-    const envp = fs.readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
-    if (argv[0] === bin && argv.includes("supervise") && envp.includes(`XDG_RUNTIME_DIR=${runtime}`)) sups.push(Number(p));
-  } catch {}
-}
+// The supervisors of this run.
+const sups = supervisorsOf(process.env.XDG_RUNTIME_DIR);
 for (const p of sups) process.kill(p, "SIGKILL");
 const c2 = await connect();
 const lostS = await waitStatus(c2, lostH, ["lost", "completed", "failed", "timed_out"]);
