@@ -170,7 +170,7 @@ type jobState struct {
 	rowOff int64     // output_bytes as the jobs row has it
 	gone   bool      // the jobs row was deleted: discard its output
 	tail   *tailRow
-	packs  atomic.Bool // the job's last full chunk compressed (packChunk)
+	packs  atomic.Int32 // how the job's last full chunk was stored (packChunk)
 }
 
 // tailRow is the newest chunk row of a job as the appender last wrote
@@ -230,9 +230,9 @@ type pendingChunk struct {
 	// pack is data's stored form, made once, by the Write that filled the
 	// chunk or else by the flush that writes it (see encoded).
 	pack packed
-	// packs is the job's hint for pack: whether its last chunk compressed
+	// packs is the job's hint for pack: how its last chunk was stored
 	// (see packChunk).
-	packs *atomic.Bool
+	packs *atomic.Int32
 }
 
 // packed is the stored form of a chunk's data (codec.go).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -45,7 +46,8 @@ func FuzzChunkCodec(f *testing.F) {
 			}
 			p = append(p, p...)
 		}
-		stored, packed := encodeChunk(nil, p, repeat%2 == 0)
+		stored, way := encodeChunk(nil, p, packWay(repeat%3))
+		packed := way != packNone
 		size := int64(-1)
 		if !packed {
 			stored = p
@@ -67,14 +69,23 @@ func FuzzChunkCodec(f *testing.F) {
 
 func TestChunkCodec(t *testing.T) {
 	text := textOutput(DefaultMaxChunk)
-	stored, packed := encodeChunk(nil, text, true)
-	if !packed || len(stored)*5 > len(text) {
-		t.Fatalf("a chunk of text: packed %v, %d bytes stored for %d", packed, len(stored), len(text))
+	stored, way := encodeChunk(nil, text, packNone)
+	if way != packFast || len(stored)*5 > len(text) {
+		t.Fatalf("a chunk of text: stored %v, %d bytes for %d", way, len(stored), len(text))
 	}
-	if _, packed := encodeChunk(nil, randomOutput(t, DefaultMaxChunk), true); packed {
-		t.Fatal("a chunk of random bytes was stored compressed")
+	// Numbers: few byte values, too few repeats for the fast encoder.
+	numbers := numberOutput(DefaultMaxChunk)
+	if z, way := encodeChunk(nil, numbers, packNone); way != packLit || len(z)*2 > len(numbers) {
+		t.Fatalf("a chunk of numbers: stored %v, %d bytes for %d", way, len(z), len(numbers))
+	} else if got, err := decodeChunk(nil, z, int64(len(numbers))); err != nil || !bytes.Equal(got, numbers) {
+		t.Fatalf("a chunk of numbers decodes to %d other bytes, %v", len(got), err)
 	}
-	if _, packed := encodeChunk(nil, text[:compressMin-1], true); packed {
+	for _, p := range [][]byte{randomOutput(t, DefaultMaxChunk), randomOutput(t, 3*probeBytes)} {
+		if _, way := encodeChunk(nil, p, packNone); way != packNone {
+			t.Fatalf("a chunk of %d random bytes was stored compressed (%v)", len(p), way)
+		}
+	}
+	if _, way := encodeChunk(nil, text[:compressMin-1], packNone); way != packNone {
 		t.Fatal("a chunk under compressMin was stored compressed")
 	}
 	// Damage is reported, never returned as output.
@@ -95,27 +106,41 @@ func TestChunkCodec(t *testing.T) {
 	}
 }
 
-// TestPackHint: a job's chunk is compressed whole without the sample
-// first when its last one compressed; the hint follows what the chunks
-// turn out to be, and a chunk that does not compress is stored as is
-// whatever the hint said.
+// numberOutput is n bytes of counting, as `seq` prints it from 10000 on.
+func numberOutput(n int) []byte {
+	var b []byte
+	for i := 10000; len(b) < n; i++ {
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, '\n')
+	}
+	return b[:n]
+}
+
+// TestPackHint: a job's chunk is compressed whole, the way its last one
+// was, without the sample first; the hint follows what the chunks turn
+// out to be (text by the fast encoder, numbers by the literal one), and a
+// chunk that does not compress is stored as is whatever the hint said.
 func TestPackHint(t *testing.T) {
-	text, random := textOutput(DefaultMaxChunk), randomOutput(t, DefaultMaxChunk)
-	var packs atomic.Bool
+	text, random, numbers := textOutput(DefaultMaxChunk), randomOutput(t, DefaultMaxChunk), numberOutput(DefaultMaxChunk)
+	var packs atomic.Int32
 	for i, step := range []struct {
-		p          []byte
-		packed, to bool
+		p      []byte
+		packed bool
+		to     packWay
 	}{
-		{text, true, true},
-		{text, true, true},
-		{random, false, false}, // the hint said it would compress
-		{random, false, false},
-		{text[:compressMin-1], false, false}, // too small to say anything
-		{text, true, true},
-		{text[:compressMin-1], false, true},
+		{text, true, packFast},
+		{text, true, packFast},
+		{random, false, packNone}, // the hint said it would compress
+		{random, false, packNone},
+		{text[:compressMin-1], false, packNone}, // too small to say anything
+		{numbers, true, packLit},
+		{numbers, true, packLit},
+		{random, false, packNone},
+		{text, true, packFast},
+		{text[:compressMin-1], false, packFast},
 	} {
 		stored := packChunk(step.p, &packs)
-		if (stored != nil) != step.packed || packs.Load() != step.to {
+		if (stored != nil) != step.packed || packWay(packs.Load()) != step.to {
 			t.Fatalf("step %d: packed %v, hint %v; want %v, %v", i, stored != nil, packs.Load(), step.packed, step.to)
 		}
 		if stored != nil {
