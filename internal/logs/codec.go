@@ -46,55 +46,46 @@ const (
 var errCorruptChunk = errors.New("stored chunk does not decode to its size")
 
 var (
-	encoderOnce sync.Once
-	encoder     *zstd.Encoder
-	encoderErr  error
-
-	litEncoderOnce sync.Once
-	litEncoder     *zstd.Encoder
-	litEncoderErr  error
-
 	decoderOnce sync.Once
 	decoder     *zstd.Decoder
 	decoderErr  error
 )
 
-// chunkEncoder is the encoder every appender shares: EncodeAll is safe for
+// encoders are the encoders every appender shares, one for each way a
+// chunk is compressed, each made on first use: EncodeAll is safe for
 // concurrent use, GOMAXPROCS calls at a time (Write compresses as many
 // chunks at once), and a frame needs no window larger than a chunk.
-// Compression is most of what a flood of text costs the
-// supervisor, so it is zstd's fastest level without entropy coding of the
+//
+// Compression is most of what a flood of text costs the supervisor, so
+// packFast is zstd's fastest level without entropy coding of the
 // literals: on a build log, about a quarter faster for frames a seventh
 // larger (chunks of 64 KiB 8.0 times smaller than the text instead of
 // 9.2).
-func chunkEncoder() (*zstd.Encoder, error) {
-	encoderOnce.Do(func() {
-		encoder, encoderErr = zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithNoEntropyCompression(true),
-			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
-			zstd.WithLowerEncoderMem(true),
-			zstd.WithWindowSize(DefaultMaxChunk))
-	})
-	return encoder, encoderErr
+//
+// packLit is for output that the fast one cannot shrink but whose bytes
+// are few different ones: numbers, hex, CSV (a chunk of `seq 1 100000`
+// has 11 byte values and almost no repeat of four bytes or more, which
+// the fast encoder needs). It entropy-codes every literal: 2.4 times
+// smaller for that chunk, at about a third of the fast encoder's speed,
+// spent only on chunks the fast one does not shrink.
+var encoders = [...]func() (*zstd.Encoder, error){
+	packFast: sync.OnceValues(func() (*zstd.Encoder, error) {
+		return newChunkEncoder(zstd.WithNoEntropyCompression(true))
+	}),
+	packLit: sync.OnceValues(func() (*zstd.Encoder, error) {
+		return newChunkEncoder(zstd.WithAllLitEntropyCompression(true))
+	}),
 }
 
-// chunkLitEncoder is the encoder for output that the fast one cannot
-// shrink but whose bytes are few different ones: numbers, hex, CSV (a
-// chunk of `seq 1 100000` has 11 byte values and almost no repeat of four
-// bytes or more, which the fast encoder needs). It entropy-codes every
-// literal: 2.4 times smaller for that chunk, at about a third of the fast
-// encoder's speed, spent only on chunks the fast one does not shrink.
-func chunkLitEncoder() (*zstd.Encoder, error) {
-	litEncoderOnce.Do(func() {
-		litEncoder, litEncoderErr = zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithAllLitEntropyCompression(true),
-			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
-			zstd.WithLowerEncoderMem(true),
-			zstd.WithWindowSize(DefaultMaxChunk))
-	})
-	return litEncoder, litEncoderErr
+// newChunkEncoder returns an encoder of chunks that codes literals as
+// literals says (see encoders).
+func newChunkEncoder(literals zstd.EOption) (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
+		literals,
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
+		zstd.WithLowerEncoderMem(true),
+		zstd.WithWindowSize(DefaultMaxChunk))
 }
 
 // chunkDecoder is the decoder every reader shares (DecodeAll is safe for
@@ -120,7 +111,7 @@ func chunkDecoder() (*zstd.Decoder, error) {
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // packWay is how a chunk was stored: as is, or compressed by the fast
-// encoder or by the literal one (chunkLitEncoder).
+// encoder or by the literal one (encoders).
 type packWay int32
 
 const (
@@ -168,7 +159,7 @@ func encodeChunk(dst, p []byte, hint packWay) (out []byte, way packWay) {
 	if hint != packNone {
 		return compressWith(dst, p, hint)
 	}
-	enc, err := chunkEncoder()
+	enc, err := encoders[packFast]()
 	if err != nil {
 		return dst, packNone // stored as is: compression only saves room
 	}
@@ -192,14 +183,10 @@ func encodeChunk(dst, p []byte, hint packWay) (out []byte, way packWay) {
 	return dst, packNone
 }
 
-// compressWith appends p compressed the given way to dst, when that saves
-// at least an eighth of it.
+// compressWith appends p compressed the given way (packFast or packLit)
+// to dst, when that saves at least an eighth of it.
 func compressWith(dst, p []byte, way packWay) ([]byte, packWay) {
-	get := chunkEncoder
-	if way == packLit {
-		get = chunkLitEncoder
-	}
-	enc, err := get()
+	enc, err := encoders[way]()
 	if err != nil {
 		return dst, packNone
 	}
